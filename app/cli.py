@@ -1,0 +1,234 @@
+"""The command line: the GUI by default, or headless `ask` and `tools` commands.
+
+Imports stay inside the commands so `deskhand tools list` loads no provider, Qt or
+tool implementation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from app.core.runtime import Runtime
+
+EXIT_OK = 0
+EXIT_TOOL_FAILED = 1
+EXIT_USAGE = 2
+EXIT_PROVIDER = 3
+EXIT_INTERRUPTED = 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="deskhand", description="Deskhand, a desktop AI assistant that does real work."
+    )
+    parser.add_argument("--home", help="folder for settings, history and logs")
+    sub = parser.add_subparsers(dest="command")
+
+    ask = sub.add_parser("ask", help="ask once and stream the answer")
+    ask.add_argument("prompt")
+    ask.add_argument("--provider", choices=["openai", "anthropic"])
+    ask.add_argument("--base-url")
+    ask.add_argument("--model")
+    ask.add_argument("--yes", action="store_true", help="approve every tool call")
+    ask.add_argument("--json", action="store_true", help="one JSON object per event and line")
+    ask.add_argument("--conversation", help="continue this conversation (its id)")
+
+    tools = sub.add_parser("tools", help="list or call tools")
+    tools_sub = tools.add_subparsers(dest="tools_command", required=True)
+    lst = tools_sub.add_parser("list", help="list the tools")
+    lst.add_argument("--category")
+    lst.add_argument("--json", action="store_true")
+    call = tools_sub.add_parser("call", help="call one tool")
+    call.add_argument("name")
+    call.add_argument("--args", default="{}", help="arguments as a JSON object")
+    call.add_argument("--yes", action="store_true", help="approve the call if it asks")
+    call.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        return _gui(args)
+    from app.core.logging_setup import configure
+    from app.core.runtime import ConfigError, Runtime
+
+    try:
+        runtime = Runtime(args.home)
+    except Exception as exc:  # an unreadable home or database: say so plainly
+        print(f"deskhand: cannot open the home folder: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    configure(runtime.secrets.known_values, log_dir=runtime.home / "logs")
+    try:
+        if args.command == "ask":
+            return _run_async(_ask(args, runtime))
+        if args.tools_command == "list":
+            return _tools_list(args, runtime)
+        return _run_async(_tools_call(args, runtime))
+    except ConfigError as exc:
+        print(f"deskhand: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        runtime.close()
+
+
+def _gui(args: argparse.Namespace) -> int:
+    try:
+        from app.ui.main import run_gui
+    except ImportError as exc:
+        print(
+            f"deskhand: the window needs PySide6 and qasync ({exc}); "
+            "install with: pip install 'deskhand[gui]'",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    return run_gui(args.home)
+
+
+def _run_async(coro: Any) -> int:
+    import asyncio
+
+    try:
+        return asyncio.run(coro)
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+# ---- ask ----------------------------------------------------------------------------------
+
+
+async def _ask(args: argparse.Namespace, runtime: Runtime) -> int:
+    from app.core.approval import allow_all, deny_all
+    from app.core.cli_output import JsonPrinter, TextPrinter, interactive_approver
+    from app.core.providers import make_provider
+    from app.core.providers.base import ProviderError
+
+    config = runtime.provider_config(args.provider, args.base_url, args.model)
+    provider = make_provider(config)
+    printer = JsonPrinter() if args.json else TextPrinter()
+    try:
+        if not config.model:
+            try:
+                models = await provider.list_models()
+            except ProviderError as exc:
+                printer.error(f"no model given and the server's model list failed: {exc}")
+                return EXIT_PROVIDER
+            if not models:
+                printer.error("no model given (--model) and the server lists none")
+                return EXIT_USAGE
+            config.model = models[0]
+            print(f"deskhand: using model {config.model}", file=sys.stderr)
+        if args.yes:
+            approver = allow_all
+        elif sys.stdin.isatty() and not args.json:
+            approver = interactive_approver
+        else:
+            approver = deny_all
+        conversation = runtime.open_conversation(args.conversation)
+        if not args.conversation:
+            runtime.store.auto_title(conversation.id, args.prompt)
+        agent = runtime.make_agent(provider, approver)
+        async for event in agent.run(conversation, args.prompt):
+            printer.handle(event)
+        printer.close()
+        return EXIT_PROVIDER if printer.failed else EXIT_OK
+    finally:
+        await provider.aclose()
+
+
+# ---- tools -------------------------------------------------------------------------------
+
+
+def _tools_list(args: argparse.Namespace, runtime: Runtime) -> int:
+    registry = runtime.registry
+    infos = registry.infos(args.category)
+    if args.json:
+        print(json.dumps([i.to_json() for i in infos], ensure_ascii=False))
+        return EXIT_OK
+    if not infos:
+        print(f"no tools in category {args.category!r}", file=sys.stderr)
+        return EXIT_USAGE if args.category else EXIT_OK
+    current = None
+    for info in infos:
+        m = info.manifest
+        if m.category != current:
+            current = m.category
+            print(f"\n{current}")
+        ops = "/".join(sorted(m.operations))
+        state = "" if info.available else f"  [unavailable: {info.unavailable_reason}]"
+        print(f"  {m.name:<28} {ops:<22} {m.summary}{state}")
+    for error in registry.errors:
+        print(f"deskhand: skipped tool pack {error.source}: {error.message}", file=sys.stderr)
+    return EXIT_OK
+
+
+async def _tools_call(args: argparse.Namespace, runtime: Runtime) -> int:
+    from app.core.approval import ApprovalRequest, Decision, Verdict
+    from app.core.cli_output import interactive_approver
+    from tools.runner import InvalidCall
+    from tools.spec import ToolContext, ToolResult
+
+    runner = runtime.runner
+    try:
+        manifest, params = runner.validate(args.name, args.args)
+    except InvalidCall as exc:
+        return _print_result(ToolResult.failure(str(exc)), args.json, EXIT_USAGE)
+    verdict = runtime.policy().verdict(manifest)
+    session = runtime.new_session()
+    ctx = ToolContext(
+        call_id="cli",
+        home=runtime.home,
+        settings=runtime.settings,
+        registry=runtime.registry,
+        session=session,
+        integration=manifest.integration,
+        progress_sink=lambda p: print(f"… {p.message}", file=sys.stderr),
+    )
+    if verdict is Verdict.DENY:
+        return _print_result(
+            ToolResult.failure("this tool is blocked by a deny rule in Deskhand's settings"),
+            args.json,
+            EXIT_TOOL_FAILED,
+        )
+    if verdict is Verdict.ASK and not args.yes:
+        decision = Decision.DENY
+        if sys.stdin.isatty() and not args.json:
+            request = ApprovalRequest(
+                "cli",
+                manifest.name,
+                manifest.category,
+                sorted(manifest.operations),
+                params.model_dump(mode="json"),
+                await runner.preview(manifest, params, ctx),
+            )
+            decision = await interactive_approver(request)
+        if decision is Decision.DENY:
+            message = (
+                f"{manifest.name} changes things and was not approved (pass --yes to approve)"
+            )
+            return _print_result(ToolResult.failure(message), args.json, EXIT_TOOL_FAILED)
+        if decision is Decision.ALWAYS_ALLOW:
+            runtime.persist_always_allow(manifest.name)
+    result = await runner.run_validated(manifest, params, ctx)
+    return _print_result(result, args.json, EXIT_OK if result.ok else EXIT_TOOL_FAILED)
+
+
+def _print_result(result: Any, as_json: bool, code: int) -> int:
+    if as_json:
+        print(json.dumps(result.to_json(), ensure_ascii=False, default=str))
+    elif result.ok:
+        print(result.content)
+    else:
+        print(f"deskhand: {result.error or result.content}", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,384 @@
+"""The agent loop: model turn → approved tool calls in the pool → results → next turn.
+
+One loop serves the GUI, the CLI and the tests; all of them consume `AgentEvent`s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from app.core.approval import ApprovalPolicy, ApprovalRequest, Approver, Decision, Verdict
+from app.core.events import (
+    AgentEvent,
+    ApprovalDecided,
+    ApprovalRequested,
+    Error,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolProgress,
+    TurnFinished,
+)
+from app.core.providers.base import (
+    ChatMessage,
+    Provider,
+    ProviderError,
+    ProviderTimeout,
+    RateLimitError,
+    ServerError,
+    StreamDone,
+    TextChunk,
+    ToolCallReady,
+    ToolCallRequest,
+    ToolSpec,
+    UnreachableError,
+    Usage,
+)
+from tools.runner import InvalidCall, ToolRunner, parse_arguments
+from tools.session import ToolSession
+from tools.spec import Progress, ToolContext, ToolManifest, ToolResult
+
+log = logging.getLogger(__name__)
+
+#: After this many model turns in a row whose every tool call was malformed, give up.
+MAX_INVALID_ROUNDS = 3
+DECLINED = "The user declined this call. Do not retry it; ask the user or choose another way."
+DENY_RULE = "This tool is blocked by a deny rule in Deskhand's settings."
+CANCELLED = "Cancelled by the user before it finished."
+
+
+class Recorder(Protocol):
+    """The parts of the store the loop writes to (every message as soon as it is complete)."""
+
+    def append_message(
+        self, conversation_id: str, msg: ChatMessage, usage: Usage | None = None
+    ) -> int: ...
+    def record_tool_call_started(
+        self, conversation_id: str, call_id: str, name: str, arguments: str
+    ) -> None: ...
+    def record_tool_call_finished(
+        self, call_id: str, status: str, content: str, data: Any, error: str | None
+    ) -> None: ...
+    def record_approval(
+        self, conversation_id: str, call_id: str, tool_name: str, decision: str
+    ) -> None: ...
+
+
+@dataclass
+class Conversation:
+    session: ToolSession
+    id: str | None = None
+    messages: list[ChatMessage] = field(default_factory=list)
+
+    def restore_active_tools(self) -> None:
+        """Tools used earlier in the conversation stay callable after a restart."""
+        used = [c.name for m in self.messages for c in m.tool_calls]
+        self.session.activate(used)
+
+
+class _Done:
+    pass
+
+
+_DONE = _Done()
+
+
+class Agent:
+    def __init__(
+        self,
+        provider: Provider,
+        runner: ToolRunner,
+        *,
+        home: Path,
+        policy: ApprovalPolicy | None = None,
+        approver: Approver,
+        recorder: Recorder | None = None,
+        settings: Any = None,
+        system_prompt: str | None = None,
+        max_steps: int = 25,
+        on_always_allow: Callable[[str], None] | None = None,
+        account_resolver: Callable[[str], Any] | None = None,
+    ) -> None:
+        self.provider = provider
+        self.runner = runner
+        self.home = home
+        self.policy = policy or ApprovalPolicy()
+        self.approver = approver
+        self.recorder = recorder
+        self.settings = settings
+        self.system_prompt = system_prompt
+        self.max_steps = max_steps
+        self.on_always_allow = on_always_allow
+        self.account_resolver = account_resolver
+
+    # ---- persistence ----------------------------------------------------------------
+
+    def _append(self, conv: Conversation, msg: ChatMessage, usage: Usage | None = None) -> None:
+        conv.messages.append(msg)
+        if self.recorder is not None and conv.id is not None:
+            self.recorder.append_message(conv.id, msg, usage)
+
+    def _record(self, method: str, *args: Any) -> None:
+        if self.recorder is None:
+            return
+        try:
+            getattr(self.recorder, method)(*args)
+        except Exception:  # bookkeeping must never break a turn
+            log.exception("could not record %s", method)
+
+    # ---- the loop ---------------------------------------------------------------------
+
+    async def run(
+        self, conv: Conversation, user_message: str | ChatMessage
+    ) -> AsyncIterator[AgentEvent]:
+        msg = (
+            user_message
+            if isinstance(user_message, ChatMessage)
+            else ChatMessage("user", user_message)
+        )
+        self._append(conv, msg)
+        usage = Usage()
+        invalid_rounds = 0
+        for step in range(1, self.max_steps + 1):
+            text: list[str] = []
+            calls: list[ToolCallRequest] = []
+            stop_reason = "end_turn"
+            try:
+                async for event in self.provider.stream(
+                    conv.messages, self._tool_specs(conv), system=self.system_prompt
+                ):
+                    if isinstance(event, TextChunk):
+                        text.append(event.text)
+                        yield TextDelta(event.text)
+                    elif isinstance(event, ToolCallReady):
+                        calls.append(event.call)
+                    elif isinstance(event, StreamDone):
+                        stop_reason = event.stop_reason
+                        usage.add(event.usage)
+            except ProviderError as exc:
+                self._keep_partial(conv, text)
+                yield Error(str(exc), kind=exc.kind, retryable=_retryable(exc))
+                return
+            except (asyncio.CancelledError, GeneratorExit):
+                self._keep_partial(conv, text)
+                raise
+            self._append(conv, ChatMessage("assistant", "".join(text), tool_calls=calls), usage)
+            if not calls:
+                yield TurnFinished(usage, stop_reason, step)
+                return
+            outcome = _RoundOutcome()
+            async for event in self._run_calls(conv, calls, outcome):
+                yield event
+            invalid_rounds = invalid_rounds + 1 if outcome.all_invalid(len(calls)) else 0
+            if invalid_rounds >= MAX_INVALID_ROUNDS:
+                yield Error(
+                    "The model kept sending tool calls that could not run "
+                    f"({MAX_INVALID_ROUNDS} rounds in a row). Try rephrasing, or another model.",
+                    kind="invalid_tool_calls",
+                )
+                return
+        yield TurnFinished(usage, "max_steps", self.max_steps)
+
+    def _keep_partial(self, conv: Conversation, text: list[str]) -> None:
+        """A stopped or failed stream keeps what the user already saw."""
+        partial = "".join(text)
+        if partial:
+            self._append(conv, ChatMessage("assistant", partial))
+
+    def _tool_specs(self, conv: Conversation) -> list[ToolSpec]:
+        return [ToolSpec(m.name, m.description, m.json_schema()) for m in conv.session.visible()]
+
+    # ---- tool calls ---------------------------------------------------------------------
+
+    async def _run_calls(
+        self, conv: Conversation, calls: list[ToolCallRequest], outcome: _RoundOutcome
+    ) -> AsyncIterator[AgentEvent]:
+        """Runs a message's calls concurrently, yielding their events as they happen."""
+        queue: asyncio.Queue[AgentEvent | _Done] = asyncio.Queue()
+        finished: set[str] = set()
+        tasks = [
+            asyncio.create_task(self._one_call(conv, call, queue, outcome, finished))
+            for call in calls
+        ]
+        waiter = asyncio.create_task(_signal_when_done(tasks, queue))
+        try:
+            while True:
+                event = await queue.get()
+                if isinstance(event, _Done):
+                    break
+                yield event
+        finally:
+            if not waiter.done():
+                waiter.cancel()
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, waiter, return_exceptions=True)
+            for call in calls:  # every call keeps an answer, so the history stays valid
+                if call.id not in finished:
+                    self._finish(conv, call, ToolResult.failure(CANCELLED), "cancelled")
+
+    async def _one_call(
+        self,
+        conv: Conversation,
+        call: ToolCallRequest,
+        queue: asyncio.Queue[AgentEvent | _Done],
+        outcome: _RoundOutcome,
+        finished: set[str],
+    ) -> None:
+        started = time.monotonic()
+        try:
+            shown_args: dict[str, Any] | str = self.runner.redactor.data(
+                parse_arguments(call.arguments)
+            )
+        except InvalidCall:
+            shown_args = self.runner.redactor.text(call.arguments)
+        manifest = self.runner.registry.get(call.name)
+        await queue.put(
+            ToolCallStarted(
+                call.id,
+                call.name,
+                shown_args,
+                manifest.category if manifest else "",
+                sorted(manifest.operations) if manifest else [],
+            )
+        )
+        if self.recorder is not None and conv.id is not None:
+            self._record(
+                "record_tool_call_started",
+                conv.id,
+                call.id,
+                call.name,
+                self.runner.redactor.text(call.arguments),
+            )
+        try:
+            result, status = await self._decide_and_run(conv, call, queue, outcome)
+        except Exception as exc:  # a bug here must not hang the turn
+            log.exception("tool call %s failed inside the loop", call.name)
+            result, status = ToolResult.failure(f"internal error: {exc}"), "error"
+        self._finish(conv, call, result, status)
+        finished.add(call.id)
+        await queue.put(ToolCallFinished(call.id, call.name, result, time.monotonic() - started))
+
+    async def _decide_and_run(
+        self,
+        conv: Conversation,
+        call: ToolCallRequest,
+        queue: asyncio.Queue[AgentEvent | _Done],
+        outcome: _RoundOutcome,
+    ) -> tuple[ToolResult, str]:
+        try:
+            if call.name in conv.session.registry and not conv.session.enabled(call.name):
+                raise InvalidCall(f"{call.name} is turned off in Deskhand's settings")
+            manifest, params = self.runner.validate(call.name, call.arguments)
+        except InvalidCall as exc:
+            outcome.invalid += 1
+            return self.runner.finish(ToolResult.failure(str(exc))), "error"
+        conv.session.activate([manifest.name])
+        ctx = self._context(conv, manifest, call.id, queue)
+        verdict = self.policy.verdict(manifest)
+        if verdict is Verdict.DENY:
+            self._note_decision(conv, call, Decision.DENY, "rule", queue)
+            return ToolResult.failure(DENY_RULE), "denied"
+        if verdict is Verdict.ASK:
+            decision = await self._ask(conv, call, manifest, params, ctx, queue)
+            if decision is Decision.DENY:
+                return ToolResult.failure(DECLINED), "denied"
+        result = await self.runner.run_validated(manifest, params, ctx)
+        return result, "ok" if result.ok else "error"
+
+    async def _ask(
+        self,
+        conv: Conversation,
+        call: ToolCallRequest,
+        manifest: ToolManifest,
+        params: Any,
+        ctx: ToolContext,
+        queue: asyncio.Queue[AgentEvent | _Done],
+    ) -> Decision:
+        preview = await self.runner.preview(manifest, params, ctx)
+        request = ApprovalRequest(
+            call_id=call.id,
+            tool=manifest.name,
+            category=manifest.category,
+            operations=sorted(manifest.operations),
+            arguments=self.runner.redactor.data(params.model_dump(mode="json")),
+            preview=preview,
+        )
+        await queue.put(ApprovalRequested(request))
+        decision = Decision(await self.approver(request))
+        if decision is Decision.ALWAYS_ALLOW:
+            self.policy.allow_always(manifest.name)
+            if self.on_always_allow is not None:
+                self.on_always_allow(manifest.name)
+        self._note_decision(conv, call, decision, "user", queue)
+        return decision
+
+    def _note_decision(
+        self,
+        conv: Conversation,
+        call: ToolCallRequest,
+        decision: Decision,
+        source: str,
+        queue: asyncio.Queue[AgentEvent | _Done],
+    ) -> None:
+        queue.put_nowait(ApprovalDecided(call.id, call.name, decision, source))
+        if conv.id is not None:
+            self._record("record_approval", conv.id, call.id, call.name, decision.value)
+
+    def _context(
+        self,
+        conv: Conversation,
+        manifest: ToolManifest,
+        call_id: str,
+        queue: asyncio.Queue[AgentEvent | _Done],
+    ) -> ToolContext:
+        loop = asyncio.get_running_loop()
+
+        def sink(p: Progress) -> None:  # called from pool threads
+            event = ToolProgress(p.call_id, self.runner.redactor.text(p.message), p.fraction)
+            loop.call_soon_threadsafe(queue.put_nowait, event)
+
+        return ToolContext(
+            call_id=call_id,
+            home=self.home,
+            settings=self.settings,
+            progress_sink=sink,
+            account_resolver=self.account_resolver,
+            integration=manifest.integration,
+            registry=self.runner.registry,
+            session=conv.session,
+        )
+
+    def _finish(
+        self, conv: Conversation, call: ToolCallRequest, result: ToolResult, status: str
+    ) -> None:
+        self._append(
+            conv,
+            ChatMessage("tool", result.content, tool_call_id=call.id, is_error=not result.ok),
+        )
+        self._record(
+            "record_tool_call_finished", call.id, status, result.content, result.data, result.error
+        )
+
+
+@dataclass
+class _RoundOutcome:
+    invalid: int = 0
+
+    def all_invalid(self, total: int) -> bool:
+        return total > 0 and self.invalid == total
+
+
+async def _signal_when_done(tasks: Iterable[asyncio.Task[None]], queue: asyncio.Queue[Any]) -> None:
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await queue.put(_DONE)
+
+
+def _retryable(exc: ProviderError) -> bool:
+    return isinstance(exc, RateLimitError | ServerError | UnreachableError | ProviderTimeout)

@@ -1,0 +1,160 @@
+"""How `deskhand ask` shows agent events: plain streamed text, or one JSON object per line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from dataclasses import asdict
+from typing import Any, TextIO
+
+from app.core.approval import ApprovalRequest, Decision
+from app.core.events import (
+    AgentEvent,
+    ApprovalDecided,
+    ApprovalRequested,
+    Error,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolProgress,
+    TurnFinished,
+)
+
+
+def event_to_json(event: AgentEvent) -> dict[str, Any] | None:
+    """The wire shape of each event, as DESIGN.md §7 fixes it."""
+    match event:
+        case TextDelta(text=text):
+            return {"type": "text", "delta": text}
+        case ToolCallStarted():
+            return {
+                "type": "tool_call",
+                "id": event.call_id,
+                "name": event.name,
+                "arguments": event.arguments,
+            }
+        case ToolProgress():
+            return {"type": "progress", "id": event.call_id, "message": event.message}
+        case ApprovalRequested(request=req):
+            return {
+                "type": "approval_requested",
+                "id": req.call_id,
+                "name": req.tool,
+                "operations": req.operations,
+            }
+        case ApprovalDecided():
+            return {
+                "type": "approval",
+                "id": event.call_id,
+                "name": event.tool,
+                "decision": event.decision.value,
+                "source": event.source,
+            }
+        case ToolCallFinished(result=result):
+            return {
+                "type": "tool_result",
+                "id": event.call_id,
+                "name": event.name,
+                "ok": result.ok,
+                "content": result.content,
+            }
+        case TurnFinished():
+            return {"type": "done", "stop_reason": event.stop_reason, "usage": asdict(event.usage)}
+        case Error():
+            return {"type": "error", "message": event.message, "kind": event.kind}
+    return None
+
+
+class JsonPrinter:
+    def __init__(self, out: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
+        self.failed = False
+
+    def handle(self, event: AgentEvent) -> None:
+        if isinstance(event, Error):
+            self.failed = True
+        line = event_to_json(event)
+        if line is not None:
+            self.out.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+            self.out.flush()
+
+    def error(self, message: str) -> None:
+        self.handle(Error(message))
+
+    def close(self) -> None:
+        self.out.flush()
+
+
+class TextPrinter:
+    """Answer text to stdout; tool activity and errors to stderr, so pipes get the answer."""
+
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.failed = False
+        self._line_open = False
+
+    def handle(self, event: AgentEvent) -> None:
+        match event:
+            case TextDelta(text=text):
+                self.out.write(text)
+                self.out.flush()
+                self._line_open = not text.endswith("\n")
+            case ToolCallStarted():
+                self._break_line()
+                args = json.dumps(event.arguments, ensure_ascii=False)
+                self.err.write(f"→ {event.name} {_shorten(args, 160)}\n")
+            case ToolProgress():
+                self.err.write(f"  … {event.message}\n")
+            case ApprovalDecided(decision=Decision.DENY):
+                self.err.write(f"  ✗ {event.tool} not approved\n")
+            case ToolCallFinished(result=result):
+                mark = "✓" if result.ok else "✗"
+                self.err.write(f"  {mark} {_shorten(result.content.splitlines()[0] if result.content else '', 160)}\n")
+            case TurnFinished():
+                self._break_line()
+            case Error(message=message):
+                self.error(message)
+        self.err.flush()
+
+    def error(self, message: str) -> None:
+        self._break_line()
+        self.failed = True
+        self.err.write(f"deskhand: {message}\n")
+        self.err.flush()
+
+    def close(self) -> None:
+        self._break_line()
+
+    def _break_line(self) -> None:
+        if self._line_open:
+            self.out.write("\n")
+            self.out.flush()
+            self._line_open = False
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_prompt_lock = asyncio.Lock()
+
+
+async def interactive_approver(request: ApprovalRequest) -> Decision:
+    """Asks on the terminal; concurrent calls queue up, one question at a time."""
+    async with _prompt_lock:
+        err = sys.stderr
+        err.write(f"\n{request.tool} wants to {'/'.join(request.operations)}:\n")
+        err.write(json.dumps(request.arguments, indent=2, ensure_ascii=False)[:4000] + "\n")
+        if request.preview:
+            err.write(request.preview[:8000] + "\n")
+        err.write("Allow? [y] once  [a] always for this tool  [N] deny: ")
+        err.flush()
+        loop = asyncio.get_running_loop()
+        answer = (await loop.run_in_executor(None, sys.stdin.readline)).strip().lower()
+    if answer in {"y", "yes"}:
+        return Decision.ALLOW_ONCE
+    if answer in {"a", "always"}:
+        return Decision.ALWAYS_ALLOW
+    return Decision.DENY

@@ -1,0 +1,79 @@
+"""What the agent loop tells its consumers (the GUI controller, the CLI, tests)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.core.approval import ApprovalRequest, Decision
+from app.core.providers.base import Usage
+from tools.spec import ToolResult
+
+
+@dataclass
+class TextDelta:
+    text: str
+
+
+@dataclass
+class ToolCallStarted:
+    call_id: str
+    name: str
+    arguments: dict[str, Any] | str
+    category: str = ""
+    operations: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ToolProgress:
+    call_id: str
+    message: str
+    fraction: float | None = None
+
+
+@dataclass
+class ApprovalRequested:
+    request: ApprovalRequest
+
+
+@dataclass
+class ApprovalDecided:
+    call_id: str
+    tool: str
+    decision: Decision
+    #: "user", "rule" (settings), "policy" (read-only) or "headless" (no one to ask).
+    source: str = "user"
+
+
+@dataclass
+class ToolCallFinished:
+    call_id: str
+    name: str
+    result: ToolResult
+    seconds: float = 0.0
+
+
+@dataclass
+class TurnFinished:
+    usage: Usage
+    stop_reason: str
+    steps: int = 0
+
+
+@dataclass
+class Error:
+    message: str
+    kind: str = "error"
+    retryable: bool = False
+
+
+AgentEvent = (
+    TextDelta
+    | ToolCallStarted
+    | ToolProgress
+    | ApprovalRequested
+    | ApprovalDecided
+    | ToolCallFinished
+    | TurnFinished
+    | Error
+)

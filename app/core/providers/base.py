@@ -1,0 +1,161 @@
+"""Provider-neutral chat types, streamed events and typed errors.
+
+Providers translate these to and from their wire format. The agent loop only sees these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass
+class ToolCallRequest:
+    """A complete tool call the model asked for. `arguments` is the raw JSON text."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class ChatMessage:
+    role: Role
+    content: str = ""
+    tool_calls: list[ToolCallRequest] = field(default_factory=list)
+    #: For role "tool": which call this answers, and whether the tool failed.
+    tool_call_id: str | None = None
+    is_error: bool = False
+    #: Images for user messages: data URLs ("data:image/png;base64,...").
+    images: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+
+
+# ---- streamed events -------------------------------------------------------
+
+
+@dataclass
+class TextChunk:
+    text: str
+
+
+@dataclass
+class ToolCallStart:
+    """A tool call has begun streaming (lets a UI show a card before arguments arrive)."""
+
+    index: int
+    id: str
+    name: str
+
+
+@dataclass
+class ToolCallReady:
+    """A tool call is complete (all argument deltas joined)."""
+
+    call: ToolCallRequest
+
+
+@dataclass
+class StreamDone:
+    stop_reason: str  # "end_turn" | "tool_use" | "max_tokens" | provider's own word
+    usage: Usage
+
+
+ProviderEvent = TextChunk | ToolCallStart | ToolCallReady | StreamDone
+
+
+# ---- errors ------------------------------------------------------------------
+
+
+class ProviderError(Exception):
+    """Base of every provider failure. `str(err)` is a message a user understands."""
+
+    kind = "provider"
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class AuthError(ProviderError):
+    kind = "auth"
+
+
+class RateLimitError(ProviderError):
+    kind = "rate_limit"
+
+    def __init__(self, message: str, *, status: int | None = 429, retry_after: float | None = None):
+        super().__init__(message, status=status)
+        self.retry_after = retry_after
+
+
+class ServerError(ProviderError):
+    kind = "server"
+
+
+class BadRequestError(ProviderError):
+    kind = "bad_request"
+
+
+class ProviderTimeout(ProviderError):
+    kind = "timeout"
+
+
+class UnreachableError(ProviderError):
+    kind = "unreachable"
+
+
+class StreamError(ProviderError):
+    """The stream was malformed or ended before the model finished."""
+
+    kind = "stream"
+
+
+@dataclass
+class ProviderConfig:
+    kind: Literal["openai", "anthropic"]
+    base_url: str
+    model: str
+    api_key: str | None = None
+    max_tokens: int = 4096
+    temperature: float | None = None
+    connect_timeout: float = 10.0
+    read_timeout: float = 120.0
+    max_retries: int = 3
+    #: Cap on any single wait between retries (seconds), whatever Retry-After says.
+    max_retry_wait: float = 30.0
+    extra_headers: dict[str, str] = field(default_factory=dict)
+
+
+class Provider(Protocol):
+    config: ProviderConfig
+
+    def stream(
+        self, messages: list[ChatMessage], tools: list[ToolSpec], *, system: str | None = None
+    ) -> AsyncIterator[ProviderEvent]:
+        """Stream one model turn. Raises ProviderError subclasses. Cancelling the
+        consuming task closes the HTTP connection promptly."""
+        ...
+
+    async def list_models(self) -> list[str]: ...
+
+    async def aclose(self) -> None: ...

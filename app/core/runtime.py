@@ -1,0 +1,135 @@
+"""Everything a session needs, built from one home folder: settings, secrets, store, tools.
+
+The CLI and the GUI both start here. Heavy parts (the store, the keyring) open lazily.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import logging
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from app.core.agent import Agent, Conversation
+from app.core.approval import ApprovalPolicy, Approver
+from app.core.paths import db_path, deskhand_home, settings_path
+from app.core.providers.base import ProviderConfig
+from app.core.secrets import SecretStore
+from app.core.settings import ProviderAccount, Settings, SettingsStore
+from tools.registry import ToolRegistry
+from tools.runner import ToolRunner
+from tools.session import ToolSession
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BASE_URLS = {"openai": "http://127.0.0.1:11434/v1", "anthropic": "https://api.anthropic.com"}
+
+
+class ConfigError(Exception):
+    """The user must change a setting or a flag; the message says which."""
+
+
+def default_system_prompt() -> str:
+    return importlib.resources.files("resources").joinpath("system_prompt.md").read_text("utf-8")
+
+
+class Runtime:
+    def __init__(self, home: str | Path | None = None, *, entry_points: bool = True) -> None:
+        self.home = deskhand_home(home)
+        self.settings_store = SettingsStore(settings_path(self.home))
+        self.settings: Settings = self.settings_store.load()
+        self.secrets = SecretStore()
+        self.registry = ToolRegistry.default(self.home, entry_points=entry_points)
+        self.runner = ToolRunner(self.registry, secrets=self.secrets.known_values)
+
+    @cached_property
+    def store(self) -> Any:
+        from app.core.store import Store
+
+        return Store(db_path(self.home))
+
+    def close(self) -> None:
+        self.runner.shutdown()
+        if "store" in self.__dict__:
+            self.store.close()
+
+    # ---- approval -----------------------------------------------------------------
+
+    def policy(self) -> ApprovalPolicy:
+        rules = self.settings.approvals
+        return ApprovalPolicy(always_allow=list(rules.always_allow), deny=list(rules.deny))
+
+    def persist_always_allow(self, tool: str) -> None:
+        def add(settings: Settings) -> None:
+            if tool not in settings.approvals.always_allow:
+                settings.approvals.always_allow.append(tool)
+
+        self.settings = self.settings_store.update(add)
+
+    # ---- conversations ----------------------------------------------------------------
+
+    def new_session(self) -> ToolSession:
+        tools = self.settings.tools
+        return ToolSession(self.registry, disabled=frozenset(tools.disabled), exposure=tools.exposure)
+
+    def open_conversation(self, conversation_id: str | None = None) -> Conversation:
+        """An existing conversation (history restored) or a new one, stored either way."""
+        session = self.new_session()
+        if conversation_id is None:
+            return Conversation(session, self.store.create_conversation())
+        if self.store.get_conversation(conversation_id) is None:
+            raise ConfigError(f"there is no conversation {conversation_id!r}")
+        conv = Conversation(session, conversation_id, self.store.load_messages(conversation_id))
+        conv.restore_active_tools()
+        return conv
+
+    # ---- providers ----------------------------------------------------------------------
+
+    def provider_config(
+        self,
+        kind: str | None = None,
+        base_url: str | None = None,
+        model: str | None = None,
+    ) -> ProviderConfig:
+        """Flags win over the active provider account in settings."""
+        account = self.settings.active_provider_account()
+        if account is not None and kind not in (None, account.kind):
+            account = None
+        kind = kind or (account.kind if account else None)
+        if kind is None:
+            if base_url is None:
+                raise ConfigError(
+                    "no model provider is configured: add one in Settings → Providers, or pass "
+                    "--provider openai|anthropic --base-url URL --model NAME"
+                )
+            kind = "openai"
+        if kind not in DEFAULT_BASE_URLS:
+            raise ConfigError(f"unknown provider {kind!r}; use openai or anthropic")
+        url = base_url or (account.base_url if account else None) or DEFAULT_BASE_URLS[kind]
+        if account is None:
+            account = ProviderAccount(id="cli", kind=kind, label="command line", base_url=url)
+        api_key = self.secrets.api_key_for(account)
+        return ProviderConfig(
+            kind=kind,  # type: ignore[arg-type]
+            base_url=url.rstrip("/"),
+            model=model or account.model,
+            api_key=api_key,
+        )
+
+    def system_prompt(self) -> str:
+        return self.settings.system_prompt or default_system_prompt()
+
+    def make_agent(self, provider: Any, approver: Approver, *, record: bool = True) -> Agent:
+        return Agent(
+            provider,
+            self.runner,
+            home=self.home,
+            policy=self.policy(),
+            approver=approver,
+            recorder=self.store if record else None,
+            settings=self.settings,
+            system_prompt=self.system_prompt(),
+            max_steps=self.settings.max_steps,
+            on_always_allow=self.persist_always_allow,
+        )

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs everything the tests need (system packages, .venv) and runs lint + the test suite.
+# Test services (D-Bus + gnome-keyring, the scripted model server, ...) are started by the
+# test fixtures themselves.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
+ensure_apt python3-venv git gnome-keyring dbus dbus-x11 "${QT_RUNTIME_PACKAGES[@]}"
+ensure_venv gui,test
+cd "$ROOT"
+echo "== ruff"
+"$VENV/bin/ruff" check .
+echo "== pytest"
+export QT_QPA_PLATFORM=offscreen
+set +e
+"$VENV/bin/python" -m pytest "$@"
+status=$?
+set -e
+if [ "$status" -eq 5 ]; then
+  echo "pytest collected no tests: that is a failure here" >&2
+  exit 1
+fi
+exit "$status"

@@ -1,0 +1,31 @@
+"""Shared test set-up. Service fixtures live in their own modules, loaded as plugins."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = [
+    "tests.fixtures_llm",
+    "tests.fixtures_keyring",
+]
+
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def service_unavailable(why: str) -> None:
+    """A fixture could not start its service: fail in CI, skip on a laptop (saying why)."""
+    if IN_CI:
+        pytest.fail(f"required test service unavailable in CI: {why}", pytrace=False)
+    pytest.skip(why)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh DESKHAND_HOME for one test."""
+    path = tmp_path / "deskhand-home"
+    path.mkdir()
+    monkeypatch.setenv("DESKHAND_HOME", str(path))
+    return path

@@ -1,0 +1,1 @@
+"""Fixtures for a real Secret Service (gnome-keyring on a private D-Bus)."""

@@ -1,0 +1,1 @@
+"""Fixtures for the scripted model server."""

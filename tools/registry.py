@@ -1,0 +1,242 @@
+"""Reads tool manifests and resolves implementations on first call.
+
+Only `tools/<category>/manifest.py` modules, entry-point packs and `<home>/tools/*.py` files
+are imported here; implementation modules (with their heavy imports) load when a tool is
+first called.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import logging
+import pkgutil
+import sys
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from tools.spec import ImplFn, Operation, ToolManifest
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "deskhand.tools"
+
+
+@dataclass(frozen=True)
+class PackError:
+    source: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    manifest: ToolManifest
+    available: bool
+    unavailable_reason: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        m = self.manifest
+        return {
+            "name": m.name,
+            "category": m.category,
+            "description": m.description,
+            "operations": sorted(o.value for o in m.operations),
+            "parameters": m.json_schema(),
+            "available": self.available,
+            "unavailable_reason": self.unavailable_reason,
+        }
+
+
+def _manifests_of(obj: Any) -> list[ToolManifest]:
+    """A pack is a module with MANIFESTS, a list of manifests, or a callable returning one."""
+    if isinstance(obj, ModuleType):
+        obj = getattr(obj, "MANIFESTS", None)
+        if obj is None:
+            raise ValueError("module defines no MANIFESTS")
+    if callable(obj) and not isinstance(obj, ToolManifest):
+        obj = obj()
+    items = list(obj)
+    for item in items:
+        if not isinstance(item, ToolManifest):
+            raise TypeError(f"expected ToolManifest, got {type(item).__name__}")
+    return items
+
+
+class ToolRegistry:
+    def __init__(self) -> None:
+        self._manifests: dict[str, ToolManifest] = {}
+        self._impls: dict[str, ImplFn] = {}
+        self._previews: dict[str, ImplFn] = {}
+        self._availability: dict[str, str | None] = {}
+        self._lock = threading.Lock()
+        self.errors: list[PackError] = []
+
+    # ---- loading -------------------------------------------------------------
+
+    @classmethod
+    def default(cls, home: Path | None = None, *, entry_points: bool = True) -> ToolRegistry:
+        """Built-in categories, installed packs and the user's drop-in files."""
+        registry = cls()
+        registry.load_builtin()
+        if entry_points:
+            registry.load_entry_points()
+        if home is not None:
+            registry.load_directory(home / "tools")
+        return registry
+
+    def add(self, manifests: Iterable[ToolManifest], source: str = "code") -> None:
+        for manifest in manifests:
+            if manifest.name in self._manifests:
+                self.errors.append(PackError(source, f"duplicate tool name {manifest.name}"))
+                log.warning("%s: duplicate tool name %s skipped", source, manifest.name)
+                continue
+            self._manifests[manifest.name] = manifest
+
+    def _add_from(self, source: str, loader: Any) -> None:
+        try:
+            self.add(_manifests_of(loader()), source)
+        except Exception as exc:  # a broken pack must never take the others down
+            self.errors.append(PackError(source, f"{type(exc).__name__}: {exc}"))
+            log.warning("tool pack %s failed to load and was skipped: %s", source, exc)
+
+    def load_builtin(self) -> None:
+        import tools
+
+        for info in sorted(pkgutil.iter_modules(tools.__path__), key=lambda i: i.name):
+            if not info.ispkg:
+                continue
+            module_name = f"tools.{info.name}.manifest"
+            if importlib.util.find_spec(module_name) is None:
+                continue
+            self._add_from(module_name, lambda m=module_name: importlib.import_module(m))
+
+    def load_entry_points(self) -> None:
+        for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+            self._add_from(f"entry point {ep.name}", ep.load)
+
+    def load_directory(self, folder: Path) -> None:
+        if not folder.is_dir():
+            return
+        for path in sorted(folder.glob("*.py")):
+            self._add_from(str(path), lambda p=path: _import_file(p))
+
+    # ---- queries ---------------------------------------------------------------
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._manifests
+
+    def get(self, name: str) -> ToolManifest | None:
+        return self._manifests.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._manifests)
+
+    def manifests(self) -> list[ToolManifest]:
+        return [self._manifests[n] for n in self.names()]
+
+    def categories(self) -> list[str]:
+        return sorted({m.category for m in self._manifests.values()})
+
+    def unavailable_reason(self, manifest: ToolManifest) -> str | None:
+        """Why a tool cannot run (a missing optional dependency), without importing it."""
+        if manifest.name not in self._availability:
+            missing = [r for r in manifest.requires if not _module_present(r)]
+            reason = (
+                f"needs the Python package(s) {', '.join(missing)}; install them to use this tool"
+                if missing
+                else None
+            )
+            self._availability[manifest.name] = reason
+        return self._availability[manifest.name]
+
+    def info(self, name: str) -> ToolInfo:
+        manifest = self._manifests[name]
+        reason = self.unavailable_reason(manifest)
+        return ToolInfo(manifest, reason is None, reason)
+
+    def infos(self, category: str | None = None) -> list[ToolInfo]:
+        return [self.info(m.name) for m in self.manifests() if category in (None, m.category)]
+
+    def search(
+        self,
+        *,
+        category: str | None = None,
+        query: str | None = None,
+        operation: Operation | None = None,
+    ) -> list[ToolManifest]:
+        words = [w for w in (query or "").lower().split() if w]
+        found = []
+        for m in self.manifests():
+            if category and m.category != category:
+                continue
+            if operation and operation not in m.operations:
+                continue
+            haystack = f"{m.name} {m.category} {m.description}".lower()
+            if words and not all(w in haystack for w in words):
+                continue
+            found.append(m)
+        return found
+
+    # ---- implementations ---------------------------------------------------------
+
+    def resolve(self, name: str) -> ImplFn:
+        """The implementation function, importing its module on first use."""
+        with self._lock:
+            fn = self._impls.get(name)
+            if fn is None:
+                fn = _load_callable(self._manifests[name].impl, name)
+                self._impls[name] = fn
+            return fn
+
+    def resolve_preview(self, name: str) -> ImplFn | None:
+        manifest = self._manifests[name]
+        if manifest.preview is None:
+            return None
+        with self._lock:
+            fn = self._previews.get(name)
+            if fn is None:
+                fn = _load_callable(manifest.preview, name)
+                self._previews[name] = fn
+            return fn
+
+
+def _load_callable(ref: str | ImplFn, tool: str) -> ImplFn:
+    if callable(ref):
+        return ref
+    module_name, sep, attr = ref.partition(":")
+    if not sep:
+        raise ImportError(f"tool {tool}: impl {ref!r} must look like 'package.module:function'")
+    module = importlib.import_module(module_name)
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise ImportError(f"tool {tool}: {ref} is not a function")
+    return fn
+
+
+def _module_present(name: str) -> bool:
+    if name in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _import_file(path: Path) -> ModuleType:
+    module_name = f"deskhand_pack_{path.stem}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(module_name, None)
+        raise
+    return module

@@ -1,0 +1,163 @@
+"""The tool contract: what a category declares and what an implementation gets and returns.
+
+This module is imported at start-up, so it imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+class Operation(StrEnum):
+    """What a tool does to the world; drives the approval policy."""
+
+    READ = "read"
+    CREATE = "create"
+    UPDATE = "update"
+    DELETE = "delete"
+    EXECUTE = "execute"
+
+
+class ToolError(Exception):
+    """An expected failure with a message meant for the model and the user (no traceback)."""
+
+
+class ToolCancelled(Exception):
+    """Raised inside a tool body by `ToolContext.check_cancelled()` once the call is cancelled."""
+
+
+ImplFn = Callable[[Any, "ToolContext"], Any]
+
+
+@dataclass(frozen=True)
+class ToolManifest:
+    """A cheap declaration of one tool. `impl` is "module:function" or a callable."""
+
+    name: str
+    category: str
+    description: str
+    params: type[BaseModel]
+    operations: frozenset[Operation] = frozenset({Operation.READ})
+    impl: str | ImplFn = ""
+    requires: tuple[str, ...] = ()
+    integration: str | None = None
+    timeout: float = 60.0
+    #: Run on a dedicated thread instead of the shared pool (e.g. "browser").
+    thread: str | None = None
+    #: Optional "module:function" (args, ctx) -> str describing exactly what a call will
+    #: do (e.g. a diff); shown when asking the user for approval. Must not change anything.
+    preview: str | ImplFn | None = None
+
+    def __post_init__(self) -> None:
+        if not _NAME_RE.match(self.name):
+            raise ValueError(f"tool name {self.name!r} must be snake_case")
+        if not self.operations:
+            raise ValueError(f"tool {self.name} declares no operation")
+        object.__setattr__(self, "operations", frozenset(Operation(o) for o in self.operations))
+
+    @property
+    def summary(self) -> str:
+        """The first sentence of the description (the one-liner shown when browsing)."""
+        text = self.description.strip()
+        match = re.search(r"(?<=[.!?])\s", text)
+        return text[: match.start()] if match else text
+
+    @property
+    def read_only(self) -> bool:
+        return self.operations == {Operation.READ}
+
+    def json_schema(self) -> dict[str, Any]:
+        schema = self.params.model_json_schema()
+        schema.pop("title", None)
+        schema.setdefault("properties", {})
+        schema.setdefault("type", "object")
+        return schema
+
+
+@dataclass
+class ToolResult:
+    ok: bool
+    content: str
+    data: Any = None
+    error: str | None = None
+    attachments: list[str] = field(default_factory=list)
+    truncated: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "content": self.content,
+            "data": self.data,
+            "error": self.error,
+            "attachments": list(self.attachments),
+        }
+
+    @classmethod
+    def failure(cls, message: str, data: Any = None) -> ToolResult:
+        return cls(ok=False, content=f"Error: {message}", error=message, data=data)
+
+
+@dataclass
+class Progress:
+    call_id: str
+    message: str
+    fraction: float | None = None
+
+
+class ToolContext:
+    """What a running tool may use. Tools never touch Qt; progress hops to the loop."""
+
+    def __init__(
+        self,
+        *,
+        call_id: str = "",
+        home: Path,
+        settings: Any = None,
+        progress_sink: Callable[[Progress], None] | None = None,
+        account_resolver: Callable[[str], Any] | None = None,
+        integration: str | None = None,
+        cancel_event: threading.Event | None = None,
+        registry: Any = None,
+        session: Any = None,
+    ) -> None:
+        self.call_id = call_id
+        self.home = home
+        self.settings = settings
+        self._progress_sink = progress_sink
+        self._account_resolver = account_resolver
+        self._integration = integration
+        self.cancel_event = cancel_event or threading.Event()
+        #: The tool registry and the conversation's tool session (used by discovery tools).
+        self.registry = registry
+        self.session = session
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_event.is_set()
+
+    def check_cancelled(self) -> None:
+        if self.cancel_event.is_set():
+            raise ToolCancelled("cancelled")
+
+    def progress(self, message: str, fraction: float | None = None) -> None:
+        if self._progress_sink is not None:
+            self._progress_sink(Progress(self.call_id, message, fraction))
+
+    def account(self, integration: str | None = None) -> Any:
+        """The active account of this tool's integration (or of `integration`)."""
+        name = integration or self._integration
+        if name is None:
+            raise ToolError("this tool is not tied to an integration")
+        if self._account_resolver is None:
+            raise ToolError(f"no account is configured for {name}")
+        return self._account_resolver(name)
