@@ -116,6 +116,8 @@ class Agent:
         self.max_steps = max_steps
         self.on_always_allow = on_always_allow
         self.account_resolver = account_resolver
+        #: Calls of the current round whose start reached the store.
+        self._started_rows: set[str] = set()
 
     # ---- persistence ----------------------------------------------------------------
 
@@ -202,6 +204,7 @@ class Agent:
         """Runs a message's calls concurrently, yielding their events as they happen."""
         queue: asyncio.Queue[AgentEvent | _Done] = asyncio.Queue()
         finished: set[str] = set()
+        self._started_rows.clear()
         tasks = [
             asyncio.create_task(self._one_call(conv, call, queue, outcome, finished))
             for call in calls
@@ -256,6 +259,7 @@ class Agent:
                 call.name,
                 self.runner.redactor.text(call.arguments),
             )
+            self._started_rows.add(call.id)
         try:
             result, status = await self._decide_and_run(conv, call, queue, outcome)
         except Exception as exc:  # a bug here must not hang the turn
@@ -362,9 +366,15 @@ class Agent:
             conv,
             ChatMessage("tool", result.content, tool_call_id=call.id, is_error=not result.ok),
         )
-        self._record(
-            "record_tool_call_finished", call.id, status, result.content, result.data, result.error
-        )
+        if call.id in self._started_rows:
+            self._record(
+                "record_tool_call_finished",
+                call.id,
+                status,
+                result.content,
+                result.data,
+                result.error,
+            )
 
 
 @dataclass

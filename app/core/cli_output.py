@@ -111,7 +111,8 @@ class TextPrinter:
                 self.err.write(f"  ✗ {event.tool} not approved\n")
             case ToolCallFinished(result=result):
                 mark = "✓" if result.ok else "✗"
-                self.err.write(f"  {mark} {_shorten(result.content.splitlines()[0] if result.content else '', 160)}\n")
+                first_line = result.content.splitlines()[0] if result.content else ""
+                self.err.write(f"  {mark} {_shorten(first_line, 160)}\n")
             case TurnFinished():
                 self._break_line()
             case Error(message=message):

@@ -23,7 +23,10 @@ from tools.session import ToolSession
 
 log = logging.getLogger(__name__)
 
-DEFAULT_BASE_URLS = {"openai": "http://127.0.0.1:11434/v1", "anthropic": "https://api.anthropic.com"}
+DEFAULT_BASE_URLS = {
+    "openai": "http://127.0.0.1:11434/v1",
+    "anthropic": "https://api.anthropic.com",
+}
 
 
 class ConfigError(Exception):
@@ -71,7 +74,9 @@ class Runtime:
 
     def new_session(self) -> ToolSession:
         tools = self.settings.tools
-        return ToolSession(self.registry, disabled=frozenset(tools.disabled), exposure=tools.exposure)
+        return ToolSession(
+            self.registry, disabled=frozenset(tools.disabled), exposure=tools.exposure
+        )
 
     def open_conversation(self, conversation_id: str | None = None) -> Conversation:
         """An existing conversation (history restored) or a new one, stored either way."""

@@ -1,0 +1,233 @@
+"""User settings: pydantic models persisted to `<home>/settings.json` (DESIGN.md §5).
+
+Settings never hold a secret: API keys and passwords live in the OS keyring
+(see `app.core.secrets`); `SettingsStore.save` refuses credential-looking keys.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import tempfile
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+log = logging.getLogger(__name__)
+
+
+def _short_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+class _Model(BaseModel):
+    # Unknown keys are ignored so an older Deskhand can read a newer settings file.
+    model_config = ConfigDict(extra="ignore", validate_assignment=True)
+
+
+class ProviderAccount(_Model):
+    """A configured model provider. Its API key is in the keyring at `provider/<id>/api_key`."""
+
+    id: str = Field(default_factory=_short_id)
+    kind: Literal["openai", "anthropic"]
+    label: str
+    base_url: str
+    model: str = ""
+
+
+class FileSettings(_Model):
+    #: Folders file tools may touch; empty means the user's home folder.
+    allowed_roots: list[str] = Field(default_factory=list)
+    denied_paths: list[str] = Field(default_factory=list)
+
+
+class ApprovalRules(_Model):
+    """Tool names or fnmatch patterns (e.g. "docker_*"). Deny rules win."""
+
+    always_allow: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+
+class ToolSettings(_Model):
+    disabled: list[str] = Field(default_factory=list)
+    exposure: Literal["auto", "all", "browse"] = "auto"
+
+
+class GeneralSettings(_Model):
+    theme: Literal["system", "light", "dark"] = "system"
+    start_minimized: bool = False
+    send_key: Literal["enter", "ctrl_enter"] = "enter"
+
+
+class Settings(_Model):
+    version: int = 1
+    providers: list[ProviderAccount] = Field(default_factory=list)
+    active_provider: str | None = None
+    files: FileSettings = Field(default_factory=FileSettings)
+    approvals: ApprovalRules = Field(default_factory=ApprovalRules)
+    tools: ToolSettings = Field(default_factory=ToolSettings)
+    general: GeneralSettings = Field(default_factory=GeneralSettings)
+    max_steps: int = 25
+    system_prompt: str | None = None
+
+    def active_provider_account(self) -> ProviderAccount | None:
+        """The provider whose id is `active_provider`; None if unset or no longer configured."""
+        if self.active_provider is None:
+            return None
+        return next((p for p in self.providers if p.id == self.active_provider), None)
+
+
+# ---- the secret guard --------------------------------------------------------------
+
+_CREDENTIAL_WORDS = re.compile(
+    r"(?:^|_)(?:password|passwd|passphrase|pwd|secret|secrets|token|api_?key|apikey"
+    r"|access_?key|private_?key|client_?secret|credential|credentials|auth|authorization"
+    r"|bearer|cookie)(?:_|$)"
+)
+
+
+def _normalise_key(key: str) -> str:
+    """`apiKey`, `API-Key` and `api key` all become `api_key`."""
+    key = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key)
+    return re.sub(r"[^a-z0-9]+", "_", key.lower()).strip("_")
+
+
+def looks_like_credential(key: str) -> bool:
+    """True for key names such as `api_key`, `password`, `accessToken`, `client-secret`.
+
+    Whole words only: `max_tokens` or `send_key` are not credentials.
+    """
+    return bool(_CREDENTIAL_WORDS.search(_normalise_key(key)))
+
+
+def find_secret_keys(data: Any, path: str = "") -> list[str]:
+    """Dotted paths of every credential-looking key anywhere in a JSON-like value."""
+    found: list[str] = []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            here = f"{path}.{key}" if path else str(key)
+            if looks_like_credential(str(key)):
+                found.append(here)
+            found.extend(find_secret_keys(value, here))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            found.extend(find_secret_keys(value, f"{path}[{i}]"))
+    return found
+
+
+class SecretInSettingsError(ValueError):
+    """Raised instead of writing a credential-looking key to settings.json."""
+
+
+# ---- the file store ----------------------------------------------------------------
+
+
+class SettingsStore:
+    """Loads and atomically saves `settings.json`. Blocking file I/O: tiny, but still
+    run it in an executor from the event loop if it happens often."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.RLock()
+
+    def load(self) -> Settings:
+        """The saved settings; defaults if the file is missing or unreadable.
+
+        A corrupt or invalid file is renamed to `settings.json.corrupt-<timestamp>`
+        (so nothing the user wrote is lost) and a warning is logged.
+        """
+        with self._lock:
+            try:
+                raw = self.path.read_bytes()
+            except FileNotFoundError:
+                return Settings()
+            try:
+                return Settings.model_validate(json.loads(raw))
+            except (ValueError, ValidationError) as exc:  # JSONDecodeError is a ValueError
+                kept = self._set_aside()
+                log.warning(
+                    "settings file %s is unreadable (%s); kept it as %s and using defaults",
+                    self.path,
+                    _first_line(exc),
+                    kept,
+                )
+                return Settings()
+
+    def save(self, settings: Settings) -> None:
+        """Write atomically (temp file in the same folder, fsync, `os.replace`), mode 0o600.
+
+        Raises `SecretInSettingsError` if the dumped settings contain a key that looks
+        like a credential; the existing file is then left untouched.
+        """
+        data = settings.model_dump(mode="json")
+        bad = find_secret_keys(data)
+        if bad:
+            raise SecretInSettingsError(
+                "refusing to write credential-looking keys to settings.json "
+                f"({', '.join(bad)}); secrets belong in the OS keyring"
+            )
+        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        with self._lock:
+            _atomic_write(self.path, text.encode("utf-8"), mode=0o600)
+
+    def update(self, fn: Callable[[Settings], Settings | None]) -> Settings:
+        """Load, let `fn` mutate (or return a replacement), save; returns what was saved."""
+        with self._lock:
+            settings = self.load()
+            result = fn(settings)
+            if result is not None:
+                settings = result
+            self.save(settings)
+            return settings
+
+    def _set_aside(self) -> Path:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        for target in _candidates(self.path.with_name(f"{self.path.name}.corrupt-{stamp}")):
+            if not target.exists():
+                os.replace(self.path, target)
+                return target
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _candidates(first: Path) -> Iterator[Path]:
+    yield first
+    n = 1
+    while True:
+        yield first.with_name(f"{first.name}-{n}")
+        n += 1
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _atomic_write(path: Path, payload: bytes, *, mode: int) -> None:
+    """Readers see either the old file or the new one, never a torn write."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            if hasattr(os, "fchmod"):  # mkstemp already uses 0o600; be explicit anyway
+                os.fchmod(fh.fileno(), mode)
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+    if os.name == "posix":  # make the rename itself durable
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)

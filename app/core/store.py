@@ -1,0 +1,644 @@
+"""The conversation store: SQLite in WAL mode at `<home>/deskhand.db` (DESIGN.md §5).
+
+One connection shared by threads behind a lock; every write is its own committed
+transaction, so a crash loses at most the message still being streamed. The API is
+synchronous (calls take well under a millisecond on small rows); run bulk work such as
+`search` or `purge_deleted` in an executor from the event loop.
+
+Schema changes are appended to `MIGRATIONS`; `PRAGMA user_version` records how many
+have been applied. Never edit a released migration.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from app.core.providers.base import ChatMessage, Role, ToolCallRequest, Usage
+
+DEFAULT_TITLE = "New chat"
+TITLE_MAX = 60
+#: Markers around matched terms in `SearchHit.snippet`.
+HIGHLIGHT_START = "\u00ab"
+HIGHLIGHT_END = "\u00bb"
+
+ToolCallStatus = Literal["pending", "running", "ok", "error", "denied", "cancelled"]
+ApprovalDecision = Literal["allow_once", "always_allow", "deny", "auto_deny", "auto_allow"]
+
+_V1 = """
+CREATE TABLE conversations (
+    id          TEXT PRIMARY KEY,
+    title       TEXT NOT NULL,
+    created_at  REAL NOT NULL,
+    updated_at  REAL NOT NULL,
+    deleted_at  REAL
+);
+CREATE INDEX conversations_recent ON conversations (deleted_at, updated_at);
+
+CREATE TABLE messages (
+    id              INTEGER PRIMARY KEY,
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    seq             INTEGER NOT NULL,
+    role            TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+    content         TEXT NOT NULL DEFAULT '',
+    tool_calls      TEXT,
+    tool_call_id    TEXT,
+    is_error        INTEGER NOT NULL DEFAULT 0,
+    images          TEXT,
+    usage           TEXT,
+    created_at      REAL NOT NULL,
+    UNIQUE (conversation_id, seq)
+);
+
+CREATE TABLE tool_calls (
+    id              INTEGER PRIMARY KEY,
+    call_id         TEXT NOT NULL,
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    name            TEXT NOT NULL,
+    arguments       TEXT NOT NULL,
+    status          TEXT NOT NULL CHECK (status IN
+                        ('pending', 'running', 'ok', 'error', 'denied', 'cancelled')),
+    content         TEXT,
+    data            TEXT,
+    error           TEXT,
+    started_at      REAL NOT NULL,
+    finished_at     REAL
+);
+CREATE INDEX tool_calls_by_call ON tool_calls (conversation_id, call_id);
+
+CREATE TABLE approvals (
+    id              INTEGER PRIMARY KEY,
+    conversation_id TEXT REFERENCES conversations (id) ON DELETE CASCADE,
+    call_id         TEXT,
+    tool_name       TEXT NOT NULL,
+    decision        TEXT NOT NULL CHECK (decision IN
+                        ('allow_once', 'always_allow', 'deny', 'auto_deny', 'auto_allow')),
+    decided_at      REAL NOT NULL
+);
+CREATE INDEX approvals_by_conversation ON approvals (conversation_id);
+
+CREATE VIRTUAL TABLE messages_fts USING fts5 (
+    content, content = 'messages', content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts (rowid, content) VALUES (new.id, new.content);
+END;
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, content)
+        VALUES ('delete', old.id, old.content);
+END;
+CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, content)
+        VALUES ('delete', old.id, old.content);
+    INSERT INTO messages_fts (rowid, content) VALUES (new.id, new.content);
+END;
+"""
+
+#: MIGRATIONS[i] takes the schema from version i to i + 1. Append only.
+MIGRATIONS: list[str] = [_V1]
+
+
+class StoreError(Exception):
+    """The database cannot be used. `str(err)` names the file and says what to do."""
+
+
+class NotFoundError(StoreError, LookupError):
+    """No such conversation or tool call."""
+
+
+@dataclass(frozen=True)
+class Conversation:
+    id: str
+    title: str
+    created_at: datetime
+    updated_at: datetime
+    deleted_at: datetime | None
+    message_count: int
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """A message with its storage identity, for paging through long conversations."""
+
+    id: int
+    seq: int
+    message: ChatMessage
+    usage: Usage | None
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class ToolCallRecord:
+    id: int
+    call_id: str
+    conversation_id: str
+    name: str
+    arguments: str
+    status: ToolCallStatus
+    content: str | None
+    data: Any
+    error: str | None
+    started_at: datetime
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ApprovalRecord:
+    id: int
+    conversation_id: str | None
+    call_id: str | None
+    tool_name: str
+    decision: ApprovalDecision
+    decided_at: datetime
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    conversation_id: str
+    conversation_title: str
+    message_id: int
+    role: Role
+    snippet: str
+
+
+class Store:
+    """The SQLite store. Thread-safe; `clock` (epoch seconds) is injectable for tests."""
+
+    def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time) -> None:
+        self.path = Path(path)
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._conn = _open(self.path)
+
+    # ---- lifecycle ------------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.execute("PRAGMA optimize")
+            self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One committed transaction (the connection is in autocommit mode otherwise)."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    # ---- conversations --------------------------------------------------------------
+
+    def create_conversation(self, title: str = DEFAULT_TITLE) -> str:
+        conv_id = str(uuid.uuid4())
+        now = self._clock()
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (?,?,?,?)",
+                (conv_id, title, now, now),
+            )
+        return conv_id
+
+    def rename_conversation(self, conv_id: str, title: str) -> None:
+        self._update_conversation(conv_id, "title = ?", (title,))
+
+    def delete_conversation(self, conv_id: str) -> None:
+        """Soft delete: hidden from lists and search until restored or purged."""
+        self._update_conversation(conv_id, "deleted_at = ?", (self._clock(),))
+
+    def restore_conversation(self, conv_id: str) -> None:
+        self._update_conversation(conv_id, "deleted_at = NULL", ())
+
+    def _update_conversation(self, conv_id: str, assignment: str, params: tuple[Any, ...]) -> None:
+        with self._write() as db:
+            cur = db.execute(
+                f"UPDATE conversations SET {assignment} WHERE id = ?", (*params, conv_id)
+            )
+            if cur.rowcount == 0:
+                raise NotFoundError(f"no conversation {conv_id}")
+
+    def purge_deleted(self, older_than: timedelta) -> int:
+        """Permanently remove conversations soft-deleted more than `older_than` ago."""
+        cutoff = self._clock() - older_than.total_seconds()
+        with self._write() as db:
+            cur = db.execute(
+                "DELETE FROM conversations WHERE deleted_at IS NOT NULL AND deleted_at <= ?",
+                (cutoff,),
+            )
+            return cur.rowcount
+
+    def list_conversations(
+        self, limit: int = 100, offset: int = 0, include_deleted: bool = False
+    ) -> list[Conversation]:
+        """Most recently active first."""
+        where = "" if include_deleted else "WHERE c.deleted_at IS NULL"
+        rows = self._read(
+            f"""SELECT c.*, (SELECT count(*) FROM messages m WHERE m.conversation_id = c.id)
+                       AS message_count
+                FROM conversations c {where}
+                ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ? OFFSET ?""",
+            (limit, offset),
+        )
+        return [_conversation(r) for r in rows]
+
+    def get_conversation(self, conv_id: str) -> Conversation | None:
+        """The conversation, deleted or not; None if it does not exist."""
+        rows = self._read(
+            """SELECT c.*, (SELECT count(*) FROM messages m WHERE m.conversation_id = c.id)
+                      AS message_count
+               FROM conversations c WHERE c.id = ?""",
+            (conv_id,),
+        )
+        return _conversation(rows[0]) if rows else None
+
+    def auto_title(self, conv_id: str, first_user_text: str) -> str:
+        """Title the conversation after its first user message; returns the title."""
+        title = make_title(first_user_text)
+        self.rename_conversation(conv_id, title)
+        return title
+
+    # ---- messages -------------------------------------------------------------------
+
+    def append_message(self, conv_id: str, msg: ChatMessage, usage: Usage | None = None) -> int:
+        """Commit one complete message; returns its id. Bumps the conversation's updated_at."""
+        now = self._clock()
+        tool_calls = (
+            json.dumps(
+                [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in msg.tool_calls]
+            )
+            if msg.tool_calls
+            else None
+        )
+        usage_json = (
+            json.dumps({"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens})
+            if usage is not None
+            else None
+        )
+        with self._write() as db:
+            cur = db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conv_id))
+            if cur.rowcount == 0:
+                raise NotFoundError(f"no conversation {conv_id}")
+            cur = db.execute(
+                """INSERT INTO messages (conversation_id, seq, role, content, tool_calls,
+                                         tool_call_id, is_error, images, usage, created_at)
+                   VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM messages
+                               WHERE conversation_id = ?), ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    conv_id,
+                    conv_id,
+                    msg.role,
+                    msg.content,
+                    tool_calls,
+                    msg.tool_call_id,
+                    int(msg.is_error),
+                    json.dumps(msg.images) if msg.images else None,
+                    usage_json,
+                    now,
+                ),
+            )
+            return cast(int, cur.lastrowid)
+
+    def load_messages(self, conv_id: str) -> list[ChatMessage]:
+        """Every message of the conversation, in order (ready to send to a provider)."""
+        rows = self._read(
+            "SELECT * FROM messages WHERE conversation_id = ? ORDER BY seq", (conv_id,)
+        )
+        return [_message(r) for r in rows]
+
+    def count_messages(self, conv_id: str) -> int:
+        rows = self._read("SELECT count(*) FROM messages WHERE conversation_id = ?", (conv_id,))
+        return int(rows[0][0])
+
+    def load_messages_page(
+        self, conv_id: str, before_seq: int | None = None, limit: int = 50
+    ) -> list[StoredMessage]:
+        """Up to `limit` messages just before `before_seq` (None: the latest), oldest first."""
+        rows = self._read(
+            """SELECT * FROM (SELECT * FROM messages WHERE conversation_id = ? AND seq < ?
+                              ORDER BY seq DESC LIMIT ?)
+               ORDER BY seq""",
+            (conv_id, before_seq if before_seq is not None else 2**62, limit),
+        )
+        return [
+            StoredMessage(
+                id=r["id"],
+                seq=r["seq"],
+                message=_message(r),
+                usage=Usage(**json.loads(r["usage"])) if r["usage"] else None,
+                created_at=_dt(r["created_at"]),
+            )
+            for r in rows
+        ]
+
+    # ---- tool calls and approvals ---------------------------------------------------
+
+    def record_tool_call_started(
+        self,
+        conv_id: str,
+        call_id: str,
+        name: str,
+        arguments: str,
+        *,
+        status: ToolCallStatus = "running",
+    ) -> int:
+        """Record a call the model made ("pending" while awaiting approval); returns its row id.
+
+        Some local models reuse call ids, so updates target the newest unfinished row.
+        """
+        with self._write() as db:
+            cur = db.execute(
+                """INSERT INTO tool_calls (call_id, conversation_id, name, arguments, status,
+                                           started_at) VALUES (?,?,?,?,?,?)""",
+                (call_id, conv_id, name, arguments, status, self._clock()),
+            )
+            return cast(int, cur.lastrowid)
+
+    def mark_tool_call_running(self, call_id: str, *, conversation_id: str | None = None) -> None:
+        """An approved pending call starts running."""
+        self._update_tool_call(call_id, conversation_id, "status = 'running'", ())
+
+    def record_tool_call_finished(
+        self,
+        call_id: str,
+        status: ToolCallStatus,
+        content: str | None = None,
+        data: Any = None,
+        error: str | None = None,
+        *,
+        conversation_id: str | None = None,
+    ) -> None:
+        """Store the outcome (ok/error/denied/cancelled) of the newest unfinished call with
+        this id (within `conversation_id` when given). `data` should be JSON-able; anything
+        else is stored as its str()."""
+        self._update_tool_call(
+            call_id,
+            conversation_id,
+            "status = ?, content = ?, data = ?, error = ?, finished_at = ?",
+            (
+                status,
+                content,
+                json.dumps(data, default=str) if data is not None else None,
+                error,
+                self._clock(),
+            ),
+        )
+
+    def _update_tool_call(
+        self,
+        call_id: str,
+        conv_id: str | None,
+        assignment: str,
+        params: tuple[Any, ...],
+    ) -> None:
+        with self._write() as db:
+            row = db.execute(
+                """SELECT id FROM tool_calls
+                   WHERE call_id = ? AND (? IS NULL OR conversation_id = ?)
+                   ORDER BY finished_at IS NULL DESC, id DESC LIMIT 1""",
+                (call_id, conv_id, conv_id),
+            ).fetchone()
+            if row is None:
+                raise NotFoundError(f"no tool call {call_id!r} was recorded")
+            db.execute(f"UPDATE tool_calls SET {assignment} WHERE id = ?", (*params, row[0]))
+
+    def list_tool_calls(self, conv_id: str) -> list[ToolCallRecord]:
+        rows = self._read(
+            "SELECT * FROM tool_calls WHERE conversation_id = ? ORDER BY id", (conv_id,)
+        )
+        return [
+            ToolCallRecord(
+                id=r["id"],
+                call_id=r["call_id"],
+                conversation_id=r["conversation_id"],
+                name=r["name"],
+                arguments=r["arguments"],
+                status=r["status"],
+                content=r["content"],
+                data=json.loads(r["data"]) if r["data"] is not None else None,
+                error=r["error"],
+                started_at=_dt(r["started_at"]),
+                finished_at=_dt(r["finished_at"]) if r["finished_at"] is not None else None,
+            )
+            for r in rows
+        ]
+
+    def record_approval(
+        self,
+        conv_id: str | None,
+        call_id: str | None,
+        tool_name: str,
+        decision: ApprovalDecision,
+    ) -> int:
+        """Remember an approval decision (conversation/call are None for one-off CLI calls)."""
+        with self._write() as db:
+            cur = db.execute(
+                """INSERT INTO approvals (conversation_id, call_id, tool_name, decision, decided_at)
+                   VALUES (?,?,?,?,?)""",
+                (conv_id, call_id, tool_name, decision, self._clock()),
+            )
+            return cast(int, cur.lastrowid)
+
+    def list_approvals(self, conv_id: str) -> list[ApprovalRecord]:
+        rows = self._read(
+            "SELECT * FROM approvals WHERE conversation_id = ? ORDER BY id", (conv_id,)
+        )
+        return [
+            ApprovalRecord(
+                id=r["id"],
+                conversation_id=r["conversation_id"],
+                call_id=r["call_id"],
+                tool_name=r["tool_name"],
+                decision=r["decision"],
+                decided_at=_dt(r["decided_at"]),
+            )
+            for r in rows
+        ]
+
+    # ---- search ---------------------------------------------------------------------
+
+    def search(self, query: str, limit: int = 50) -> list[SearchHit]:
+        """Full-text search over messages of conversations that are not deleted.
+
+        Every word the user typed must occur (the last one as a prefix, for search as you
+        type). Any text is safe: words are quoted, FTS5 syntax has no effect.
+        """
+        match = fts_query(query)
+        if match is None:
+            return []
+        rows = self._read(
+            """SELECT m.conversation_id, c.title, m.id, m.role,
+                      snippet(messages_fts, 0, ?, ?, '…', 12) AS snippet
+               FROM messages_fts
+               JOIN messages m ON m.id = messages_fts.rowid
+               JOIN conversations c ON c.id = m.conversation_id
+               WHERE messages_fts MATCH ? AND c.deleted_at IS NULL
+               ORDER BY rank, m.id DESC LIMIT ?""",
+            (HIGHLIGHT_START, HIGHLIGHT_END, match, limit),
+        )
+        return [
+            SearchHit(
+                conversation_id=r[0],
+                conversation_title=r[1],
+                message_id=r[2],
+                role=r[3],
+                snippet=r[4],
+            )
+            for r in rows
+        ]
+
+
+# ---- helpers -------------------------------------------------------------------------
+
+
+def fts_query(text: str) -> str | None:
+    """Turn free text into a safe FTS5 MATCH expression, or None if nothing is searchable.
+
+    Each whitespace-separated word becomes a quoted string (quotes doubled), so
+    operators (`AND`, `NEAR(`), column filters (`content:`) and stray `"` are literal.
+    """
+    words = [w for w in text.split() if any(ch.isalnum() for ch in w)]
+    if not words:
+        return None
+    quoted = ['"' + w.replace('"', '""') + '"' for w in words]
+    quoted[-1] += "*"
+    return " ".join(quoted)
+
+
+def make_title(text: str) -> str:
+    """The first non-empty line, whitespace collapsed, at most TITLE_MAX characters."""
+    line = next((ln for ln in text.splitlines() if ln.strip()), "")
+    line = re.sub(r"\s+", " ", line).strip()
+    if not line:
+        return DEFAULT_TITLE
+    if len(line) <= TITLE_MAX:
+        return line
+    cut = line[: TITLE_MAX - 1]
+    if " " in cut[TITLE_MAX // 2 :]:  # end on a word boundary when one is near
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip() + "…"
+
+
+def _dt(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, UTC)
+
+
+def _conversation(r: sqlite3.Row) -> Conversation:
+    return Conversation(
+        id=r["id"],
+        title=r["title"],
+        created_at=_dt(r["created_at"]),
+        updated_at=_dt(r["updated_at"]),
+        deleted_at=_dt(r["deleted_at"]) if r["deleted_at"] is not None else None,
+        message_count=r["message_count"],
+    )
+
+
+def _message(r: sqlite3.Row) -> ChatMessage:
+    calls = json.loads(r["tool_calls"]) if r["tool_calls"] else []
+    return ChatMessage(
+        role=r["role"],
+        content=r["content"],
+        tool_calls=[ToolCallRequest(c["id"], c["name"], c["arguments"]) for c in calls],
+        tool_call_id=r["tool_call_id"],
+        is_error=bool(r["is_error"]),
+        images=json.loads(r["images"]) if r["images"] else [],
+    )
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    """Connect, configure and migrate; clear errors for foreign or newer files."""
+    created = not path.exists()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open the Deskhand database {path}: {exc}") from exc
+    try:
+        if created and os.name == "posix":
+            os.chmod(path, 0o600)  # conversations are private; -wal/-shm inherit this mode
+        conn.row_factory = sqlite3.Row
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise StoreError(f"cannot switch {path} to WAL mode (got {mode!r})")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        _migrate(conn, path)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise StoreError(
+            f"{path} is not a usable Deskhand database ({exc}). The file was left "
+            "untouched; move it away (or point DESKHAND_HOME elsewhere) to start afresh."
+        ) from exc
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    known = len(MIGRATIONS)
+    while True:
+        # Each step is one transaction that re-reads the version under the write lock,
+        # so two processes opening a fresh file cannot both apply the same migration.
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > known:
+                raise StoreError(
+                    f"{path} was written by a newer Deskhand (schema version {version}; this "
+                    f"version understands up to {known}). Update Deskhand to open it."
+                )
+            if version == known:
+                conn.execute("COMMIT")
+                return
+            try:
+                for statement in _statements(MIGRATIONS[version]):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {version + 1}")
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise StoreError(
+                    f"could not upgrade {path} to schema version {version + 1}: {exc}. "
+                    "Nothing was changed."
+                ) from exc
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+
+def _statements(script: str) -> Iterator[str]:
+    """Split a migration into statements (sqlite3.complete_statement understands triggers)."""
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            yield buf
+            buf = ""
+    if buf.strip():
+        yield buf
