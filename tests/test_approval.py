@@ -11,8 +11,14 @@ class P(BaseModel):
 
 
 def manifest(name: str, *ops: Operation, category: str = "fs") -> ToolManifest:
-    return ToolManifest(name=name, category=category, description="x.", params=P,
-                        operations=frozenset(ops), impl="x:y")
+    return ToolManifest(
+        name=name,
+        category=category,
+        description="x.",
+        params=P,
+        operations=frozenset(ops),
+        impl="x:y",
+    )
 
 
 READ = manifest("fs_read_file", Operation.READ)

@@ -19,10 +19,14 @@ class P(BaseModel):
 
 def many_tools(n: int) -> list[ToolManifest]:
     return [
-        ToolManifest(name=f"widget_{i}", category="widgets" if i % 2 else "gadgets",
-                     description=f"Handle widget number {i}. More text here.", params=P,
-                     operations=frozenset({Operation.READ if i % 3 else Operation.DELETE}),
-                     impl=lambda a, c: "ok")
+        ToolManifest(
+            name=f"widget_{i}",
+            category="widgets" if i % 2 else "gadgets",
+            description=f"Handle widget number {i}. More text here.",
+            params=P,
+            operations=frozenset({Operation.READ if i % 3 else Operation.DELETE}),
+            impl=lambda a, c: "ok",
+        )
         for i in range(n)
     ]
 
@@ -51,8 +55,9 @@ def test_small_tool_sets_are_sent_whole():
 def test_large_sets_show_only_core_until_browsed(tmp_path):
     registry, session = make(60)
     assert sorted(m.name for m in session.visible()) == sorted(CORE_TOOLS)
-    result = call(registry, session, "browse_tools", {"category": "widgets", "operation": "delete"},
-                  tmp_path)
+    result = call(
+        registry, session, "browse_tools", {"category": "widgets", "operation": "delete"}, tmp_path
+    )
     names = [t["name"] for t in result.data["tools"]]
     assert names and all(n.startswith("widget_") for n in names)
     assert all(int(n.split("_")[1]) % 3 == 0 and int(n.split("_")[1]) % 2 for n in names)
@@ -73,8 +78,9 @@ def test_disabled_tools_cannot_be_found_or_activated(tmp_path):
     result = call(registry, session, "browse_tools", {"query": "widget"}, tmp_path)
     names = {t["name"] for t in result.data["tools"]}
     assert "widget_1" not in names and "widget_0" not in names and "widget_3" in names
-    details = call(registry, session, "get_tool_details", {"names": ["widget_1", "widget_5"]},
-                   tmp_path)
+    details = call(
+        registry, session, "get_tool_details", {"names": ["widget_1", "widget_5"]}, tmp_path
+    )
     assert [t["name"] for t in details.data["tools"]] == ["widget_5"]
     assert "Unknown: widget_1" in details.content
 

@@ -6,8 +6,19 @@ from tools.redact import REDACTED, Redactor, is_credential_key
 
 
 @pytest.mark.parametrize(
-    "key", ["password", "api_key", "apiKey", "X-Api-Key", "access_token", "client_secret",
-            "Authorization", "db_password", "privateKey", "cookie"],
+    "key",
+    [
+        "password",
+        "api_key",
+        "apiKey",
+        "X-Api-Key",
+        "access_token",
+        "client_secret",
+        "Authorization",
+        "db_password",
+        "privateKey",
+        "cookie",
+    ],
 )
 def test_credential_keys(key):
     assert is_credential_key(key)

@@ -30,8 +30,12 @@ def echo(args: Echo, ctx: ToolContext) -> str:
 
 
 def leak(args: Empty, ctx: ToolContext) -> dict:
-    return {"note": f"key is {SECRET}", "api_key": "whatever-value", "max_tokens": 5,
-            "nested": [{"password": "hunter22"}]}
+    return {
+        "note": f"key is {SECRET}",
+        "api_key": "whatever-value",
+        "max_tokens": 5,
+        "nested": [{"password": "hunter22"}],
+    }
 
 
 def crash(args: Empty, ctx: ToolContext) -> None:
@@ -54,23 +58,32 @@ def thread_name(args: Empty, ctx: ToolContext) -> str:
 
 
 def tool(name: str, fn, params=Empty, **kw) -> ToolManifest:
-    return ToolManifest(name=name, category="test", description=f"{name}.", params=params,
-                        operations=frozenset({Operation.READ}), impl=fn, **kw)
+    return ToolManifest(
+        name=name,
+        category="test",
+        description=f"{name}.",
+        params=params,
+        operations=frozenset({Operation.READ}),
+        impl=fn,
+        **kw,
+    )
 
 
 @pytest.fixture
 def runner():
     registry = ToolRegistry()
-    registry.add([
-        tool("echo", echo, Echo),
-        tool("leak", leak),
-        tool("crash", crash),
-        tool("refuse", refuse),
-        tool("slow", wait_for_cancel, timeout=0.2),
-        tool("where", thread_name, thread="browser"),
-        tool("missing_dep", echo, Echo, requires=("surely_not_installed_pkg_xyz",)),
-        tool("bad_impl", "tools.nonexistent_module:fn"),
-    ])
+    registry.add(
+        [
+            tool("echo", echo, Echo),
+            tool("leak", leak),
+            tool("crash", crash),
+            tool("refuse", refuse),
+            tool("slow", wait_for_cancel, timeout=0.2),
+            tool("where", thread_name, thread="browser"),
+            tool("missing_dep", echo, Echo, requires=("surely_not_installed_pkg_xyz",)),
+            tool("bad_impl", "tools.nonexistent_module:fn"),
+        ]
+    )
     r = ToolRunner(registry, output_cap=100, secrets=lambda: {SECRET, "hunter22"})
     yield r
     r.shutdown()
@@ -118,7 +131,9 @@ def test_exceptions_and_tool_errors_do_not_escape(runner, tmp_path):
 
 
 def test_unavailable_and_unloadable_tools(runner, tmp_path):
-    assert "surely_not_installed_pkg_xyz" in run(runner, "missing_dep", '{"text":"a"}', tmp_path).error
+    assert (
+        "surely_not_installed_pkg_xyz" in run(runner, "missing_dep", '{"text":"a"}', tmp_path).error
+    )
     assert "could not be loaded" in run(runner, "bad_impl", {}, tmp_path).error
 
 
