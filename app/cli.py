@@ -210,9 +210,7 @@ async def _tools_call(args: argparse.Namespace, runtime: Runtime) -> int:
             )
             decision = await interactive_approver(request)
         if decision is Decision.DENY:
-            message = (
-                f"{manifest.name} changes things and was not approved (pass --yes to approve)"
-            )
+            message = f"{manifest.name} changes things and was not approved (pass --yes to approve)"
             return _print_result(ToolResult.failure(message), args.json, EXIT_TOOL_FAILED)
         if decision is Decision.ALWAYS_ALLOW:
             runtime.persist_always_allow(manifest.name)

@@ -15,12 +15,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pydantic import BaseModel  # noqa: E402
+from pydantic import BaseModel
 
-from app.core.approval import ApprovalPolicy, Verdict  # noqa: E402
-from tools.registry import ToolRegistry  # noqa: E402
-from tools.runner import ToolRunner  # noqa: E402
-from tools.spec import Operation, ToolContext, ToolManifest  # noqa: E402
+from app.core.approval import ApprovalPolicy, Verdict
+from tools.registry import ToolRegistry
+from tools.runner import ToolRunner
+from tools.spec import Operation, ToolContext, ToolManifest
 
 CALLS = 5_000
 CONCURRENT = 32
@@ -43,8 +43,18 @@ def sleeper(args: NoArgs, ctx: ToolContext) -> str:
 def registry() -> ToolRegistry:
     reg = ToolRegistry()
     for name, fn in (("noop", noop), ("sleeper", sleeper)):
-        reg.add([ToolManifest(name=name, category="bench", description="x.", params=NoArgs,
-                              operations=frozenset({Operation.READ}), impl=fn)])
+        reg.add(
+            [
+                ToolManifest(
+                    name=name,
+                    category="bench",
+                    description="x.",
+                    params=NoArgs,
+                    operations=frozenset({Operation.READ}),
+                    impl=fn,
+                )
+            ]
+        )
     return reg
 
 
@@ -84,10 +94,14 @@ def main() -> None:
     samples.sort()
     p50 = statistics.median(samples) * 1e3
     p99 = samples[int(len(samples) * 0.99)] * 1e3
-    print(f"dispatch overhead per call ({CALLS} calls, 50 known secrets): "
-          f"p50 {p50:.3f} ms, p99 {p99:.3f} ms")
-    print(f"{CONCURRENT} concurrent tools sleeping {SLEEP_S * 1000:.0f} ms each: "
-          f"{wall * 1000:.0f} ms wall ({wall / SLEEP_S:.2f} pool rounds)")
+    print(
+        f"dispatch overhead per call ({CALLS} calls, 50 known secrets): "
+        f"p50 {p50:.3f} ms, p99 {p99:.3f} ms"
+    )
+    print(
+        f"{CONCURRENT} concurrent tools sleeping {SLEEP_S * 1000:.0f} ms each: "
+        f"{wall * 1000:.0f} ms wall ({wall / SLEEP_S:.2f} pool rounds)"
+    )
 
 
 if __name__ == "__main__":

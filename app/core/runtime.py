@@ -15,7 +15,7 @@ from app.core.agent import Agent, Conversation
 from app.core.approval import ApprovalPolicy, Approver
 from app.core.paths import db_path, deskhand_home, settings_path
 from app.core.providers.base import ProviderConfig
-from app.core.secrets import SecretStore
+from app.core.secrets import SecretStore, SecretStoreError
 from app.core.settings import ProviderAccount, Settings, SettingsStore
 from tools.registry import ToolRegistry
 from tools.runner import ToolRunner
@@ -114,13 +114,22 @@ class Runtime:
         url = base_url or (account.base_url if account else None) or DEFAULT_BASE_URLS[kind]
         if account is None:
             account = ProviderAccount(id="cli", kind=kind, label="command line", base_url=url)
-        api_key = self.secrets.api_key_for(account)
+        api_key = self._api_key(account)
         return ProviderConfig(
             kind=kind,  # type: ignore[arg-type]
             base_url=url.rstrip("/"),
             model=model or account.model,
             api_key=api_key,
         )
+
+    def _api_key(self, account: ProviderAccount) -> str | None:
+        """Keyring, else environment. Local servers need no key, so an unusable keyring
+        is a warning here; a server that wants a key answers with a clear auth error."""
+        try:
+            return self.secrets.api_key_for(account)
+        except SecretStoreError as exc:
+            log.warning("%s; continuing without an API key", exc)
+            return None
 
     def system_prompt(self) -> str:
         return self.settings.system_prompt or default_system_prompt()

@@ -1,0 +1,310 @@
+"""HTTP plumbing shared by the providers: typed errors, retries, SSE streaming.
+
+Rules every provider relies on:
+
+* every failure leaves here as a `ProviderError` subclass whose message a user understands
+  and never contains the API key;
+* 429, 5xx and connection failures are retried with backoff (honouring Retry-After), but
+  only while nothing has been handed to the caller yet;
+* a stream is always read inside `async with`, so cancelling the consuming task or closing
+  the generator closes the HTTP response at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import random
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import aclosing, asynccontextmanager
+from email.utils import parsedate_to_datetime
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import httpx
+from httpx_sse import ServerSentEvent, SSEError, aconnect_sse
+
+from .base import (
+    AuthError,
+    BadRequestError,
+    ProviderConfig,
+    ProviderError,
+    ProviderTimeout,
+    RateLimitError,
+    ServerError,
+    StreamError,
+    UnreachableError,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: First backoff step (seconds) when the server gave no Retry-After; doubles per attempt.
+BACKOFF_BASE = 0.5
+#: Errors worth another attempt: the request itself was fine, the server or network was not.
+RETRYABLE = (RateLimitError, ServerError, UnreachableError)
+CUT_OFF = "The model's reply was cut off before it finished"
+
+
+# ---- messages ----------------------------------------------------------------
+
+
+def redact(text: str, secret: str | None) -> str:
+    """Remove `secret` from `text` (servers sometimes echo the key back)."""
+    if secret and len(secret) >= 4:
+        return text.replace(secret, "***")
+    return text
+
+
+def host_of(url: str) -> str:
+    """`scheme://host:port` of a URL — enough to name the server without paths or queries."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.netloc else url
+
+
+def server_message(body: bytes | str) -> str:
+    """The human part of an error body: OpenAI, Anthropic and common proxy shapes."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    try:
+        data: Any = json.loads(text)
+    except ValueError:
+        return " ".join(text.split())[:300]
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, str):
+            return err[:300]
+        if isinstance(err, dict):
+            for key in ("message", "detail", "msg"):
+                value = err.get(key)
+                if isinstance(value, str):
+                    return value[:300]
+    return " ".join(text.split())[:300]
+
+
+def stream_cut_off(detail: str) -> StreamError:
+    return StreamError(f"{CUT_OFF} ({detail}). Try again.")
+
+
+# ---- Retry-After ----------------------------------------------------------------
+
+
+def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """Seconds to wait, from `retry-after-ms`, or `Retry-After` as seconds or an HTTP-date."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = (headers.get("retry-after") or "").strip()
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def retry_delay(attempt: int, retry_after: float | None, cap: float) -> float:
+    """Wait before retry number `attempt + 1`: the server's Retry-After if it gave one,
+    else exponential backoff with jitter; never more than `cap`."""
+    if retry_after is not None:
+        return min(max(retry_after, 0.0), cap)
+    step = min(cap, BACKOFF_BASE * 2**attempt)
+    return random.uniform(step / 2, step)
+
+
+# ---- error mapping ------------------------------------------------------------------
+
+
+def error_from_status(
+    status: int, headers: Mapping[str, str], body: bytes, *, url: str, secret: str | None
+) -> ProviderError:
+    """Typed error for an HTTP error response."""
+    detail = redact(server_message(body), secret)
+    host = redact(host_of(url), secret)
+    suffix = f": {detail}" if detail else "."
+    if status in (401, 403):
+        # The server's text is left out on purpose: some echo (part of) the key.
+        return AuthError(
+            f"The API key was rejected by {host} (HTTP {status}). Check the key in the settings.",
+            status=status,
+        )
+    if status == 429:
+        wait = parse_retry_after(headers)
+        hint = f" The server asked to wait {wait:g} s." if wait is not None else ""
+        return RateLimitError(
+            f"Rate limited by {host} (HTTP 429){suffix}{hint}", status=status, retry_after=wait
+        )
+    if status >= 500:
+        return ServerError(f"{host} had a server error (HTTP {status}){suffix}", status=status)
+    hint = " Check the base URL and the model name." if status == 404 else ""
+    return BadRequestError(
+        f"{host} rejected the request (HTTP {status}){suffix}{hint}", status=status
+    )
+
+
+def error_in_stream(error: Any, *, url: str, secret: str | None) -> ProviderError:
+    """Typed error for an error object sent inside a stream (`status`/`code` if numeric)."""
+    status = 500
+    if isinstance(error, dict):
+        for key in ("status", "code"):
+            if isinstance(error.get(key), int) and error[key] >= 400:
+                status = error[key]
+    body = json.dumps({"error": error}).encode()
+    return error_from_status(status, {}, body, url=url, secret=secret)
+
+
+def error_from_transport(
+    exc: httpx.TransportError, *, url: str, secret: str | None
+) -> ProviderError:
+    """Typed error for a network-level failure."""
+    where = redact(url, secret)
+    if isinstance(exc, httpx.ConnectTimeout):
+        return UnreachableError(f"Could not reach {where}: the connection timed out.")
+    if isinstance(exc, httpx.ConnectError):
+        return UnreachableError(
+            f"Could not reach {where}: {redact(str(exc), secret) or 'connection failed'}."
+        )
+    if isinstance(exc, httpx.TimeoutException):
+        return ProviderTimeout(f"The model at {host_of(where)} stopped responding (timed out).")
+    return stream_cut_off(f"connection to {host_of(where)} lost: {type(exc).__name__}")
+
+
+# ---- retries --------------------------------------------------------------------------
+
+
+async def _before_retry(err: ProviderError, attempt: int, config: ProviderConfig) -> None:
+    """Raise `err` if it may not be retried, else log and wait."""
+    if not isinstance(err, RETRYABLE) or attempt >= config.max_retries:
+        raise err
+    wait = retry_delay(attempt, getattr(err, "retry_after", None), config.max_retry_wait)
+    log.warning(
+        "%s; retrying in %.2f s (retry %d of %d)", err, wait, attempt + 1, config.max_retries
+    )
+    await asyncio.sleep(wait)
+
+
+async def stream_with_retries(
+    attempt: Callable[[], AsyncGenerator[T, None]], config: ProviderConfig
+) -> AsyncIterator[T]:
+    """Run `attempt()` again on retryable errors — but never once an item reached the caller."""
+    for n in itertools.count():
+        yielded = False
+        try:
+            async with aclosing(attempt()) as items:
+                async for item in items:
+                    yielded = True
+                    yield item
+            return
+        except ProviderError as err:
+            if yielded:
+                raise
+            await _before_retry(err, n, config)
+
+
+async def call_with_retries(call: Callable[[], Awaitable[T]], config: ProviderConfig) -> T:
+    """Await `call()` again on retryable errors."""
+    attempt = 0
+    while True:
+        try:
+            return await call()
+        except ProviderError as err:
+            await _before_retry(err, attempt, config)
+        attempt += 1
+
+
+# ---- requests -------------------------------------------------------------------------
+
+
+def timeouts(config: ProviderConfig) -> httpx.Timeout:
+    return httpx.Timeout(config.read_timeout, connect=config.connect_timeout)
+
+
+def _check_event_stream(response: httpx.Response) -> None:
+    kind = response.headers.get("content-type", "").partition(";")[0].strip()
+    if kind != "text/event-stream":
+        raise StreamError(
+            f"The server answered with {kind or 'no content type'} instead of a stream of "
+            "events. Is the base URL right?"
+        )
+
+
+@asynccontextmanager
+async def open_event_stream(
+    client: httpx.AsyncClient,
+    url: str,
+    *,
+    headers: Mapping[str, str],
+    payload: dict[str, Any],
+    config: ProviderConfig,
+) -> AsyncIterator[AsyncIterator[ServerSentEvent]]:
+    """POST `payload` and give the response's server-sent events.
+
+    One attempt, no retries. HTTP errors and network failures (before or during the
+    stream) come out as typed errors; leaving the block closes the response."""
+    secret = config.api_key
+    try:
+        async with aconnect_sse(
+            client, "POST", url, headers=dict(headers), json=payload, timeout=timeouts(config)
+        ) as source:
+            await _raise_for_status(source.response, url=url, secret=secret)
+            _check_event_stream(source.response)
+            async with aclosing(source.aiter_sse()) as events:
+                yield events
+    except httpx.TransportError as exc:
+        raise error_from_transport(exc, url=url, secret=secret) from exc
+    except SSEError as exc:
+        raise StreamError(f"The server's event stream could not be read: {exc}") from exc
+
+
+async def _raise_for_status(response: httpx.Response, *, url: str, secret: str | None) -> None:
+    if response.status_code < 400:
+        return
+    body = await response.aread()
+    raise error_from_status(response.status_code, response.headers, body, url=url, secret=secret)
+
+
+async def get_json(
+    client: httpx.AsyncClient,
+    url: str,
+    *,
+    headers: Mapping[str, str],
+    config: ProviderConfig,
+) -> Any:
+    """GET a JSON document, with retries and typed errors."""
+    secret = config.api_key
+
+    async def once() -> Any:
+        try:
+            response = await client.get(url, headers=dict(headers), timeout=timeouts(config))
+        except httpx.TransportError as exc:
+            raise error_from_transport(exc, url=url, secret=secret) from exc
+        await _raise_for_status(response, url=url, secret=secret)
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise BadRequestError(f"{host_of(url)} did not answer with JSON.") from exc
+
+    return await call_with_retries(once, config)
+
+
+def parse_json_data(data: str) -> Any:
+    """Decode one SSE `data:` payload; garbage becomes a StreamError."""
+    try:
+        return json.loads(data)
+    except ValueError:
+        raise StreamError(
+            "The model's reply could not be read: the server sent malformed data. Try again."
+        ) from None
