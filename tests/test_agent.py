@@ -17,6 +17,7 @@ from app.core.events import (
     ApprovalDecided,
     ApprovalRequested,
     Error,
+    Notice,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -370,3 +371,18 @@ async def _wait_text(seen: list[str], want: str) -> None:
 async def _wait_for(predicate) -> None:
     while not predicate():
         await asyncio.sleep(0.005)
+
+
+def test_a_store_that_cannot_write_warns_but_the_turn_goes_on(env):
+    env.llm.add(text("answer despite a full disk"))
+    conv = env.conversation()
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    env.store.append_message = disk_full
+    events = env.run(collect(env.agent(), conv, "hi"))
+    notices = of(events, Notice)
+    assert len(notices) == 1 and "No space left on device" in notices[0].message
+    assert isinstance(events[-1], TurnFinished)
+    assert [m.content for m in conv.messages] == ["hi", "answer despite a full disk"]

@@ -19,6 +19,7 @@ from app.core.events import (
     ApprovalDecided,
     ApprovalRequested,
     Error,
+    Notice,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -118,13 +119,31 @@ class Agent:
         self.account_resolver = account_resolver
         #: Calls of the current round whose start reached the store.
         self._started_rows: set[str] = set()
+        self._save_failures: list[str] = []
 
     # ---- persistence ----------------------------------------------------------------
 
     def _append(self, conv: Conversation, msg: ChatMessage, usage: Usage | None = None) -> None:
         conv.messages.append(msg)
-        if self.recorder is not None and conv.id is not None:
+        if self.recorder is None or conv.id is None:
+            return
+        try:
             self.recorder.append_message(conv.id, msg, usage)
+        except Exception as exc:  # e.g. a full disk: keep the turn going, warn once
+            log.error("could not save a message: %s", exc)
+            self._save_failures.append(str(exc))
+
+    def _save_warning(self) -> Notice | None:
+        """One readable warning per failed stretch of saving (then quiet until it recovers)."""
+        if not self._save_failures:
+            return None
+        detail = self._save_failures[-1]
+        self._save_failures.clear()
+        return Notice(
+            f"Deskhand could not save this conversation to its history ({detail}). "
+            "The chat goes on, but free some disk space to keep it.",
+            kind="store",
+        )
 
     def _record(self, method: str, *args: Any) -> None:
         if self.recorder is None:
@@ -171,12 +190,16 @@ class Agent:
                 self._keep_partial(conv, text)
                 raise
             self._append(conv, ChatMessage("assistant", "".join(text), tool_calls=calls), usage)
+            if warning := self._save_warning():
+                yield warning
             if not calls:
                 yield TurnFinished(usage, stop_reason, step)
                 return
             outcome = _RoundOutcome()
             async for event in self._run_calls(conv, calls, outcome):
                 yield event
+            if warning := self._save_warning():
+                yield warning
             invalid_rounds = invalid_rounds + 1 if outcome.all_invalid(len(calls)) else 0
             if invalid_rounds >= MAX_INVALID_ROUNDS:
                 yield Error(

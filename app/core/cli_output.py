@@ -14,6 +14,7 @@ from app.core.events import (
     ApprovalDecided,
     ApprovalRequested,
     Error,
+    Notice,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -63,6 +64,8 @@ def event_to_json(event: AgentEvent) -> dict[str, Any] | None:
             return {"type": "done", "stop_reason": event.stop_reason, "usage": asdict(event.usage)}
         case Error():
             return {"type": "error", "message": event.message, "kind": event.kind}
+        case Notice():
+            return {"type": "warning", "message": event.message, "kind": event.kind}
     return None
 
 
@@ -117,6 +120,9 @@ class TextPrinter:
                 self._break_line()
             case Error(message=message):
                 self.error(message)
+            case Notice(message=message):
+                self._break_line()
+                self.err.write(f"deskhand: warning: {message}\n")
         self.err.flush()
 
     def error(self, message: str) -> None:

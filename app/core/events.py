@@ -67,6 +67,14 @@ class Error:
     retryable: bool = False
 
 
+@dataclass
+class Notice:
+    """Something the user should know that does not end the turn (e.g. history not saved)."""
+
+    message: str
+    kind: str = "notice"
+
+
 AgentEvent = (
     TextDelta
     | ToolCallStarted
@@ -76,4 +84,5 @@ AgentEvent = (
     | ToolCallFinished
     | TurnFinished
     | Error
+    | Notice
 )
