@@ -10,6 +10,7 @@ import pytest
 pytest_plugins = [
     "tests.fixtures_llm",
     "tests.fixtures_keyring",
+    "tests.fixtures_qt",
 ]
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}

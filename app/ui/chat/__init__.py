@@ -1,0 +1,1 @@
+"""The conversation view: model, rendering and painting of messages and tool cards."""

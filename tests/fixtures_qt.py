@@ -1,0 +1,49 @@
+"""Qt test set-up: an offscreen QApplication with a qasync loop, and an async wait helper.
+
+pytest-qt's waitUntil spins Qt but asyncio sees no running loop, so GUI tests run their
+body with `qloop.run_until_complete(body())` and wait with `wait_until` inside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+@pytest.fixture
+def qloop(qapp: Any) -> Iterator[asyncio.AbstractEventLoop]:
+    import qasync
+
+    loop = qasync.QEventLoop(qapp)
+    asyncio.set_event_loop(loop)
+    try:
+        yield loop
+    finally:
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+async def wait_until(
+    predicate: Callable[[], Any], timeout: float = 10.0, what: str = "condition"
+) -> Any:
+    """Polls `predicate` while the Qt+asyncio loop keeps running; fails after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(0.01)
