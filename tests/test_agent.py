@@ -386,3 +386,19 @@ def test_a_store_that_cannot_write_warns_but_the_turn_goes_on(env):
     assert len(notices) == 1 and "No space left on device" in notices[0].message
     assert isinstance(events[-1], TurnFinished)
     assert [m.content for m in conv.messages] == ["hi", "answer despite a full disk"]
+
+
+def test_retry_continues_from_history_without_repeating_the_question(env):
+    env.llm.add(error(503))
+    env.llm.add(text("second time lucky"))
+    conv = env.conversation()
+    first = env.run(collect(env.agent(), conv, "question"))
+    assert isinstance(first[-1], Error) and first[-1].retryable
+    again = env.run(collect(env.agent(), conv, None))
+    assert isinstance(again[-1], TurnFinished)
+    sent = [m for m in env.llm.requests[-1].body["messages"] if m["role"] != "system"]
+    assert [m["content"] for m in sent] == ["question"]
+    assert [m.content for m in env.store.load_messages(conv.id)] == [
+        "question",
+        "second time lucky",
+    ]

@@ -156,14 +156,13 @@ class Agent:
     # ---- the loop ---------------------------------------------------------------------
 
     async def run(
-        self, conv: Conversation, user_message: str | ChatMessage
+        self, conv: Conversation, user_message: str | ChatMessage | None
     ) -> AsyncIterator[AgentEvent]:
-        msg = (
-            user_message
-            if isinstance(user_message, ChatMessage)
-            else ChatMessage("user", user_message)
-        )
-        self._append(conv, msg)
+        """One user turn. `None` continues from the history as it is (retry after an error)."""
+        if user_message is not None:
+            if isinstance(user_message, str):
+                user_message = ChatMessage("user", user_message)
+            self._append(conv, user_message)
         usage = Usage()
         invalid_rounds = 0
         for step in range(1, self.max_steps + 1):
