@@ -1,0 +1,81 @@
+"""Runtime wiring: provider resolution, persisted approval rules, conversations."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.core.runtime import ConfigError, Runtime
+from app.core.settings import ProviderAccount
+
+
+@pytest.fixture
+def runtime(home, monkeypatch):
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    rt = Runtime(home, entry_points=False)
+    yield rt
+    rt.close()
+
+
+def test_no_provider_is_a_config_error(runtime):
+    with pytest.raises(ConfigError, match="no model provider is configured"):
+        runtime.provider_config()
+
+
+def test_flags_win_over_the_active_account(runtime, monkeypatch):
+    account = ProviderAccount(
+        kind="openai", label="Local", base_url="http://127.0.0.1:9/v1", model="small"
+    )
+    runtime.settings.providers.append(account)
+    runtime.settings.active_provider = account.id
+    assert runtime.provider_config().model == "small"
+    assert runtime.provider_config(model="big").model == "big"
+    assert runtime.provider_config(base_url="http://127.0.0.1:8/v1/").base_url == (
+        "http://127.0.0.1:8/v1"
+    )
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-from-env-123")
+    anthropic = runtime.provider_config(kind="anthropic")
+    assert anthropic.base_url == "https://api.anthropic.com"
+    assert anthropic.api_key == "sk-ant-from-env-123"
+    assert "sk-ant-from-env-123" in runtime.secrets.known_values()
+
+
+def test_an_unusable_keyring_is_a_warning_not_a_failure(runtime, monkeypatch, caplog):
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    import keyring
+    import keyring.backends.fail
+
+    monkeypatch.setattr(keyring, "get_keyring", lambda: keyring.backends.fail.Keyring())
+    account = ProviderAccount(kind="openai", label="Local", base_url="http://127.0.0.1:9/v1")
+    runtime.settings.providers.append(account)
+    runtime.settings.active_provider = account.id
+    config = runtime.provider_config()
+    assert config.api_key is None
+    assert "continuing without an API key" in caplog.text
+
+
+def test_always_allow_is_persisted_once(runtime, home):
+    runtime.persist_always_allow("fs_write_file")
+    runtime.persist_always_allow("fs_write_file")
+    saved = json.loads((home / "settings.json").read_text())
+    assert saved["approvals"]["always_allow"] == ["fs_write_file"]
+    assert runtime.policy().always_allow == ["fs_write_file"]
+
+
+def test_conversations_round_trip_with_active_tools(runtime):
+    conv = runtime.open_conversation()
+    from app.core.providers.base import ChatMessage, ToolCallRequest
+
+    runtime.store.append_message(conv.id, ChatMessage("user", "hi"))
+    runtime.store.append_message(
+        conv.id,
+        ChatMessage("assistant", "", tool_calls=[ToolCallRequest("c1", "fs_read_file", "{}")]),
+    )
+    again = runtime.open_conversation(conv.id)
+    assert [m.role for m in again.messages] == ["user", "assistant"]
+    assert "fs_read_file" in again.session.active
+    with pytest.raises(ConfigError):
+        runtime.open_conversation("missing")
