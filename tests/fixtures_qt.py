@@ -17,6 +17,22 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
+@pytest.fixture(autouse=True)
+def collect_garbage_on_the_main_thread(request: pytest.FixtureRequest) -> Iterator[None]:
+    """As the app does (app/ui/gc_guard.py): no automatic collection, which could free Qt
+    objects from a worker thread; collect here, on the main thread, after each test."""
+    import gc
+
+    from app.ui.gc_guard import collect_if_due
+
+    gc.disable()
+    yield
+    if {"qapp", "qtbot", "qloop"} & set(request.fixturenames):
+        gc.collect()
+    else:
+        collect_if_due()
+
+
 @pytest.fixture
 def qloop(qapp: Any) -> Iterator[asyncio.AbstractEventLoop]:
     import qasync

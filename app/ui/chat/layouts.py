@@ -1,0 +1,778 @@
+"""Geometry and painting of each kind of item at a given width.
+
+`build_layout(item, theme, width)` renders what the item needs (documents, thumbnails)
+and places it; the result is cached by the delegate until the item, the width or the
+theme changes. `estimate_height` guesses a height without rendering anything, for
+items that have never been on screen.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt
+from PySide6.QtGui import (
+    QAbstractTextDocumentLayout,
+    QColor,
+    QFont,
+    QFontMetricsF,
+    QImage,
+    QImageReader,
+    QPainter,
+    QPalette,
+    QPen,
+    QTextDocument,
+)
+
+from app.ui.chat.model import (
+    AssistantMessage,
+    ChatItem,
+    ErrorItem,
+    NoticeItem,
+    ToolCard,
+    ToolStatus,
+    UserMessage,
+)
+from app.ui.chat.render import (
+    Block,
+    MessageDocs,
+    cap,
+    quote_bars,
+    render_code,
+    render_diff,
+    render_plain,
+)
+from app.ui.chat.style import ChatTheme, mix, with_alpha
+
+COLUMN_MAX = 860  # the conversation is a centred column, like the big chat apps
+SIDE = 24
+ITEM_PAD = 8  # above and below every item
+BLOCK_GAP = 10
+CODE_HEADER = 30
+CODE_PAD = 12
+CARD_PAD = 14
+CARD_RADIUS = 10
+BUBBLE_PAD_X, BUBBLE_PAD_Y = 16, 10
+THUMB_W, THUMB_H = 320, 200
+APPROVAL_BAR_H = 44
+
+
+@dataclass(frozen=True)
+class Hit:
+    action: str  # copy_code | toggle_args | toggle_result | retry | open_file | link
+    payload: Any = None
+    rect: QRectF = field(default_factory=QRectF)
+
+
+@dataclass
+class PaintState:
+    now: float = 0.0
+    #: (item id, block index) of a code block whose "Copy" was just clicked.
+    copied: tuple[int, int] | None = None
+    hover: Hit | None = None
+    #: The part of the item on screen (item coordinates); None paints everything.
+    visible: QRectF | None = None
+
+
+def column(width: int) -> tuple[float, float]:
+    """x and width of the content column inside a row of `width`."""
+    inner = max(120.0, min(COLUMN_MAX, width - 2 * SIDE))
+    return max(SIDE, (width - inner) / 2), inner
+
+
+def _layout_doc(doc: QTextDocument, width: float) -> float:
+    if doc.textWidth() != width:
+        doc.setTextWidth(width)
+    return doc.size().height()
+
+
+def draw_doc(
+    p: QPainter,
+    doc: QTextDocument,
+    at: QPointF,
+    theme: ChatTheme,
+    color: QColor | None = None,
+    visible: QRectF | None = None,
+) -> None:
+    """Draws `doc` at `at`; only its lines inside `visible` (long messages)."""
+    clip = None
+    if visible is not None:
+        clip = visible.intersected(QRectF(at, doc.size()))
+        if clip.isEmpty():
+            return
+        clip.translate(-at.x(), -at.y())
+    p.save()
+    p.translate(at)
+    ctx = QAbstractTextDocumentLayout.PaintContext()
+    palette = ctx.palette
+    palette.setColor(QPalette.ColorRole.Text, color or theme.text)
+    ctx.palette = palette
+    if clip is not None:
+        ctx.clip = clip
+    doc.documentLayout().draw(p, ctx)
+    p.restore()
+
+
+def _round_rect(p: QPainter, rect: QRectF, fill: QColor, border: QColor | None, r: float) -> None:
+    p.setPen(QPen(border, 1) if border is not None else Qt.PenStyle.NoPen)
+    p.setBrush(fill)
+    p.drawRoundedRect(rect.adjusted(0.5, 0.5, -0.5, -0.5), r, r)
+
+
+def _text(
+    p: QPainter,
+    rect: QRectF,
+    text: str,
+    font: QFont,
+    color: QColor,
+    align: Qt.AlignmentFlag = Qt.AlignmentFlag.AlignLeft,
+) -> None:
+    p.setFont(font)
+    p.setPen(color)
+    elided = QFontMetricsF(font).elidedText(text, Qt.TextElideMode.ElideRight, rect.width())
+    p.drawText(rect, int(align | Qt.AlignmentFlag.AlignVCenter), elided)
+
+
+def format_seconds(seconds: float, running: bool) -> str:
+    if running:
+        seconds = int(seconds)
+    if seconds < 1 and not running:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{int(seconds)} s" if running else f"{seconds:.1f} s"
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes} min {secs:02d} s"
+
+
+# ---- base --------------------------------------------------------------------------------
+
+
+class ItemLayout:
+    def __init__(self, key: tuple[Any, ...]) -> None:
+        self.key = key
+        self.height = 0
+        self.hits: list[Hit] = []
+        #: Documents that may hold links: (rect in item coordinates, document).
+        self.docs: list[tuple[QRectF, QTextDocument]] = []
+        self.approval_rect: QRectF | None = None
+
+    def paint(self, p: QPainter, theme: ChatTheme, state: PaintState) -> None:
+        raise NotImplementedError
+
+    def hit(self, pos: QPointF) -> Hit | None:
+        for hit in self.hits:
+            if hit.rect.contains(pos):
+                return hit
+        for rect, doc in self.docs:
+            if rect.contains(pos):
+                href = doc.documentLayout().anchorAt(pos - rect.topLeft())
+                if href:
+                    return Hit("link", href, rect)
+        return None
+
+    def code_at(self, pos: QPointF) -> str | None:
+        return None
+
+
+# ---- messages ----------------------------------------------------------------------------
+
+
+class AssistantLayout(ItemLayout):
+    def __init__(
+        self, key: tuple[Any, ...], item: AssistantMessage, theme: ChatTheme, width: int
+    ) -> None:
+        super().__init__(key)
+        self.item_id = id(item)
+        docs = item.docs
+        if docs is None or docs.theme is not theme:
+            docs = item.docs = MessageDocs(theme)
+        docs.update(item.text, final=not item.streaming)
+        x, w = column(width)
+        y = float(ITEM_PAD)
+        self.blocks: list[tuple[Block, QRectF, QRectF]] = []  # block, outer, doc rect
+        self.bars: list[QRectF] = []  # beside block quotes
+        for i, block in enumerate(docs.blocks()):
+            if i:
+                y += BLOCK_GAP
+            if block.kind == "code":
+                h = _layout_doc(block.doc, w - 2 * CODE_PAD)
+                outer = QRectF(x, y, w, CODE_HEADER + 2 * CODE_PAD + h)
+                inner = QRectF(x + CODE_PAD, y + CODE_HEADER + CODE_PAD, w - 2 * CODE_PAD, h)
+                copy = QRectF(outer.right() - 84, y, 84, CODE_HEADER)
+                self.hits.append(Hit("copy_code", (i, block.code), copy))
+            else:
+                h = _layout_doc(block.doc, w)
+                outer = inner = QRectF(x, y, w, h)
+                self.docs.append((inner, block.doc))
+                if block.quotes:
+                    self.bars.extend(r.translated(x, y) for r in quote_bars(block.doc))
+            self.blocks.append((block, outer, inner))
+            y = outer.bottom()
+        self.footer = ""
+        if item.stopped:
+            self.footer = "Stopped"
+        elif item.streaming and not item.text:
+            self.footer = "…"
+        if self.footer:
+            y += 4 if self.blocks else 0
+            self.footer_rect = QRectF(x, y, w, theme.line_height)
+            y = self.footer_rect.bottom()
+        self.height = math.ceil(y + ITEM_PAD)
+
+    def paint(self, p: QPainter, theme: ChatTheme, state: PaintState) -> None:
+        visible = state.visible
+        for i, (block, outer, inner) in enumerate(self.blocks):
+            if visible is not None and not outer.intersects(visible):
+                continue
+            if block.kind == "code":
+                _paint_code_frame(
+                    p,
+                    theme,
+                    outer,
+                    block.lang,
+                    state.copied == (self.item_id, i),
+                    state.hover is not None and state.hover.rect == self.hits_rect(i),
+                )
+            draw_doc(p, block.doc, inner.topLeft(), theme, None, visible)
+        for bar in self.bars:
+            _round_rect(p, bar, theme.card_border, None, 1.5)
+        if self.footer:
+            _text(p, self.footer_rect, self.footer, theme.small_font, theme.muted)
+
+    def hits_rect(self, index: int) -> QRectF | None:
+        for hit in self.hits:
+            if hit.payload[0] == index:
+                return hit.rect
+        return None
+
+    def code_at(self, pos: QPointF) -> str | None:
+        for block, outer, _ in self.blocks:
+            if block.kind == "code" and outer.contains(pos):
+                return block.code
+        return None
+
+
+def _paint_code_frame(
+    p: QPainter, theme: ChatTheme, outer: QRectF, lang: str, copied: bool, hovered: bool
+) -> None:
+    _round_rect(p, outer, theme.code_bg, theme.code_border, 8)
+    header = QRectF(outer.x(), outer.y(), outer.width(), CODE_HEADER)
+    p.save()
+    p.setClipRect(header)
+    _round_rect(p, outer, theme.code_header, theme.code_border, 8)
+    p.restore()
+    p.setPen(QPen(theme.code_border, 1))
+    p.drawLine(
+        QPointF(outer.x() + 1, header.bottom() - 0.5),
+        QPointF(outer.right() - 1, header.bottom() - 0.5),
+    )
+    _text(p, header.adjusted(CODE_PAD, 0, -90, 0), lang or "code", theme.small_font, theme.muted)
+    label = "Copied ✓" if copied else "Copy"
+    color = theme.ok if copied else (theme.text if hovered else theme.muted)
+    _text(
+        p,
+        header.adjusted(0, 0, -CODE_PAD, 0),
+        label,
+        theme.small_font,
+        color,
+        Qt.AlignmentFlag.AlignRight,
+    )
+
+
+class UserLayout(ItemLayout):
+    def __init__(
+        self, key: tuple[Any, ...], item: UserMessage, theme: ChatTheme, width: int
+    ) -> None:
+        super().__init__(key)
+        x, w = column(width)
+        max_w = max(160.0, w * 0.78)
+        self.doc = render_plain(item.text, theme, color=theme.bubble_text)
+        h = _layout_doc(self.doc, max_w - 2 * BUBBLE_PAD_X)
+        ideal = min(self.doc.idealWidth(), max_w - 2 * BUBBLE_PAD_X)
+        _layout_doc(self.doc, ideal + 1)
+        h = self.doc.size().height()
+        bubble_w = ideal + 1 + 2 * BUBBLE_PAD_X
+        top = ITEM_PAD + 8.0  # a turn starts with a little more air
+        self.bubble = QRectF(x + w - bubble_w, top, bubble_w, h + 2 * BUBBLE_PAD_Y)
+        self.doc_at = QPointF(self.bubble.x() + BUBBLE_PAD_X, top + BUBBLE_PAD_Y)
+        self.docs.append((QRectF(self.doc_at, self.doc.size()), self.doc))
+        y = self.bubble.bottom()
+        self.attachments = ""
+        if item.attachments:
+            names = ", ".join(Path(a).name for a in item.attachments)
+            self.attachments = f"Attached: {names}"
+            self.attach_rect = QRectF(x + w * 0.22, y + 4, w * 0.78, theme.line_height)
+            y = self.attach_rect.bottom()
+        self.height = math.ceil(y + ITEM_PAD)
+
+    def paint(self, p: QPainter, theme: ChatTheme, state: PaintState) -> None:
+        _round_rect(p, self.bubble, theme.bubble, None, 16)
+        draw_doc(p, self.doc, self.doc_at, theme, theme.bubble_text, state.visible)
+        if self.attachments:
+            _text(
+                p,
+                self.attach_rect,
+                self.attachments,
+                theme.small_font,
+                theme.muted,
+                Qt.AlignmentFlag.AlignRight,
+            )
+
+
+class NoticeLayout(ItemLayout):
+    def __init__(
+        self, key: tuple[Any, ...], item: NoticeItem, theme: ChatTheme, width: int
+    ) -> None:
+        super().__init__(key)
+        x, w = column(width)
+        self.doc = render_plain(item.message, theme, color=theme.muted)
+        self.doc.setDefaultFont(theme.small_font)
+        option = self.doc.defaultTextOption()
+        option.setAlignment(Qt.AlignmentFlag.AlignHCenter)
+        self.doc.setDefaultTextOption(option)
+        h = _layout_doc(self.doc, w)
+        self.at = QPointF(x, ITEM_PAD)
+        self.height = math.ceil(ITEM_PAD * 2 + h)
+
+    def paint(self, p: QPainter, theme: ChatTheme, state: PaintState) -> None:
+        draw_doc(p, self.doc, self.at, theme, theme.muted, state.visible)
+
+
+class ErrorLayout(ItemLayout):
+    def __init__(self, key: tuple[Any, ...], item: ErrorItem, theme: ChatTheme, width: int) -> None:
+        super().__init__(key)
+        x, w = column(width)
+        self.show_retry = item.retryable and not item.retried
+        retry_w = 96.0 if self.show_retry else 0.0
+        self.doc = render_plain(item.message, theme)
+        h = _layout_doc(self.doc, w - 2 * CARD_PAD - 28 - retry_w)
+        h = max(h, theme.line_height)
+        self.box = QRectF(x, ITEM_PAD, w, h + 2 * 12)
+        self.doc_at = QPointF(x + CARD_PAD + 28, ITEM_PAD + 12)
+        self.icon = QRectF(x + CARD_PAD, ITEM_PAD + 12, 18, theme.line_height)
+        if self.show_retry:
+            rect = QRectF(self.box.right() - retry_w - 8, ITEM_PAD + 12, retry_w, theme.line_height)
+            self.hits.append(Hit("retry", None, rect))
+        self.height = math.ceil(self.box.bottom() + ITEM_PAD)
+
+    def paint(self, p: QPainter, theme: ChatTheme, state: PaintState) -> None:
+        _round_rect(
+            p,
+            self.box,
+            mix(theme.background, theme.error, 0.08),
+            with_alpha(theme.error, 0.45),
+            CARD_RADIUS,
+        )
+        _status_icon(p, self.icon, ToolStatus.ERROR, theme)
+        draw_doc(p, self.doc, self.doc_at, theme, None, state.visible)
+        if self.show_retry:
+            rect = self.hits[0].rect
+            hovered = state.hover is not None and state.hover.action == "retry"
+            font = QFont(theme.bold_font)
+            font.setUnderline(hovered)
+            _text(p, rect, "↻ Retry", font, theme.link, Qt.AlignmentFlag.AlignRight)
+
+
+# ---- tool cards --------------------------------------------------------------------------
+
+_STATUS_WORDS = {
+    ToolStatus.RUNNING: "Running",
+    ToolStatus.AWAITING: "Needs approval",
+    ToolStatus.OK: "Done",
+    ToolStatus.ERROR: "Failed",
+    ToolStatus.DENIED: "Denied",
+    ToolStatus.CANCELLED: "Cancelled",
+    ToolStatus.NOT_RUN: "Not run",
+}
+
+
+def _status_color(status: ToolStatus, theme: ChatTheme) -> QColor:
+    return {
+        ToolStatus.RUNNING: theme.accent,
+        ToolStatus.AWAITING: theme.warn,
+        ToolStatus.OK: theme.ok,
+        ToolStatus.ERROR: theme.error,
+        ToolStatus.DENIED: theme.error,
+    }.get(status, theme.muted)
+
+
+def _status_icon(p: QPainter, rect: QRectF, status: ToolStatus, theme: ChatTheme) -> None:
+    """A small drawn glyph (no emoji font needed): ✓, ✕, !, …, or a ring while running."""
+    color = _status_color(status, theme)
+    d = min(rect.width(), rect.height(), 16.0)
+    c = rect.center()
+    box = QRectF(c.x() - d / 2, c.y() - d / 2, d, d)
+    p.save()
+    p.setRenderHint(QPainter.RenderHint.Antialiasing)
+    if status == ToolStatus.RUNNING:
+        p.setPen(QPen(color, 2))
+        p.setBrush(Qt.BrushStyle.NoBrush)
+        p.drawArc(box.adjusted(2, 2, -2, -2), 90 * 16, -270 * 16)
+        p.restore()
+        return
+    p.setPen(Qt.PenStyle.NoPen)
+    p.setBrush(color)
+    p.drawEllipse(box)
+    pen = QPen(theme.background, 1.8)
+    pen.setCapStyle(Qt.PenCapStyle.RoundCap)
+    p.setPen(pen)
+    k = d / 16
+    if status == ToolStatus.OK:
+        p.drawPolyline(
+            [
+                QPointF(c.x() - 4 * k, c.y()),
+                QPointF(c.x() - 1 * k, c.y() + 3 * k),
+                QPointF(c.x() + 4 * k, c.y() - 3 * k),
+            ]
+        )
+    elif status in (ToolStatus.ERROR, ToolStatus.DENIED):
+        p.drawLine(QPointF(c.x() - 3 * k, c.y() - 3 * k), QPointF(c.x() + 3 * k, c.y() + 3 * k))
+        p.drawLine(QPointF(c.x() + 3 * k, c.y() - 3 * k), QPointF(c.x() - 3 * k, c.y() + 3 * k))
+    elif status == ToolStatus.AWAITING:
+        p.drawLine(QPointF(c.x(), c.y() - 4 * k), QPointF(c.x(), c.y() + 1 * k))
+        p.drawPoint(QPointF(c.x(), c.y() + 4 * k))
+    else:
+        p.drawLine(QPointF(c.x() - 3.5 * k, c.y()), QPointF(c.x() + 3.5 * k, c.y()))
+    p.restore()
+
+
+_THUMBS: OrderedDict[tuple[str, int, int], QImage] = OrderedDict()
+
+
+def thumbnail(path: str) -> QImage | None:
+    """A scaled-down image (decoded at the small size), cached by path."""
+    key = (path, THUMB_W, THUMB_H)
+    image = _THUMBS.get(key)
+    if image is None:
+        reader = QImageReader(path)
+        size = reader.size()
+        if not size.isValid():
+            return None
+        reader.setScaledSize(
+            size.scaled(QSize(THUMB_W, THUMB_H), Qt.AspectRatioMode.KeepAspectRatio)
+            if size.width() > THUMB_W or size.height() > THUMB_H
+            else size
+        )
+        image = reader.read()
+        if image.isNull():
+            return None
+        _THUMBS[key] = image
+        if len(_THUMBS) > 64:
+            _THUMBS.popitem(last=False)
+    return image
+
+
+class ToolCardLayout(ItemLayout):
+    def __init__(self, key: tuple[Any, ...], item: ToolCard, theme: ChatTheme, width: int) -> None:
+        super().__init__(key)
+        self.item = item
+        x, w = column(width)
+        pad = CARD_PAD
+        inner_x, inner_w = x + pad, w - 2 * pad
+        small = QFontMetricsF(theme.small_font)
+        row_h = max(theme.line_height, 22.0)
+        y = ITEM_PAD + pad
+        self.header = QRectF(inner_x, y, inner_w, row_h)
+        name_w = QFontMetricsF(theme.bold_font).horizontalAdvance(item.name)
+        self.name_rect = QRectF(inner_x + 26, y, min(name_w + 2, inner_w * 0.6), row_h)
+        self.badge = None
+        if item.category:
+            bw = small.horizontalAdvance(item.category) + 14
+            self.badge = QRectF(
+                self.name_rect.right() + 8,
+                y + (row_h - small.height() - 4) / 2,
+                bw,
+                small.height() + 4,
+            )
+        y += row_h
+        self.progress_rect = None
+        if item.status == ToolStatus.RUNNING and (item.progress or item.fraction is not None):
+            y += 6
+            self.progress_rect = QRectF(inner_x + 26, y, inner_w - 26, small.height())
+            y += small.height()
+            if item.fraction is not None:
+                y += 6
+                self.bar = QRectF(inner_x + 26, y, inner_w - 26, 4)
+                y += 4
+        #: boxed documents: outer rect, document rect, document, fill, border, text colour
+        self.sections: list[tuple[QRectF, QRectF, QTextDocument, QColor, QColor, QColor | None]]
+        self.sections = []
+        # arguments (the approval area shows them in full instead)
+        toggle_h = small.height() + 10
+        awaiting = item.status == ToolStatus.AWAITING and item.approval is not None
+        if item.arguments and not awaiting:
+            y += 8
+            rect = QRectF(inner_x, y, inner_w, toggle_h)
+            self.hits.append(Hit("toggle_args", None, rect))
+            self.args_toggle = rect
+            y += toggle_h
+            if item.args_open:
+                y = self._box(
+                    render_code(cap(item.arguments), "json", theme),
+                    inner_x,
+                    y,
+                    inner_w,
+                    theme.code_bg,
+                    theme.code_border,
+                )
+        if awaiting and item.approval is not None:
+            y += 10
+            self.approval_title = QRectF(inner_x, y, inner_w, small.height() + 4)
+            y += small.height() + 8
+            request = item.approval
+            if request.preview:
+                doc = render_diff(request.preview, theme)
+            else:
+                doc = render_code(cap(item.arguments), "json", theme)
+            y = self._box(doc, inner_x, y, inner_w, theme.code_bg, theme.code_border)
+            y += 10
+            self.approval_rect = QRectF(inner_x, y, inner_w, APPROVAL_BAR_H - 8)
+            y += APPROVAL_BAR_H - 8
+        if item.error:
+            y += 10
+            doc = render_plain(item.error, theme, color=theme.error)
+            y = self._box(
+                doc,
+                inner_x,
+                y,
+                inner_w,
+                mix(theme.card, theme.error, 0.07),
+                with_alpha(theme.error, 0.35),
+                theme.error,
+            )
+        self.result_summary = ""
+        if item.result and item.finished and item.result.strip() != item.error.strip():
+            y += 8
+            rect = QRectF(inner_x, y, inner_w, toggle_h)
+            self.hits.append(Hit("toggle_result", None, rect))
+            self.result_toggle = rect
+            first = item.result.strip().split("\n", 1)[0]
+            self.result_summary = first
+            y += toggle_h
+            if item.result_open:
+                y = self._box(
+                    render_plain(item.result, theme, mono=True),
+                    inner_x,
+                    y,
+                    inner_w,
+                    theme.code_bg,
+                    theme.code_border,
+                )
+        self.thumbs: list[tuple[QRectF, QImage]] = []
+        if item.attachments:
+            y += 10
+            tx, row_bottom = inner_x, y
+            for path in item.attachments:
+                image = thumbnail(path)
+                if image is None:
+                    continue
+                tw, th = float(image.width()), float(image.height())
+                if tx > inner_x and tx + tw > inner_x + inner_w:
+                    tx, y = inner_x, row_bottom + 8
+                rect = QRectF(tx, y, min(tw, inner_w), th)
+                self.thumbs.append((rect, image))
+                self.hits.append(Hit("open_file", path, rect))
+                tx = rect.right() + 8
+                row_bottom = max(row_bottom, rect.bottom())
+            y = row_bottom
+        y += pad
+        self.card = QRectF(x, ITEM_PAD, w, y - ITEM_PAD)
+        self.height = math.ceil(y + ITEM_PAD)
+
+    def _box(
+        self,
+        doc: QTextDocument,
+        x: float,
+        y: float,
+        w: float,
+        fill: QColor,
+        border: QColor,
+        color: QColor | None = None,
+    ) -> float:
+        h = _layout_doc(doc, w - 2 * 10)
+        rect = QRectF(x, y, w, h + 2 * 8)
+        self.sections.append((rect, QRectF(x + 10, y + 8, w - 20, h), doc, fill, border, color))
+        return rect.bottom()
+
+    def paint(self, p: QPainter, theme: ChatTheme, state: PaintState) -> None:
+        item = self.item
+        status = item.status
+        border = (
+            theme.warn
+            if status == ToolStatus.AWAITING
+            else (with_alpha(theme.error, 0.6) if status == ToolStatus.ERROR else theme.card_border)
+        )
+        _round_rect(p, self.card, theme.card, border, CARD_RADIUS)
+        _status_icon(
+            p, QRectF(self.header.x(), self.header.y(), 18, self.header.height()), status, theme
+        )
+        _text(p, self.name_rect, item.name, theme.bold_font, theme.text)
+        if self.badge is not None:
+            _round_rect(p, self.badge, theme.badge_bg, None, self.badge.height() / 2)
+            _text(
+                p,
+                self.badge,
+                item.category,
+                theme.small_font,
+                theme.muted,
+                Qt.AlignmentFlag.AlignHCenter,
+            )
+        right = (
+            ""
+            if item.finished and item.seconds is None
+            else format_seconds(item.elapsed(), not item.finished)
+        )
+        words = item.decision or _STATUS_WORDS[status]
+        status_color = _status_color(status, theme) if not item.decision else theme.muted
+        small = QFontMetricsF(theme.small_font)
+        time_w = small.horizontalAdvance(right) + 4
+        left = (self.badge or self.name_rect).right() + 12
+        _text(
+            p,
+            QRectF(self.header.right() - time_w, self.header.y(), time_w, self.header.height()),
+            right,
+            theme.small_font,
+            theme.muted,
+            Qt.AlignmentFlag.AlignRight,
+        )
+        words_rect = QRectF(
+            left, self.header.y(), self.header.right() - time_w - 12 - left, self.header.height()
+        )
+        _text(p, words_rect, words, theme.small_font, status_color, Qt.AlignmentFlag.AlignRight)
+        if self.progress_rect is not None:
+            _text(p, self.progress_rect, item.progress, theme.small_font, theme.muted)
+            if item.fraction is not None:
+                _round_rect(p, self.bar, theme.badge_bg, None, 2)
+                done = QRectF(self.bar)
+                done.setWidth(self.bar.width() * max(0.0, min(1.0, item.fraction)))
+                _round_rect(p, done, theme.accent, None, 2)
+        if hasattr(self, "args_toggle"):
+            summary = " ".join(item.arguments[:400].split())
+            self._toggle(p, theme, self.args_toggle, "Arguments", item.args_open, summary, state)
+        if self.approval_rect is not None and item.approval is not None:
+            ops = ", ".join(item.approval.operations) or "change"
+            _text(
+                p,
+                self.approval_title,
+                f"Allow this {ops} call? It will do exactly this:",
+                theme.bold_font,
+                theme.warn,
+            )
+        if hasattr(self, "result_toggle"):
+            self._toggle(
+                p, theme, self.result_toggle, "Result", item.result_open, self.result_summary, state
+            )
+        for rect, inner, doc, fill, sec_border, color in self.sections:
+            _round_rect(p, rect, fill, sec_border, 6)
+            draw_doc(p, doc, inner.topLeft(), theme, color, state.visible)
+        for rect, image in self.thumbs:
+            p.drawImage(rect, image)
+            p.setPen(QPen(theme.card_border, 1))
+            p.setBrush(Qt.BrushStyle.NoBrush)
+            p.drawRect(rect.adjusted(0.5, 0.5, -0.5, -0.5))
+
+    def _toggle(
+        self,
+        p: QPainter,
+        theme: ChatTheme,
+        rect: QRectF,
+        label: str,
+        is_open: bool,
+        summary: str,
+        state: PaintState,
+    ) -> None:
+        hovered = state.hover is not None and state.hover.rect == rect
+        color = theme.text if hovered else theme.muted
+        p.save()
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        p.setPen(Qt.PenStyle.NoPen)
+        p.setBrush(color)
+        c = QPointF(rect.x() + 8, rect.center().y())
+        if is_open:
+            p.drawPolygon(
+                [
+                    QPointF(c.x() - 4, c.y() - 2),
+                    QPointF(c.x() + 4, c.y() - 2),
+                    QPointF(c.x(), c.y() + 3),
+                ]
+            )
+        else:
+            p.drawPolygon(
+                [
+                    QPointF(c.x() - 2, c.y() - 4),
+                    QPointF(c.x() - 2, c.y() + 4),
+                    QPointF(c.x() + 3, c.y()),
+                ]
+            )
+        p.restore()
+        font = QFont(theme.small_font)
+        font.setWeight(QFont.Weight.DemiBold)
+        label_w = QFontMetricsF(font).horizontalAdvance(label) + 4
+        _text(p, QRectF(rect.x() + 22, rect.y(), label_w, rect.height()), label, font, color)
+        if summary and not is_open:
+            mono = QFont(theme.mono_font)
+            mono.setPointSizeF(theme.small_font.pointSizeF())
+            _text(
+                p,
+                QRectF(
+                    rect.x() + 30 + label_w, rect.y(), rect.width() - 30 - label_w, rect.height()
+                ),
+                summary,
+                mono,
+                theme.muted,
+            )
+
+
+# ---- dispatch ----------------------------------------------------------------------------
+
+_BUILDERS: dict[type, type[ItemLayout]] = {
+    AssistantMessage: AssistantLayout,
+    UserMessage: UserLayout,
+    ToolCard: ToolCardLayout,
+    ErrorItem: ErrorLayout,
+    NoticeItem: NoticeLayout,
+}
+
+
+def build_layout(item: ChatItem, theme: ChatTheme, width: int, key: tuple[Any, ...]) -> ItemLayout:
+    return _BUILDERS[type(item)](key, item, theme, width)  # type: ignore[call-arg]
+
+
+def estimate_height(item: ChatItem, theme: ChatTheme, width: int) -> int:
+    """A guess without rendering: text length over the line width, plus fixed chrome."""
+    _, w = column(width)
+    lh = theme.line_height
+
+    def lines(text: str, avail: float, char_w: float) -> float:
+        per_line = max(8.0, avail / char_w)
+        return len(text) / per_line + text.count("\n") * 0.55 + 1
+
+    if isinstance(item, AssistantMessage):
+        fences = item.text.count("```") // 2
+        return int(
+            lines(item.text, w, theme.char_width) * lh * 1.15
+            + fences * (CODE_HEADER + CODE_PAD + BLOCK_GAP)
+            + 2 * ITEM_PAD
+        )
+    if isinstance(item, UserMessage):
+        return int(
+            lines(item.text, w * 0.78 - 2 * BUBBLE_PAD_X, theme.char_width) * lh
+            + 2 * BUBBLE_PAD_Y
+            + 2 * ITEM_PAD
+            + 8
+        )
+    if isinstance(item, ToolCard):
+        base = 2 * CARD_PAD + 2 * ITEM_PAD + max(lh, 22.0)
+        extra = (lh + 18) * (bool(item.arguments) + bool(item.result)) + (lh + 24) * bool(
+            item.error
+        )
+        if item.attachments:
+            extra += THUMB_H + 10
+        return int(base + extra)
+    if isinstance(item, ErrorItem):
+        return int(lines(item.message, w - 140, theme.char_width) * lh + 24 + 2 * ITEM_PAD)
+    return int(lh + 2 * ITEM_PAD)

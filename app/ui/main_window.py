@@ -1,0 +1,402 @@
+"""The main window: conversations on the left, the chat on the right, the composer below."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+from typing import Any
+
+from PySide6.QtCore import QByteArray, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence, QShowEvent
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QMainWindow,
+    QPushButton,
+    QSplitter,
+    QStackedLayout,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.core.events import Error, Notice, TurnFinished
+from app.core.runtime import Runtime
+from app.ui.chat.view import ChatView
+from app.ui.composer import Composer
+from app.ui.controller import ChatController
+from app.ui.setup_card import SetupCard
+from app.ui.sidebar import Sidebar
+from app.ui.ui_state import UiState
+
+log = logging.getLogger(__name__)
+UNDO_SECONDS = 10
+
+
+class UndoBar(QFrame):
+    """ "Chat deleted · Undo" for a few seconds after a delete."""
+
+    undoRequested = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("undoBar")
+        self.label = QLabel()
+        self.button = QPushButton("Undo")
+        self.button.setObjectName("linkButton")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(12, 6, 8, 6)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(self.button)
+        self._conversation = ""
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.timeout.connect(self.hide)
+        self.button.clicked.connect(self._undo)
+        self.hide()
+
+    def offer(self, conversation_id: str, title: str) -> None:
+        self._conversation = conversation_id
+        self.label.setText(f"Deleted “{title}”")
+        self.show()
+        self._timer.start(UNDO_SECONDS * 1000)
+
+    def _undo(self) -> None:
+        self.hide()
+        self.undoRequested.emit(self._conversation)
+
+
+class MainWindow(QMainWindow):
+    settingsRequested = Signal(str)  # page
+    quitRequested = Signal()
+
+    def __init__(self, runtime: Runtime, tray: Any = None) -> None:
+        super().__init__()
+        self.runtime = runtime
+        self.tray = tray
+        self.state_path = runtime.home / "ui_state.json"
+        self.ui_state = UiState.load(self.state_path)
+        self.controller = ChatController(runtime, self)
+        self.setWindowTitle("Deskhand")
+        self.resize(1100, 760)
+        self.setMinimumSize(640, 420)
+        self._quitting = False
+        self._detect_task: asyncio.Future[None] | None = None
+        #: Where first-run looks for local servers (None: Ollama's and LM Studio's ports).
+        self.local_candidates: list[tuple[str, str]] | None = None
+        self._build()
+        self._build_menus()
+        self._connect()
+        self._restore()
+
+    # ---- layout --------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        self.sidebar = Sidebar(self.runtime.store)
+        self.chat_view = ChatView()
+        self.composer = Composer()
+        self.composer.edit.set_send_key(self.runtime.settings.general.send_key)
+        self.setup_card = SetupCard()
+        self.undo_bar = UndoBar()
+        self.title_label = QLabel("New chat")
+        self.title_label.setObjectName("chatTitle")
+        self.model_label = QLabel()
+        self.model_label.setObjectName("modelLabel")
+        header = QFrame()
+        header.setObjectName("chatHeader")
+        header_layout = QHBoxLayout(header)
+        header_layout.setContentsMargins(20, 10, 20, 10)
+        header_layout.addWidget(self.title_label, 1)
+        header_layout.addWidget(self.model_label)
+
+        setup_page = QWidget()
+        setup_layout = QVBoxLayout(setup_page)
+        setup_layout.addStretch(1)
+        setup_layout.addWidget(self.setup_card, 0, Qt.AlignmentFlag.AlignHCenter)
+        setup_layout.addStretch(2)
+        self.chat_stack = QStackedLayout()
+        self.chat_stack.addWidget(self.chat_view)
+        self.chat_stack.addWidget(setup_page)
+
+        right = QWidget()
+        right.setObjectName("chatPane")
+        right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(0, 0, 0, 0)
+        right_layout.setSpacing(0)
+        right_layout.addWidget(header)
+        right_layout.addLayout(self.chat_stack, 1)
+        right_layout.addWidget(self.undo_bar)
+        right_layout.addWidget(self.composer)
+
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(self.sidebar)
+        self.splitter.addWidget(right)
+        self.splitter.setStretchFactor(0, 0)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([260, 840])
+        self.splitter.setChildrenCollapsible(False)
+        self.setCentralWidget(self.splitter)
+
+    def _action(self, menu: Any, text: str, shortcut: str | None, slot: Any) -> QAction:
+        action = QAction(text, self)
+        if shortcut:
+            action.setShortcut(QKeySequence(shortcut))
+            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        action.triggered.connect(slot)
+        menu.addAction(action)
+        return action
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        file_menu = bar.addMenu("&File")
+        self.new_action = self._action(file_menu, "New chat", "Ctrl+N", self.new_chat)
+        self.settings_action = self._action(
+            file_menu, "Settings…", "Ctrl+,", lambda: self.settingsRequested.emit("providers")
+        )
+        file_menu.addSeparator()
+        self._action(file_menu, "Close window", "Ctrl+W", self.close)
+        self._action(file_menu, "Quit", "Ctrl+Q", self.quitRequested.emit)
+        edit_menu = bar.addMenu("&Edit")
+        self._action(edit_menu, "Search chats", "Ctrl+K", self.sidebar.focus_search)
+        self._action(edit_menu, "Focus message box", "Ctrl+L", self.focus_composer)
+        chat_menu = bar.addMenu("&Chat")
+        self.stop_action = self._action(chat_menu, "Stop", "Esc", self.controller.stop)
+        self.stop_action.setEnabled(False)
+        self._action(chat_menu, "Rename…", "F2", self.rename_current)
+        self._action(chat_menu, "Delete", None, self.delete_current)
+
+    def _connect(self) -> None:
+        c = self.controller
+        c.agentEvent.connect(self._on_event)
+        c.busyChanged.connect(self._on_busy)
+        c.conversationsChanged.connect(self.sidebar.refresh)
+        c.conversationOpened.connect(self._on_opened)
+        c.approvalPending.connect(self._on_approval_pending)
+        c.setupNeeded.connect(lambda _: self.show_setup(True))
+        c.notice.connect(lambda text: self.chat_view.add_error(text))
+        self.chat_view.approvalDecided.connect(c.decide)
+        self.chat_view.retryRequested.connect(c.retry)
+        self.chat_view.linkActivated.connect(lambda url: QDesktopServices.openUrl(QUrl(url)))
+        self.composer.sendRequested.connect(self.send)
+        self.composer.stopRequested.connect(c.stop)
+        self.sidebar.conversationSelected.connect(self.open_conversation)
+        self.sidebar.newChatRequested.connect(self.new_chat)
+        self.sidebar.renameRequested.connect(self.rename)
+        self.sidebar.deleteRequested.connect(self.delete)
+        self.undo_bar.undoRequested.connect(self.undo_delete)
+        self.setup_card.settingsRequested.connect(lambda: self.settingsRequested.emit("providers"))
+        self.setup_card.useServerRequested.connect(self.use_local_server)
+
+    # ---- state ---------------------------------------------------------------------------
+
+    def _restore(self) -> None:
+        state = self.ui_state
+        if state.geometry:
+            self.restoreGeometry(QByteArray(base64.b64decode(state.geometry)))
+        if state.splitter:
+            self.splitter.restoreState(QByteArray(base64.b64decode(state.splitter)))
+        self.sidebar.refresh()
+        last = state.last_conversation
+        if last and self.runtime.store.get_conversation(last) is not None:
+            self.open_conversation(last)
+        else:
+            self.new_chat()
+        self.refresh_provider()
+
+    def save_state(self) -> None:
+        self.ui_state.geometry = base64.b64encode(bytes(self.saveGeometry().data())).decode()
+        self.ui_state.splitter = base64.b64encode(bytes(self.splitter.saveState().data())).decode()
+        self.ui_state.last_conversation = self.controller.conversation_id
+        self.ui_state.drafts[self.controller.conversation_id or ""] = self.composer.text()
+        self.ui_state.drafts = {k: v for k, v in self.ui_state.drafts.items() if v.strip()}
+        self.ui_state.save(self.state_path)
+
+    def refresh_provider(self) -> None:
+        """After start-up or a settings change: the header's model, the setup card."""
+        settings = self.runtime.settings
+        self.composer.edit.set_send_key(settings.general.send_key)
+        account = settings.active_provider_account()
+        if account is None:
+            self.model_label.setText("No model connected")
+            self.show_setup(self.chat_view.message_count() == 0)
+            return
+        self.model_label.setText(f"{account.model or 'default model'} · {account.label}")
+        self.show_setup(False)
+
+    def show_setup(self, visible: bool) -> None:
+        self.chat_stack.setCurrentIndex(1 if visible else 0)
+        if visible and self.isVisible():
+            self._start_detection()
+
+    def _start_detection(self) -> None:
+        """Looks for local servers once the window is on screen (never before first paint)."""
+        if self._detect_task is None or self._detect_task.done():
+            self._detect_task = asyncio.ensure_future(self._detect_servers())
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if self.chat_stack.currentIndex() == 1:
+            QTimer.singleShot(0, self._start_detection)
+
+    async def _detect_servers(self) -> None:
+        from app.core.local_servers import DEFAULTS, detect_local_servers
+
+        servers = await detect_local_servers(candidates=self.local_candidates or DEFAULTS)
+        self.setup_card.show_servers(servers)
+
+    def use_local_server(self, server: Any) -> None:
+        from app.core.settings import ProviderAccount
+
+        account = ProviderAccount(
+            kind="openai",
+            label=server.name,
+            base_url=server.base_url,
+            model=server.models[0] if server.models else "",
+        )
+
+        def add(settings: Any) -> None:
+            settings.providers.append(account)
+            settings.active_provider = account.id
+
+        self.runtime.settings = self.runtime.settings_store.update(add)
+        self.refresh_provider()
+
+    # ---- actions -------------------------------------------------------------------------
+
+    def focus_composer(self) -> None:
+        self.composer.edit.setFocus()
+
+    def send(self, text: str, attachments: list[str]) -> None:
+        if self.chat_stack.currentIndex() == 1 and self.runtime.settings.active_provider_account():
+            self.show_setup(False)
+        self.chat_stack.setCurrentIndex(0)
+        self.chat_view.add_user_message(text, attachments)
+        self.controller.send(text, attachments)
+
+    def new_chat(self) -> None:
+        self._stash_draft()
+        self.controller.new_chat()
+
+    def open_conversation(self, conversation_id: str) -> None:
+        self._stash_draft()
+        messages = self.controller.open(conversation_id)
+        self.chat_view.load_history(messages, self.runtime.store.list_tool_calls(conversation_id))
+
+    def _stash_draft(self) -> None:
+        self.ui_state.drafts[self.controller.conversation_id or ""] = self.composer.text()
+
+    def _on_opened(self, conversation_id: str) -> None:
+        if not conversation_id:
+            self.chat_view.clear()
+            self.title_label.setText("New chat")
+        else:
+            conv = self.runtime.store.get_conversation(conversation_id)
+            self.title_label.setText(conv.title if conv else "Chat")
+        self.sidebar.select(conversation_id or None)
+        draft = self.ui_state.drafts.pop(conversation_id, "")
+        if not self.controller.busy:
+            self.composer.set_text(draft)
+        self.refresh_provider()
+
+    def rename_current(self) -> None:
+        if self.controller.conversation_id:
+            self.rename(self.controller.conversation_id)
+
+    def delete_current(self) -> None:
+        if self.controller.conversation_id:
+            self.delete(self.controller.conversation_id)
+
+    def rename(self, conversation_id: str) -> None:
+        conv = self.runtime.store.get_conversation(conversation_id)
+        if conv is None:
+            return
+        title, ok = QInputDialog.getText(self, "Rename chat", "Title:", text=conv.title)
+        if ok and title.strip():
+            self.runtime.store.rename_conversation(conversation_id, title.strip())
+            self.sidebar.refresh()
+            if conversation_id == self.controller.conversation_id:
+                self.title_label.setText(title.strip())
+
+    def delete(self, conversation_id: str) -> None:
+        conv = self.runtime.store.get_conversation(conversation_id)
+        if conv is None:
+            return
+        self.runtime.store.delete_conversation(conversation_id)
+        if conversation_id == self.controller.conversation_id:
+            self.new_chat()
+        self.sidebar.refresh()
+        self.undo_bar.offer(conversation_id, conv.title)
+
+    def undo_delete(self, conversation_id: str) -> None:
+        self.runtime.store.restore_conversation(conversation_id)
+        self.sidebar.refresh()
+        self.open_conversation(conversation_id)
+
+    # ---- agent events --------------------------------------------------------------------
+
+    def _on_event(self, event: Any) -> None:
+        self.chat_view.handle_event(event)
+        if isinstance(event, TurnFinished | Error):
+            conv = self.controller.conversation_id
+            if conv:
+                record = self.runtime.store.get_conversation(conv)
+                if record:
+                    self.title_label.setText(record.title)
+        if isinstance(event, Notice):
+            log.warning(event.message)
+
+    def _on_busy(self, busy: bool) -> None:
+        self.composer.set_busy(busy)
+        self.stop_action.setEnabled(busy)
+        if not busy:
+            self.chat_view.finish_streaming()
+
+    def _on_approval_pending(self, call_id: str, tool: str) -> None:
+        if self.tray is not None and (not self.isVisible() or self.isMinimized()):
+            self.tray.notify("Deskhand needs your approval", f"{tool} is waiting for you.")
+
+    def apply_settings(self) -> None:
+        self.runtime.settings = self.runtime.settings_store.load()
+        self.refresh_provider()
+
+    # ---- window --------------------------------------------------------------------------
+
+    def bring_to_front(self) -> None:
+        self.show()
+        self.setWindowState(
+            (self.windowState() & ~Qt.WindowState.WindowMinimized) | Qt.WindowState.WindowActive
+        )
+        self.raise_()
+        self.activateWindow()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.save_state()
+        tray_ok = self.tray is not None and self.tray.available
+        if self._quitting or not tray_ok:
+            event.accept()
+            if not self._quitting:
+                self.quitRequested.emit()
+            return
+        event.ignore()
+        self.hide()
+        if not self.ui_state.tray_notice_shown:
+            self.tray.notify(
+                "Deskhand is still running",
+                "It keeps running in the tray for reminders and approvals. "
+                "Quit from the tray menu.",
+            )
+            self.ui_state.tray_notice_shown = True
+            self.ui_state.save(self.state_path)
+
+    def stop_background_work(self) -> None:
+        self.controller.stop()
+        if self._detect_task is not None and not self._detect_task.done():
+            self._detect_task.cancel()
+
+    def quit_now(self) -> None:
+        self._quitting = True
+        self.stop_background_work()
+        self.save_state()
+        self.close()

@@ -1,0 +1,15 @@
+"""The settings window: model providers, tools and approvals, general preferences.
+
+Pages edit plain copies of the settings. Saving snapshots what changed into a patch (plain
+data, built on the GUI thread), stores API keys in the keyring and applies the patch through
+`SettingsStore.update` — both in a worker thread — then replaces `runtime.settings`.
+Only what the user changed is written, so rules the chat added meanwhile survive.
+
+API keys never reach settings.json: they go to the keyring under
+`provider/<account id>/api_key` when the user clicks Save.
+
+Modules: `dialog` (the window and saving), `page` (what every page shares),
+`providers_page`, `account_list` and `connection` (the providers page, its list and its
+server checks), `tools_page`, `general_page`, `presets` (known servers, URL checks) and
+`widgets` (small shared widgets and helpers).
+"""

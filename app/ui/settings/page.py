@@ -1,0 +1,36 @@
+"""What every settings page shares: the base class, the patch it produces, and a way to
+run blocking calls (keyring, file I/O) off the GUI thread."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from PySide6.QtWidgets import QWidget
+
+from app.core.settings import Settings
+
+T = TypeVar("T")
+Patch = Callable[[Settings], None]
+
+
+class SettingsPage(QWidget):
+    """One page of the dialog: loads from settings, validates, produces a patch."""
+
+    title = ""
+    subtitle = ""
+
+    def problem(self) -> str | None:
+        return None
+
+    def patch(self) -> Patch:
+        raise NotImplementedError
+
+    def mark_saved(self, settings: Settings) -> None:
+        """The patch was written: the saved state is the new baseline."""
+
+
+async def in_thread(fn: Callable[..., T], *args: Any) -> T:
+    """Run a blocking call (keyring, file I/O) off the GUI thread."""
+    return await asyncio.get_running_loop().run_in_executor(None, fn, *args)

@@ -1,0 +1,58 @@
+"""The servers a provider account can start from, and checks on base URLs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+from urllib.parse import urlsplit
+
+KIND_LABELS = {"openai": "OpenAI-compatible", "anthropic": "Anthropic"}
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    kind: Literal["openai", "anthropic"]
+    base_url: str
+    needs_key: bool
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset("Ollama", "openai", "http://127.0.0.1:11434/v1", False),
+    Preset("LM Studio", "openai", "http://127.0.0.1:1234/v1", False),
+    Preset("OpenAI", "openai", "https://api.openai.com/v1", True),
+    Preset("OpenRouter", "openai", "https://openrouter.ai/api/v1", True),
+    Preset("Anthropic", "anthropic", "https://api.anthropic.com", True),
+    Preset("Other OpenAI-compatible server", "openai", "http://127.0.0.1:8080/v1", False),
+)
+DEFAULT_PRESET = {"openai": PRESETS[0], "anthropic": PRESETS[4]}
+
+
+def url_problem(url: str) -> str | None:
+    """Why `url` cannot be a provider's base URL, or None if it can."""
+    url = url.strip()
+    if not url:
+        return "Enter the server's base URL, for example http://127.0.0.1:11434/v1."
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or " " in url:
+        return f"“{url}” is not a valid URL: it must look like http://host:port/path."
+    try:
+        _ = parts.port
+    except ValueError:
+        return f"“{url}” has an invalid port number."
+    return None
+
+
+def host(url: str) -> str:
+    """The `host:port` part of a URL, to name the server in a list."""
+    parts = urlsplit(url.strip())
+    return parts.netloc or url
+
+
+def same_url(a: str, b: str) -> bool:
+    return a.strip().rstrip("/").lower() == b.strip().rstrip("/").lower()
+
+
+def preset_for(url: str) -> Preset | None:
+    """The preset whose base URL is `url`, if any."""
+    return next((p for p in PRESETS if same_url(p.base_url, url)), None)

@@ -1,0 +1,654 @@
+"""The "Model providers" page: accounts, their keys, and checking that a server answers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMenu,
+    QPushButton,
+    QSizePolicy,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+from qasync import asyncSlot
+
+from app.core.local_servers import DEFAULTS as LOCAL_CANDIDATES
+from app.core.local_servers import Candidate, detect_local_servers
+from app.core.providers.base import ProviderConfig
+from app.core.runtime import Runtime
+from app.core.secrets import SecretStoreError, secret_key
+from app.core.settings import ProviderAccount, Settings
+from app.ui.settings.account_list import ACTIVE_ROLE, DETAIL_ROLE, AccountDelegate
+from app.ui.settings.connection import TEST_TIMEOUTS, connected, describe_failure, ping
+from app.ui.settings.page import Patch, SettingsPage, in_thread
+from app.ui.settings.presets import (
+    DEFAULT_PRESET,
+    KIND_LABELS,
+    PRESETS,
+    Preset,
+    host,
+    preset_for,
+    same_url,
+    url_problem,
+)
+from app.ui.settings.widgets import (
+    ROW_HEIGHT,
+    field_row,
+    form_label,
+    form_layout,
+    muted_label,
+    plural,
+    role_label,
+    set_invalid,
+    set_role,
+)
+
+log = logging.getLogger(__name__)
+
+LIST_WIDTH = 250
+SIDE_BUTTON_WIDTH = 132  # buttons right of a field share one width so the fields line up
+
+
+def api_key_name(account_id: str) -> str:
+    """Where an account's API key lives in the keyring."""
+    return secret_key("provider", account_id, "api_key")
+
+
+class ProvidersPage(SettingsPage):
+    title = "Model providers"
+    subtitle = (
+        "Where Deskhand sends your messages: a local server (Ollama, LM Studio) or a cloud API. "
+        "API keys are kept in the system keyring."
+    )
+
+    def __init__(self, runtime: Runtime, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.runtime = runtime
+        #: Where "Detect local servers" looks (tests point it at a scripted server).
+        self.local_candidates: tuple[Candidate, ...] = LOCAL_CANDIDATES
+        self.accounts: list[ProviderAccount] = []
+        self.active: str | None = None
+        self._saved: tuple[list[dict[str, Any]], str | None] = ([], None)
+        self._new_keys: dict[str, str] = {}
+        self._forget_keys: set[str] = set()
+        self._removed: set[str] = set()
+        self._key_stored: dict[str, bool | None] = {}
+        self._key_errors: dict[str, str] = {}
+        self._models: dict[str, list[str]] = {}
+        self._results: dict[str, tuple[bool, str]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._loading = False
+        self._build()
+        self.load(runtime.settings)
+
+    # -- layout --
+
+    def _build(self) -> None:
+        root = QHBoxLayout(self)
+        root.setContentsMargins(0, 0, 0, 0)
+        root.setSpacing(18)
+
+        left_box = QWidget()
+        left_box.setFixedWidth(LIST_WIDTH)
+        left = QVBoxLayout(left_box)
+        left.setContentsMargins(0, 0, 0, 0)
+        left.setSpacing(8)
+        self.account_list = QListWidget()
+        self.account_list.setObjectName("accountList")
+        self.account_list.setItemDelegate(AccountDelegate(self.account_list))
+        self.account_list.setMouseTracking(True)
+        self.account_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.account_list.currentRowChanged.connect(self._on_row_changed)
+        left.addWidget(self.account_list, 1)
+
+        buttons = QHBoxLayout()
+        buttons.setSpacing(6)
+        self.add_button = QPushButton("Add")
+        _attach_preset_menu(self.add_button, self.add_account)
+        self.remove_button = QPushButton("Remove")
+        self.remove_button.clicked.connect(self.remove_selected)
+        for b in (self.add_button, self.remove_button):
+            buttons.addWidget(b)
+        left.addLayout(buttons)
+        self.detect_button = QPushButton("Detect local servers")
+        self.detect_button.setToolTip("Look for Ollama and LM Studio running on this computer")
+        self.detect_button.clicked.connect(self.detect_servers)
+        left.addWidget(self.detect_button)
+        self.detect_result = muted_label("")
+        self.detect_result.hide()
+        left.addWidget(self.detect_result)
+        root.addWidget(left_box)
+
+        self.details = QStackedWidget()
+        self.empty_hint = muted_label(
+            "No provider yet.\n\nClick “Add” and pick a preset, or “Detect local servers” "
+            "if Ollama or LM Studio is running on this computer."
+        )
+        self.empty_hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.details.addWidget(self.empty_hint)
+        self.details.addWidget(self._build_form())
+        root.addWidget(self.details, 1)
+
+    def _build_form(self) -> QWidget:
+        box = QWidget()
+        form = form_layout(box, margins=(0, 0, 0, 0), spacing=(14, 10))
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+
+        self.active_button = QPushButton("Make active")
+        self.active_button.setToolTip("Send new messages to this provider")
+        self.active_button.clicked.connect(self.make_selected_active)
+        self.active_note = muted_label("✓ Active: your messages go to this provider.", wrap=False)
+        self.active_note.setMinimumHeight(ROW_HEIGHT)
+        active_row = QHBoxLayout()
+        active_row.setSpacing(0)
+        active_row.addWidget(self.active_button)
+        active_row.addWidget(self.active_note)
+        active_row.addStretch(1)
+        form.addRow("", active_row)
+
+        self.kind_combo = QComboBox()
+        for kind, text in KIND_LABELS.items():
+            self.kind_combo.addItem(text, kind)
+        self.kind_combo.currentIndexChanged.connect(self._on_kind_changed)
+        form.addRow(form_label("API type"), self.kind_combo)
+
+        self.label_edit = QLineEdit()
+        self.label_edit.setPlaceholderText("A name you recognise, e.g. “Work OpenAI”")
+        self.label_edit.textEdited.connect(self._on_label_edited)
+        form.addRow(form_label("Name"), self.label_edit)
+
+        self.url_edit = QLineEdit()
+        self.url_edit.setPlaceholderText("http://127.0.0.1:11434/v1")
+        self.url_edit.textEdited.connect(self._on_url_edited)
+        self.preset_button = QPushButton("Presets")
+        _attach_preset_menu(self.preset_button, self.apply_preset)
+        self.preset_button.setFixedWidth(SIDE_BUTTON_WIDTH)
+        form.addRow(form_label("Base URL"), field_row(self.url_edit, self.preset_button))
+
+        self.key_edit = QLineEdit()
+        self.key_edit.setEchoMode(QLineEdit.EchoMode.Password)
+        self.key_edit.textEdited.connect(self._on_key_edited)
+        self.forget_button = QPushButton("Forget")
+        self.forget_button.setToolTip("Remove the stored key from the keyring when you save")
+        self.forget_button.clicked.connect(self.forget_key)
+        self.forget_button.setFixedWidth(SIDE_BUTTON_WIDTH)
+        form.addRow(form_label("API key"), field_row(self.key_edit, self.forget_button))
+        self.key_status = muted_label("")
+        form.addRow("", self.key_status)
+
+        self.model_combo = QComboBox()
+        self.model_combo.setEditable(True)
+        self.model_combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        self.model_combo.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.model_combo.setMinimumContentsLength(16)
+        line = self.model_combo.lineEdit()
+        assert line is not None
+        line.setPlaceholderText("Type a name, or refresh")
+        self.model_combo.currentTextChanged.connect(self._on_model_changed)
+        self.refresh_button = QPushButton("Refresh models")
+        self.refresh_button.clicked.connect(self.refresh_models)
+        self.refresh_button.setFixedWidth(SIDE_BUTTON_WIDTH)
+        form.addRow(form_label("Model"), field_row(self.model_combo, self.refresh_button))
+
+        self.test_button = QPushButton("Test connection")
+        self.test_button.clicked.connect(self.test_connection)
+        self.test_result = QLabel("")
+        self.test_result.setWordWrap(True)
+        self.test_result.setMinimumHeight(ROW_HEIGHT)
+        self.test_result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.test_result.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        test_row = QHBoxLayout()
+        test_row.setSpacing(12)
+        test_row.addWidget(self.test_button, 0, Qt.AlignmentFlag.AlignTop)
+        test_row.addWidget(self.test_result, 1)
+        form.addRow("", test_row)
+
+        self.error_label = role_label("", "error", wrap=True)
+        self.error_label.hide()
+        form.addRow("", self.error_label)
+        return box
+
+    # -- state --
+
+    def load(self, settings: Settings) -> None:
+        self.accounts = [p.model_copy(deep=True) for p in settings.providers]
+        self.active = settings.active_provider
+        self._saved = self._snapshot()
+        self._refill_list(select=self._index_of(self.active) if self.active else 0)
+
+    def _snapshot(self) -> tuple[list[dict[str, Any]], str | None]:
+        return [a.model_dump() for a in self.accounts], self.active
+
+    def mark_saved(self, settings: Settings) -> None:
+        self._saved = self._snapshot()
+        self._new_keys.clear()
+        self._forget_keys.clear()
+        self._removed.clear()
+        self._load_form()
+
+    def current(self) -> ProviderAccount | None:
+        row = self.account_list.currentRow()
+        return self.accounts[row] if 0 <= row < len(self.accounts) else None
+
+    def _index_of(self, account_id: str | None) -> int:
+        return next((i for i, a in enumerate(self.accounts) if a.id == account_id), -1)
+
+    def _fill_item(self, item: QListWidgetItem, account: ProviderAccount) -> None:
+        item.setText(account.label.strip() or "Unnamed")
+        item.setData(DETAIL_ROLE, f"{KIND_LABELS[account.kind]} · {host(account.base_url)}")
+        item.setData(ACTIVE_ROLE, account.id == self.active)
+        item.setToolTip(f"{item.text()}\n{account.base_url}")
+
+    def _refill_list(self, select: int = 0) -> None:
+        self._loading = True
+        self.account_list.clear()
+        for account in self.accounts:
+            item = QListWidgetItem()
+            self._fill_item(item, account)
+            self.account_list.addItem(item)
+        self._loading = False
+        if self.accounts:
+            self.account_list.setCurrentRow(max(0, min(select, len(self.accounts) - 1)))
+        self._on_row_changed(self.account_list.currentRow())
+
+    def _update_item(self, account: ProviderAccount) -> None:
+        row = self._index_of(account.id)
+        item = self.account_list.item(row)
+        if item is not None:
+            self._fill_item(item, account)
+
+    def _on_row_changed(self, row: int) -> None:
+        if self._loading:
+            return
+        has = 0 <= row < len(self.accounts)
+        self.details.setCurrentIndex(1 if has else 0)
+        self.remove_button.setEnabled(has)
+        self._load_form()
+
+    def _load_form(self) -> None:
+        account = self.current()
+        is_active = account is not None and account.id == self.active
+        self.active_button.setVisible(account is not None and not is_active)
+        self.active_note.setVisible(is_active)
+        if account is None:
+            return
+        self._loading = True
+        try:
+            self.kind_combo.setCurrentIndex(self.kind_combo.findData(account.kind))
+            self.label_edit.setText(account.label)
+            self.url_edit.setText(account.base_url)
+            set_invalid(self.url_edit, False)
+            self.key_edit.setText(self._new_keys.get(account.id, ""))
+            self.model_combo.clear()
+            self.model_combo.addItems(self._models.get(account.id, []))
+            self.model_combo.setEditText(account.model)
+            ok, text = self._results.get(account.id, (True, ""))
+            self._show_result(ok, text)
+        finally:
+            self._loading = False
+        self._show_key_state(account)
+        self.error_label.hide()
+
+    def _show_result(self, ok: bool, text: str) -> None:
+        self.test_result.setText(text)
+        set_role(self.test_result, "ok" if ok else "error")
+
+    def _show_key_state(self, account: ProviderAccount) -> None:
+        stored = self._key_stored.get(account.id)
+        preset = preset_for(account.base_url)
+        optional = preset is not None and not preset.needs_key
+        if account.id in self._new_keys:
+            status = "The new key will be stored in the system keyring when you save."
+            placeholder = ""
+        elif account.id in self._forget_keys:
+            status = "The stored key will be removed from the keyring when you save."
+            placeholder = "No key"
+        elif stored:
+            status = "✓ A key is stored in the system keyring. Type a new one to replace it."
+            placeholder = "•••••••• stored in keyring"
+        elif stored is None and account.id in self._key_errors:
+            status = self._key_errors[account.id]
+            placeholder = "Keyring unavailable"
+        else:
+            status = "Not needed for local servers." if optional else "No key stored."
+            placeholder = "Optional" if optional else "Paste your API key"
+        self.key_edit.setPlaceholderText(placeholder)
+        self.key_status.setText(status)
+        self.forget_button.setEnabled(bool(stored) and account.id not in self._forget_keys)
+
+    def _show_error(self, text: str) -> None:
+        self.error_label.setText(text)
+        self.error_label.show()
+
+    def _flag_url(self, problem: str) -> None:
+        set_invalid(self.url_edit, True)
+        self._show_error(problem)
+
+    # -- editing --
+
+    def _on_kind_changed(self, _: int) -> None:
+        account = self.current()
+        if self._loading or account is None:
+            return
+        kind = self.kind_combo.currentData()
+        account.kind = kind
+        # Swap in the new kind's default URL unless the user typed their own.
+        if not account.base_url.strip() or any(
+            same_url(p.base_url, account.base_url) and p.kind != kind for p in PRESETS
+        ):
+            account.base_url = DEFAULT_PRESET[kind].base_url
+            self.url_edit.setText(account.base_url)
+        self._update_item(account)
+
+    def _on_label_edited(self, text: str) -> None:
+        account = self.current()
+        if account is not None:
+            account.label = text
+            self._update_item(account)
+
+    def _on_url_edited(self, text: str) -> None:
+        account = self.current()
+        if account is not None:
+            account.base_url = text.strip()
+            set_invalid(self.url_edit, False)
+            self.error_label.hide()
+            self._update_item(account)
+            self._show_key_state(account)
+
+    def _on_key_edited(self, text: str) -> None:
+        account = self.current()
+        if account is None:
+            return
+        if text:
+            self._new_keys[account.id] = text
+            self._forget_keys.discard(account.id)
+        else:
+            self._new_keys.pop(account.id, None)
+        self._show_key_state(account)
+
+    def _on_model_changed(self, text: str) -> None:
+        account = self.current()
+        if not self._loading and account is not None:
+            account.model = text.strip()
+
+    def add_account(self, preset: Preset, *, model: str = "") -> ProviderAccount:
+        """Add an account from a preset, select it, and make it active if none is."""
+        taken = {a.label for a in self.accounts}
+        label, n = preset.name, 2
+        while label in taken:
+            label, n = f"{preset.name} {n}", n + 1
+        account = ProviderAccount(
+            kind=preset.kind, label=label, base_url=preset.base_url, model=model
+        )
+        self.accounts.append(account)
+        self._key_stored[account.id] = False
+        if self.active is None or self._index_of(self.active) < 0:
+            self.active = account.id
+        self._refill_list(select=len(self.accounts) - 1)
+        self.label_edit.setFocus()
+        return account
+
+    def apply_preset(self, preset: Preset) -> None:
+        account = self.current()
+        if account is None:
+            return
+        account.kind = preset.kind
+        account.base_url = preset.base_url
+        self._load_form()
+        self._update_item(account)
+
+    def remove_selected(self) -> None:
+        account = self.current()
+        if account is None:
+            return
+        row = self.account_list.currentRow()
+        self.accounts.remove(account)
+        self._new_keys.pop(account.id, None)
+        self._removed.add(account.id)
+        if self.active == account.id:
+            self.active = self.accounts[0].id if self.accounts else None
+        self._refill_list(select=row)
+
+    def make_selected_active(self) -> None:
+        account = self.current()
+        if account is not None:
+            self.active = account.id
+            self._refill_list(select=self.account_list.currentRow())
+
+    def forget_key(self) -> None:
+        account = self.current()
+        if account is not None:
+            self._forget_keys.add(account.id)
+            self._new_keys.pop(account.id, None)
+            self.key_edit.clear()
+            self._show_key_state(account)
+
+    # -- async work --
+
+    @contextlib.contextmanager
+    def _busy(self, *widgets: QWidget) -> Iterator[None]:
+        """Disable `widgets` while the current task runs; remember the task for cancel()."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        for w in widgets:
+            w.setEnabled(False)
+        try:
+            yield
+        finally:
+            for w in widgets:
+                w.setEnabled(True)
+            if task is not None:
+                self._tasks.discard(task)
+
+    def cancel_tasks(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+
+    @asyncSlot()
+    async def load_key_states(self) -> None:
+        """Ask the keyring (in a thread) which accounts have a stored key."""
+        with self._busy():
+            for account in list(self.accounts):
+                try:
+                    value = await in_thread(self.runtime.secrets.get, api_key_name(account.id))
+                except SecretStoreError as exc:
+                    self._key_stored[account.id] = None
+                    self._key_errors[account.id] = str(exc)
+                else:
+                    self._key_stored[account.id] = bool(value)
+                current = self.current()
+                if current is not None and current.id == account.id:
+                    self._show_key_state(current)
+
+    async def _api_key(self, account: ProviderAccount) -> str | None:
+        """The key as typed, else the stored one (or the environment's)."""
+        if account.id in self._new_keys:
+            return self._new_keys[account.id]
+        if account.id in self._forget_keys:
+            return None
+        try:
+            return await in_thread(self.runtime.secrets.api_key_for, account)
+        except SecretStoreError:
+            return None
+
+    async def _config(self, account: ProviderAccount) -> ProviderConfig | None:
+        problem = url_problem(account.base_url)
+        if problem:
+            self._flag_url(problem)
+            return None
+        return ProviderConfig(
+            kind=account.kind,
+            base_url=account.base_url.strip().rstrip("/"),
+            model=account.model,
+            api_key=await self._api_key(account),
+            max_tokens=16,
+            **TEST_TIMEOUTS,  # type: ignore[arg-type]
+        )
+
+    def _set_result(self, account: ProviderAccount, ok: bool, text: str) -> None:
+        self._results[account.id] = (ok, text)
+        current = self.current()
+        if current is not None and current.id == account.id:
+            self._show_result(ok, text)
+
+    async def _ask_server(
+        self,
+        account: ProviderAccount,
+        waiting: str,
+        ask: Callable[[ProviderAccount, ProviderConfig], Awaitable[str]],
+    ) -> bool:
+        """Refresh and Test: check the URL, show `waiting`, then what `ask` returned or why
+        it failed (without the key). True when `ask` succeeded."""
+        with self._busy(self.refresh_button, self.test_button):
+            config = await self._config(account)
+            if config is None:
+                return False
+            self._set_result(account, True, waiting)
+            try:
+                text = await ask(account, config)
+            except Exception as exc:
+                self._set_result(account, False, f"✗ {describe_failure(exc, config.api_key)}")
+                return False
+            self._set_result(account, True, text)
+            return True
+
+    @asyncSlot()
+    async def refresh_models(self) -> None:
+        """Fill the model list from the server's `/models`."""
+        account = self.current()
+        if account is None:
+            return
+        fetched = await self._ask_server(account, "Asking the server for its models…", self._fetch)
+        if fetched and self.current() is account:
+            self._load_form()
+
+    async def _fetch(self, account: ProviderAccount, config: ProviderConfig) -> str:
+        async with connected(config) as provider:
+            models = await provider.list_models()
+        self._models[account.id] = models
+        if not account.model and models:
+            account.model = models[0]
+        return f"✓ {plural(len(models), 'model')} available"
+
+    @asyncSlot()
+    async def test_connection(self) -> None:
+        """List the models and, if one is chosen, ask it for a one-word reply."""
+        account = self.current()
+        if account is not None:
+            await self._ask_server(account, "Connecting…", self._test)
+
+    async def _test(self, account: ProviderAccount, config: ProviderConfig) -> str:
+        async with connected(config) as provider:
+            models = await provider.list_models()
+            self._models[account.id] = models
+            text = f"✓ Connected: {plural(len(models), 'model')} available"
+            if config.model:
+                await ping(provider)
+                text += f"; “{config.model}” answered"
+            elif models:
+                text += ". Pick a model to use"
+        return text
+
+    @asyncSlot()
+    async def detect_servers(self) -> None:
+        """Look for local servers; add those not configured yet."""
+        with self._busy(self.detect_button):
+            self.detect_result.setText("Looking for local servers…")
+            self.detect_result.show()
+            servers = await detect_local_servers(candidates=self.local_candidates)
+            if not servers:
+                names = " or ".join(c.name for c in self.local_candidates)
+                self.detect_result.setText(f"No {names} server is running on this computer.")
+                return
+            lines = []
+            for server in servers:
+                known = next(
+                    (a for a in self.accounts if same_url(a.base_url, server.base_url)), None
+                )
+                if known is None:
+                    preset = preset_for(server.base_url) or Preset(
+                        server.name, "openai", server.base_url, False
+                    )
+                    first = server.models[0] if server.models else ""
+                    known = self.add_account(preset, model=first)
+                    known.base_url = server.base_url
+                    verb = "added"
+                else:
+                    verb = "already set up"
+                self._models[known.id] = list(server.models)
+                lines.append(f"{server.name} ({plural(len(server.models), 'model')}): {verb}")
+            self._refill_list(select=self.account_list.currentRow())
+            self.detect_result.setText("Found " + "; ".join(lines) + ".")
+
+    async def store_keys(self) -> None:
+        """Write pending key changes to the keyring (in a thread). Raises SecretStoreError."""
+        secrets = self.runtime.secrets
+        for account_id in sorted(self._removed):
+            if self._key_stored.get(account_id):
+                try:  # best effort: the account is gone either way
+                    await in_thread(secrets.delete, api_key_name(account_id))
+                except SecretStoreError as exc:
+                    log.warning("could not remove the key of a deleted provider: %s", exc)
+        for account_id in sorted(self._forget_keys):
+            await in_thread(secrets.delete, api_key_name(account_id))
+            self._key_stored[account_id] = False
+        for account_id, value in list(self._new_keys.items()):
+            await in_thread(secrets.set, api_key_name(account_id), value)
+            self._key_stored[account_id] = True
+
+    # -- saving --
+
+    def problem(self) -> str | None:
+        for row, account in enumerate(self.accounts):
+            if not account.label.strip():
+                problem = "Give this provider a name."
+                self.account_list.setCurrentRow(row)
+                self._show_error(problem)
+            elif problem := url_problem(account.base_url):
+                self.account_list.setCurrentRow(row)
+                self._flag_url(problem)
+            else:
+                continue
+            return f"{account.label.strip() or 'A provider'}: {problem}"
+        return None
+
+    def patch(self) -> Patch:
+        if self._snapshot() == self._saved:
+            return lambda s: None
+        accounts = [a.model_copy(deep=True) for a in self.accounts]
+        for a in accounts:
+            a.base_url = a.base_url.strip().rstrip("/")
+            a.label = a.label.strip()
+        active = self.active
+
+        def apply(settings: Settings) -> None:
+            settings.providers = accounts
+            settings.active_provider = active
+
+        return apply
+
+
+def _attach_preset_menu(button: QPushButton, choose: Callable[[Preset], object]) -> None:
+    """Give `button` a drop-down of the presets; picking one calls `choose(preset)`."""
+    button.setProperty("hasMenu", True)
+    menu = QMenu(button)
+    for preset in PRESETS:
+        menu.addAction(preset.name, lambda p=preset: choose(p))
+    button.setMenu(menu)

@@ -1,0 +1,46 @@
+"""Window geometry, splitter, last conversation and one-time notices, kept in the home
+folder (`ui_state.json`, written atomically) rather than in the OS's Qt settings store."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class UiState:
+    geometry: str = ""  # base64 of QWidget.saveGeometry()
+    splitter: str = ""  # base64 of QSplitter.saveState()
+    last_conversation: str | None = None
+    tray_notice_shown: bool = False
+    drafts: dict[str, str] = field(default_factory=dict)  # conversation id ("" = new) → text
+
+    @classmethod
+    def load(cls, path: Path) -> UiState:
+        try:
+            raw = json.loads(path.read_text("utf-8"))
+        except FileNotFoundError:
+            return cls()
+        except (OSError, ValueError) as exc:
+            log.warning("ignoring unreadable %s: %s", path.name, exc)
+            return cls()
+        known = {k: v for k, v in raw.items() if k in cls.__dataclass_fields__}
+        try:
+            return cls(**known)
+        except TypeError:
+            return cls()
+
+    def save(self, path: Path) -> None:
+        try:
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".ui_state-")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(asdict(self), f)
+            os.replace(tmp, path)
+        except OSError as exc:  # a full disk must not crash closing the window
+            log.warning("could not save the window state: %s", exc)

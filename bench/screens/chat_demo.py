@@ -1,0 +1,227 @@
+"""A realistic conversation in a ChatView, for looking at it (and for screenshots).
+
+    QT_QPA_PLATFORM=offscreen .venv/bin/python bench/screens/chat_demo.py --out chat.png
+    .venv/bin/python bench/screens/chat_demo.py --dark          # interactive
+
+Shows a user question, an error with Retry, an answer with a Python block and a table,
+finished tool cards (one with a screenshot thumbnail) and a card waiting for approval
+with a diff preview.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
+from PySide6.QtGui import QColor, QFont, QImage, QLinearGradient, QPainter, QPalette
+from PySide6.QtWidgets import QApplication, QMainWindow, QStyleFactory
+
+from app.core.approval import ApprovalRequest
+from app.core.events import (
+    ApprovalRequested,
+    Error,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolProgress,
+    TurnFinished,
+)
+from app.core.providers.base import Usage
+from app.ui.chat.view import ChatView
+from tools.spec import ToolResult
+
+ANSWER = """Python has three good options for parsing **ISO 8601** dates. For most code the \
+standard library is enough:
+
+```python
+from datetime import datetime, timezone
+
+def parse_iso(text: str) -> datetime:
+    \"\"\"Parse an ISO 8601 timestamp; naive values are taken as UTC.\"\"\"
+    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value
+```
+
+| Option | Handles `Z` suffix | Speed | Dependency |
+|---|---|---|---|
+| `datetime.fromisoformat` | since 3.11 | fast | none |
+| `dateutil.parser.isoparse` | yes | medium | python-dateutil |
+| `ciso8601.parse_datetime` | yes | fastest | ciso8601 (C) |
+
+See the [datetime documentation](https://docs.python.org/3/library/datetime.html) for \
+the exact grammar. Want me to save this to `utils/dates.py`?
+"""
+
+DIFF = "\n".join(
+    [
+        "--- a/utils/dates.py",
+        "+++ b/utils/dates.py",
+        "@@ -1,4 +1,12 @@",
+        "-from datetime import datetime",
+        "+from datetime import datetime, timezone",
+        "+",
+        "+",
+        "+def parse_iso(text: str) -> datetime:",
+        '+    value = datetime.fromisoformat(text.replace("Z", "+00:00"))',
+        "+    if value.tzinfo is None:",
+        "+        value = value.replace(tzinfo=timezone.utc)",
+        "+    return value",
+        " ",
+        " ",
+        " def today() -> str:",
+        "     return datetime.now().date().isoformat()",
+    ]
+)
+
+
+def screenshot_file() -> str:
+    """A stand-in browser screenshot (generated, no network)."""
+    image = QImage(1280, 800, QImage.Format.Format_RGB32)
+    painter = QPainter(image)
+    gradient = QLinearGradient(QPointF(0, 0), QPointF(1280, 800))
+    gradient.setColorAt(0, QColor("#3a7bd5"))
+    gradient.setColorAt(1, QColor("#00d2ff"))
+    painter.fillRect(image.rect(), gradient)
+    painter.fillRect(QRectF(0, 0, 1280, 70), QColor("#ffffff"))
+    painter.fillRect(QRectF(140, 180, 1000, 500), QColor(255, 255, 255, 230))
+    painter.setPen(QColor("#1d2127"))
+    font = QFont()
+    font.setPixelSize(56)
+    painter.setFont(font)
+    painter.drawText(QRectF(140, 180, 1000, 200), Qt.AlignmentFlag.AlignCenter, "docs.python.org")
+    painter.end()
+    path = Path(tempfile.gettempdir()) / "deskhand-demo-screenshot.png"
+    image.save(str(path))
+    return str(path)
+
+
+def apply_palette(app: QApplication, dark: bool) -> None:
+    try:  # the app's own theme, when present
+        from app.ui.theme import apply_theme
+
+        apply_theme(app, "dark" if dark else "light")  # type: ignore[arg-type]
+        return
+    except Exception as exc:  # fall back to a plain Fusion palette
+        print(f"(app theme unavailable: {exc}; using Fusion)", file=sys.stderr)
+    app.setStyle(QStyleFactory.create("Fusion"))
+    palette = QPalette()
+    if dark:
+        for role, color in (
+            (QPalette.ColorRole.Window, "#1f2125"),
+            (QPalette.ColorRole.Base, "#1a1c20"),
+            (QPalette.ColorRole.Text, "#e6e8eb"),
+            (QPalette.ColorRole.WindowText, "#e6e8eb"),
+            (QPalette.ColorRole.Button, "#2a2d33"),
+            (QPalette.ColorRole.ButtonText, "#e6e8eb"),
+            (QPalette.ColorRole.Highlight, "#4c8dff"),
+            (QPalette.ColorRole.Link, "#6ea8ff"),
+        ):
+            palette.setColor(role, QColor(color))
+    app.setPalette(palette)
+
+
+def populate(view: ChatView) -> None:
+    view.add_user_message("How do I parse ISO 8601 dates in Python? Compare the options.")
+    view.handle_event(
+        Error(
+            "Rate limited by the provider (HTTP 429). Try again in a moment.",
+            kind="rate_limit",
+            retryable=True,
+        )
+    )
+    for i in range(0, len(ANSWER), 7):
+        view.handle_event(TextDelta(ANSWER[i : i + 7]))
+    view.handle_event(TurnFinished(Usage(812, 402), "end_turn", 1))
+    view.add_user_message("Yes, save it. Check my notes and the docs page first.")
+    view.handle_event(TextDelta("Let me look at your notes and the docs page first."))
+    view.handle_event(
+        ToolCallStarted("c1", "fs_read_file", {"path": "~/notes/dates.md"}, "fs", ["read"])
+    )
+    view.handle_event(
+        ToolCallFinished(
+            "c1",
+            "fs_read_file",
+            ToolResult(ok=True, content="# Dates\n- always store UTC\n- parse with fromisoformat"),
+            0.04,
+        )
+    )
+    view.handle_event(
+        ToolCallStarted(
+            "c2",
+            "browser_screenshot",
+            {"url": "https://docs.python.org/3/library/datetime.html"},
+            "browser",
+            ["read"],
+        )
+    )
+    view.handle_event(ToolProgress("c2", "Loading page…", 0.6))
+    view.handle_event(
+        ToolCallFinished(
+            "c2",
+            "browser_screenshot",
+            ToolResult(
+                ok=True, content="Screenshot saved (1280×800).", attachments=[screenshot_file()]
+            ),
+            1.82,
+        )
+    )
+    view.handle_event(
+        ToolCallStarted(
+            "c3", "fs_write_file", {"path": "utils/dates.py", "mode": "overwrite"}, "fs", ["update"]
+        )
+    )
+    view.handle_event(
+        ApprovalRequested(
+            ApprovalRequest(
+                "c3",
+                "fs_write_file",
+                "fs",
+                ["update"],
+                {"path": "utils/dates.py", "mode": "overwrite"},
+                preview=DIFF,
+            )
+        )
+    )
+    view._flush()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--dark", action="store_true")
+    parser.add_argument("--out", help="save a PNG of the window and exit")
+    parser.add_argument("--size", default="1100x1700", help="window size, WxH")
+    parser.add_argument("--scroll", choices=("top", "bottom"), default="bottom")
+    args = parser.parse_args()
+    app = QApplication(sys.argv[:1])
+    apply_palette(app, args.dark)
+    window = QMainWindow()
+    window.setWindowTitle("Deskhand — chat demo")
+    view = ChatView()
+    window.setCentralWidget(view)
+    width, height = (int(v) for v in args.size.split("x"))
+    window.resize(width, height)
+    window.show()
+    populate(view)
+    if args.out:
+
+        def grab() -> None:
+            if args.scroll == "top":
+                view.verticalScrollBar().setValue(0)
+            app.processEvents()
+            window.grab().save(args.out)
+            print(f"saved {args.out}")
+            app.quit()
+
+        QTimer.singleShot(300, grab)
+    app.exec()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""Screenshot of the settings dialog with example data, to look at the real rendering.
+
+A scripted model server (tests/fakellm.py) stands in for Ollama, so "Test connection"
+runs its real code path before the picture is taken. Keys go to an in-memory keyring.
+
+Run: QT_QPA_PLATFORM=offscreen .venv/bin/python bench/screens/settings_demo.py \
+         --page providers|tools|general [--dark] [--out FILE.png] [--account OpenAI]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from keyring.backend import KeyringBackend
+from PySide6.QtWidgets import QApplication
+
+PAGES = ("providers", "tools", "general")
+
+
+class MemoryKeyring(KeyringBackend):
+    """A keyring that forgets everything on exit: the demo must not touch the real one."""
+
+    priority = 1  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service: str, username: str) -> str | None:
+        return self.items.get((service, username))
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        self.items[(service, username)] = password
+
+    def delete_password(self, service: str, username: str) -> None:
+        self.items.pop((service, username), None)
+
+
+def example_settings(runtime: object, llm_url: str) -> None:
+    """Three providers (the first one active and answering), some rules and folders."""
+    from app.core.runtime import Runtime
+    from app.core.secrets import secret_key
+    from app.core.settings import ProviderAccount, Settings
+
+    assert isinstance(runtime, Runtime)
+    local = ProviderAccount(kind="openai", label="Ollama", base_url=llm_url, model="llama3.2:3b")
+    cloud = ProviderAccount(
+        kind="openai", label="OpenAI", base_url="https://api.openai.com/v1", model="gpt-4.1-mini"
+    )
+    claude = ProviderAccount(
+        kind="anthropic",
+        label="Anthropic",
+        base_url="https://api.anthropic.com",
+        model="claude-sonnet-4-5",
+    )
+
+    def fill(s: Settings) -> None:
+        s.providers = [local, cloud, claude]
+        s.active_provider = local.id
+        s.approvals.deny = ["fs_delete"]
+        s.approvals.always_allow = ["fs_write_file"]
+        s.tools.disabled = ["fs_move"]
+        s.files.allowed_roots = [str(Path.home() / "Documents"), str(Path.home() / "Projects")]
+
+    runtime.settings = runtime.settings_store.update(fill)
+    runtime.secrets.set(secret_key("provider", cloud.id, "api_key"), "sk-demo-not-a-real-key")
+
+
+async def wait_for(predicate: object, timeout: float = 10.0) -> None:
+    assert callable(predicate)
+    deadline = time.monotonic() + timeout
+    while not predicate() and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+
+
+async def shoot(app: QApplication, page: str, dark: bool, out: Path, account: str) -> None:
+    from app.core.runtime import Runtime
+    from app.core.secrets import SecretStore
+    from app.ui.settings.dialog import SettingsDialog
+    from app.ui.theme import apply_theme
+    from tests.fakellm import ScriptedLLM, text
+
+    apply_theme(app, "dark" if dark else "light")
+    with (
+        tempfile.TemporaryDirectory() as home,
+        ScriptedLLM(models=("llama3.2:3b", "qwen2.5-coder:7b", "mistral-small")) as llm,
+    ):
+        runtime = Runtime(home, entry_points=False)
+        runtime.secrets = SecretStore(backend=MemoryKeyring())
+        try:
+            example_settings(runtime, llm.openai_base_url)
+            dialog = SettingsDialog(runtime, page=page)
+            dialog.general.theme_combo.blockSignals(True)  # keep the --dark choice
+            dialog.general.theme_combo.setCurrentIndex(2 if dark else 1)
+            dialog.general.theme_combo.blockSignals(False)
+            dialog.show()
+            await dialog.key_states
+            labels = [a.label for a in dialog.providers.accounts]
+            dialog.providers.account_list.setCurrentRow(labels.index(account))
+            if page == "providers" and account == "Ollama":  # the only one that answers
+                llm.add(text("OK"))
+                dialog.providers.test_button.click()
+                await wait_for(lambda: dialog.providers.test_result.text().startswith(("✓", "✗")))
+            await asyncio.sleep(0.2)  # let the key states and layout settle
+            dialog.grab().save(str(out))
+            print(f"wrote {out}")
+            dialog.close()
+        finally:
+            runtime.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    import qasync
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--page", choices=PAGES, default="providers")
+    parser.add_argument("--dark", action="store_true")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--account",
+        choices=("Ollama", "OpenAI", "Anthropic"),
+        default="Ollama",
+        help="the provider account selected on the providers page",
+    )
+    args = parser.parse_args(argv)
+    out = args.out or Path(f"settings-{args.page}{'-dark' if args.dark else ''}.png")
+    for name in ("NO_PROXY", "no_proxy"):
+        os.environ[name] = ",".join(filter(None, [os.environ.get(name, ""), "127.0.0.1"]))
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    assert isinstance(app, QApplication)
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    with loop:
+        loop.run_until_complete(shoot(app, args.page, args.dark, out, args.account))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,339 @@
+"""The real window against the scripted model server (pytest-qt, offscreen, qasync loop)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QPushButton
+
+from app.core.providers.base import ChatMessage
+from app.core.runtime import Runtime
+from app.core.settings import ProviderAccount
+from app.ui.icons import app_icon
+from app.ui.main_window import MainWindow
+from app.ui.tray import Tray
+from tests.fakellm import ScriptedLLM, error, hang, text, tool_calls
+from tests.fixtures_qt import wait_until
+
+pytestmark = pytest.mark.gui
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    path = tmp_path / "files"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def runtime(home: Path, root: Path, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    rt = Runtime(home, entry_points=False)
+    account = ProviderAccount(
+        kind="openai", label="Scripted", base_url=llm.openai_base_url, model="scripted-model"
+    )
+
+    def configure(settings):
+        settings.providers.append(account)
+        settings.active_provider = account.id
+        settings.files.allowed_roots = [str(root)]
+
+    rt.settings = rt.settings_store.update(configure)
+    yield rt
+    rt.close()
+
+
+@pytest.fixture
+def window(runtime, qtbot, qloop):
+    tray = Tray(app_icon())
+    win = MainWindow(runtime, tray)
+    qtbot.addWidget(win)
+    win.show()
+    yield win
+    win.stop_background_work()
+    tray.hide()
+
+
+def buttons(win: MainWindow, label: str) -> list[QPushButton]:
+    return [
+        b for b in win.chat_view.findChildren(QPushButton) if b.text() == label and b.isVisible()
+    ]
+
+
+def type_and_send(qtbot, win: MainWindow, message: str) -> None:
+    win.composer.edit.setFocus()
+    qtbot.keyClicks(win.composer.edit, message)
+    qtbot.keyClick(win.composer.edit, Qt.Key.Key_Return)
+
+
+def stored(win: MainWindow) -> list[ChatMessage]:
+    return win.runtime.store.load_messages(win.controller.conversation_id)
+
+
+def test_send_and_see_the_streamed_answer(window, llm, qtbot, qloop):
+    llm.add(text("Hello **there**, streamed in pieces.", chunk_size=2))
+
+    async def body():
+        type_and_send(qtbot, window, "hi")
+        assert window.composer.text() == ""
+        await wait_until(
+            lambda: not window.controller.busy and len(llm.requests) == 1, what="the turn to finish"
+        )
+        await wait_until(lambda: window.chat_view.message_count() == 2)
+
+    qloop.run_until_complete(body())
+    assert [m.content for m in stored(window)] == ["hi", "Hello **there**, streamed in pieces."]
+    assert window.sidebar.list.count() == 1
+    assert window.title_label.text() == "hi"
+    assert llm.requests[0].body["model"] == "scripted-model"
+
+
+def test_approve_from_the_card(window, llm, root, qtbot, qloop):
+    target = root / "made.txt"
+    llm.add(tool_calls(("w1", "fs_write_file", {"path": str(target), "content": "yes"})))
+    llm.add(text("Written."))
+
+    async def body():
+        type_and_send(qtbot, window, "make a file")
+        await wait_until(lambda: buttons(window, "Allow once"), what="approval buttons")
+        assert not target.exists()
+        qtbot.mouseClick(buttons(window, "Allow once")[0], Qt.MouseButton.LeftButton)
+        await wait_until(lambda: not window.controller.busy, what="the turn to finish")
+
+    qloop.run_until_complete(body())
+    assert target.read_text() == "yes"
+    assert not buttons(window, "Allow once")
+
+
+def test_deny_from_the_card(window, llm, root, qtbot, qloop):
+    target = root / "never.txt"
+    llm.add(tool_calls(("w1", "fs_write_file", {"path": str(target), "content": "no"})))
+    llm.add(text("OK, I will not."))
+
+    async def body():
+        type_and_send(qtbot, window, "make a file")
+        await wait_until(lambda: buttons(window, "Deny"), what="approval buttons")
+        qtbot.mouseClick(buttons(window, "Deny")[0], Qt.MouseButton.LeftButton)
+        await wait_until(lambda: not window.controller.busy, what="the turn to finish")
+
+    qloop.run_until_complete(body())
+    assert not target.exists()
+    tool_msg = next(m for m in stored(window) if m.role == "tool")
+    assert "declined" in tool_msg.content
+
+
+def test_stop_mid_stream(window, llm, qtbot, qloop):
+    llm.add(hang("partial words"))
+
+    async def body():
+        type_and_send(qtbot, window, "go")
+        await wait_until(
+            lambda: window.composer.busy and llm.disconnects == 0 and len(llm.requests) == 1,
+            what="streaming to start",
+        )
+        llm.wait_for_hang()
+        assert window.composer.send_button.text() == "Stop"
+        qtbot.keyClick(window, Qt.Key.Key_Escape)
+        await wait_until(lambda: not window.controller.busy, what="stop")
+
+    qloop.run_until_complete(body())
+    llm.wait_for_disconnects(1)
+    assert [m.content for m in stored(window)] == ["go", "partial words"]
+    assert window.composer.send_button.text() == "Send"
+
+
+def test_provider_error_offers_retry_and_keeps_the_message(window, llm, qtbot, qloop):
+    llm.add(error(401))
+    llm.add(text("Now it works."))
+
+    async def body():
+        type_and_send(qtbot, window, "please answer")
+        await wait_until(lambda: not window.controller.busy and len(llm.requests) == 1)
+        window.chat_view.retryRequested.emit()
+        await wait_until(
+            lambda: len(llm.requests) == 2 and not window.controller.busy, what="the retry"
+        )
+
+    qloop.run_until_complete(body())
+    assert [m.content for m in stored(window)] == ["please answer", "Now it works."]
+
+
+def test_search_history_and_open_a_hit(window, qtbot, qloop):
+    store = window.runtime.store
+    conv = store.create_conversation("Kubernetes notes")
+    store.append_message(conv, ChatMessage("user", "how do I drain a node safely"))
+    store.append_message(store.create_conversation("Other"), ChatMessage("user", "pasta recipe"))
+    window.sidebar.refresh()
+    assert window.sidebar.list.count() == 2
+
+    async def body():
+        window.sidebar.focus_search()
+        qtbot.keyClicks(window.sidebar.search, "drain")
+        await wait_until(
+            lambda: (
+                window.sidebar.list.count() == 1
+                and "Kubernetes notes" in window.sidebar.list.item(0).text()
+            )
+        )
+        window.sidebar.list.itemClicked.emit(window.sidebar.list.item(0))
+
+    qloop.run_until_complete(body())
+    assert window.controller.conversation_id == conv
+    assert window.chat_view.message_count() == 1
+
+
+def test_delete_with_undo(window, qtbot, qloop):
+    store = window.runtime.store
+    conv = store.create_conversation("Keep me")
+    store.append_message(conv, ChatMessage("user", "important"))
+    window.sidebar.refresh()
+    window.open_conversation(conv)
+    window.delete_current()
+    assert store.get_conversation(conv).deleted_at is not None
+    assert window.sidebar.list.count() == 0 and window.undo_bar.isVisible()
+    qtbot.mouseClick(window.undo_bar.button, Qt.MouseButton.LeftButton)
+    assert store.get_conversation(conv).deleted_at is None
+    assert window.controller.conversation_id == conv
+
+
+def test_approval_while_hidden_notifies_through_the_tray(window, llm, root, qtbot, qloop):
+    llm.add(tool_calls(("w1", "fs_write_file", {"path": str(root / "x"), "content": "x"})))
+    llm.add(text("done"))
+
+    async def body():
+        type_and_send(qtbot, window, "write x")
+        window.hide()
+        await wait_until(lambda: window.controller.pending_approvals(), what="approval")
+        assert window.tray.sent[-1][0] == "Deskhand needs your approval"
+        window.controller.decide("w1", "deny")
+        await wait_until(lambda: not window.controller.busy)
+
+    qloop.run_until_complete(body())
+
+
+def test_window_state_and_last_conversation_are_restored(runtime, qtbot, qloop):
+    store = runtime.store
+    conv = store.create_conversation("Remember me")
+    store.append_message(conv, ChatMessage("user", "hello"))
+    first = MainWindow(runtime)
+    qtbot.addWidget(first)
+    first.resize(700, 500)
+    first.splitter.setSizes([300, 600])
+    first.open_conversation(conv)
+    first.composer.set_text("unsent draft")
+    first.save_state()
+    second = MainWindow(runtime)
+    qtbot.addWidget(second)
+    assert second.controller.conversation_id == conv
+    assert second.size().width() == 700
+    assert second.composer.text() == "unsent draft"
+
+
+def test_shortcuts_are_wired(window):
+    shortcuts = {
+        a.text(): a.shortcut().toString() for a in window.findChildren(type(window.new_action))
+    }
+    assert shortcuts["New chat"] == "Ctrl+N"
+    assert shortcuts["Search chats"] == "Ctrl+K"
+    assert shortcuts["Settings…"] == "Ctrl+,"
+    assert shortcuts["Focus message box"] == "Ctrl+L"
+    assert shortcuts["Stop"] == "Esc"
+
+
+def test_first_run_offers_a_local_server_and_then_chats(home, llm, qtbot, qloop, monkeypatch):
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
+    rt = Runtime(home, entry_points=False)
+    llm.add(text("Hi from the local model."))
+    try:
+
+        async def body():
+            win = MainWindow(rt)
+            qtbot.addWidget(win)
+            win.local_candidates = [
+                ("Ollama", llm.openai_base_url),
+                ("LM Studio", "http://127.0.0.1:9/v1"),
+            ]
+            win.show()
+            assert win.chat_stack.currentIndex() == 1
+            assert "No model connected" in win.model_label.text()
+            await wait_until(lambda: win.setup_card.buttons, what="a detected server")
+            assert [b.text() for b in win.setup_card.buttons] == [
+                "Use Ollama (2 models — fake-model)"
+            ]
+            qtbot.mouseClick(win.setup_card.buttons[0], Qt.MouseButton.LeftButton)
+            assert win.chat_stack.currentIndex() == 0
+            assert (
+                rt.settings_store.load().active_provider_account().base_url == llm.openai_base_url
+            )
+            type_and_send(qtbot, win, "hello")
+            await wait_until(lambda: not win.controller.busy and llm.requests[-1].method == "POST")
+            win.stop_background_work()
+
+        qloop.run_until_complete(body())
+    finally:
+        rt.close()
+
+
+def test_without_any_server_the_card_says_so(home, qtbot, qloop, monkeypatch):
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
+    rt = Runtime(home, entry_points=False)
+    try:
+
+        async def body():
+            win = MainWindow(rt)
+            qtbot.addWidget(win)
+            win.local_candidates = [("Ollama", "http://127.0.0.1:9/v1")]
+            win.show()
+            await wait_until(lambda: "No local server answered" in win.setup_card.status.text())
+            assert win.setup_card.buttons == []
+
+        qloop.run_until_complete(body())
+    finally:
+        rt.close()
+
+
+def test_opening_the_window_imports_no_heavy_module(tmp_path: Path):
+    code = textwrap.dedent(
+        """
+        import asyncio, json, sys
+        from PySide6.QtWidgets import QApplication
+        import qasync
+        app = QApplication([])
+        asyncio.set_event_loop(qasync.QEventLoop(app))
+        from app.ui.main import App
+        gui = App(app, sys.argv[1])
+        gui.show()
+        app.processEvents()
+        heavy = ("docker", "kubernetes", "playwright", "caldav")
+        loaded = sorted({m.split(".")[0] for m in sys.modules if m.split(".")[0] in heavy})
+        impls = sorted(m for m in sys.modules if m.startswith("tools.") and m.count(".") >= 2
+                       and not m.endswith(".manifest"))
+        print(json.dumps({"heavy": loaded, "impls": impls, "visible": gui.window.isVisible()}))
+        """
+    )
+    env = {
+        "QT_QPA_PLATFORM": "offscreen",
+        "PYTHONPATH": str(REPO),
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "home")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report == {"heavy": [], "impls": [], "visible": True}
