@@ -16,8 +16,9 @@ import httpx
 import pytest
 from httpx_sse import ServerSentEvent
 
-from app.core.providers import AnthropicProvider, OpenAICompatProvider, _http, make_provider
+from app.core.providers import _http, make_provider
 from app.core.providers import anthropic as anthropic_mod
+from app.core.providers.anthropic import AnthropicProvider
 from app.core.providers.base import (
     AuthError,
     BadRequestError,
@@ -37,6 +38,7 @@ from app.core.providers.base import (
     ToolSpec,
     UnreachableError,
 )
+from app.core.providers.openai_compat import OpenAICompatProvider
 from tests.fakellm import (
     ScriptedLLM,
     error,

@@ -231,7 +231,10 @@ class MainWindow(QMainWindow):
             self._start_detection()
 
     def _start_detection(self) -> None:
-        """Looks for local servers once the window is on screen (never before first paint)."""
+        """Looks for local servers once the window is on screen and the loop runs."""
+        if not asyncio.get_event_loop().is_running():
+            QTimer.singleShot(200, self._start_detection)  # start-up is not finished yet
+            return
         if self._detect_task is None or self._detect_task.done():
             self._detect_task = asyncio.ensure_future(self._detect_servers())
 

@@ -75,6 +75,7 @@ def main() -> None:
     parser.add_argument("--out", default="window.png")
     parser.add_argument("--width", type=int, default=1180)
     parser.add_argument("--height", type=int, default=860)
+    parser.add_argument("--hold", type=float, default=0, help="stay open this many seconds")
     args = parser.parse_args()
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"
@@ -123,8 +124,10 @@ def main() -> None:
             while time.monotonic() < deadline:
                 qapp.processEvents()
             app.window.grab().save(args.out)
+            print(f"saved {args.out}", flush=True)
+            if args.hold:
+                loop.run_until_complete(asyncio.sleep(args.hold))
             app.window.controller.stop()
-            print(f"saved {args.out}")
 
 
 if __name__ == "__main__":

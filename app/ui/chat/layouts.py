@@ -654,11 +654,10 @@ class ToolCardLayout(ItemLayout):
             summary = " ".join(item.arguments[:400].split())
             self._toggle(p, theme, self.args_toggle, "Arguments", item.args_open, summary, state)
         if self.approval_rect is not None and item.approval is not None:
-            ops = ", ".join(item.approval.operations) or "change"
             _text(
                 p,
                 self.approval_title,
-                f"Allow this {ops} call? It will do exactly this:",
+                approval_question(item.approval.operations),
                 theme.bold_font,
                 theme.warn,
             )
@@ -776,3 +775,15 @@ def estimate_height(item: ChatItem, theme: ChatTheme, width: int) -> int:
     if isinstance(item, ErrorItem):
         return int(lines(item.message, w - 140, theme.char_width) * lh + 24 + 2 * ITEM_PAD)
     return int(lh + 2 * ITEM_PAD)
+
+
+_VERBS = {"create": "create", "update": "change", "delete": "delete", "execute": "run"}
+
+
+def approval_question(operations: list[str]) -> str:
+    """ "Allow Deskhand to create or change something? This is exactly what will happen:"."""
+    verbs = [_VERBS[o] for o in ("create", "update", "delete", "execute") if o in operations]
+    if not verbs:
+        verbs = ["change"]
+    said = verbs[0] if len(verbs) == 1 else ", ".join(verbs[:-1]) + " or " + verbs[-1]
+    return f"Allow Deskhand to {said} something? This is exactly what will happen:"
