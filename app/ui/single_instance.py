@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtNetwork import QLocalServer, QLocalSocket
 
 ACTIVATE = b"activate\n"
@@ -48,11 +48,15 @@ class InstanceServer(QObject):
     def _on_connection(self) -> None:
         while self._server.hasPendingConnections():
             socket = self._server.nextPendingConnection()
-            socket.readyRead.connect(lambda s=socket: self._read(s))
+            socket.readyRead.connect(self._on_ready_read)
             socket.disconnected.connect(socket.deleteLater)
 
-    def _read(self, socket: QLocalSocket) -> None:
-        if bytes(socket.readAll().data()).startswith(ACTIVATE.strip()):
+    @Slot()
+    def _on_ready_read(self) -> None:
+        socket = self.sender()
+        if isinstance(socket, QLocalSocket) and bytes(socket.readAll().data()).startswith(
+            ACTIVATE.strip()
+        ):
             self.activationRequested.emit()
 
     def close(self) -> None:
