@@ -48,6 +48,29 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument("--args", default="{}", help="arguments as a JSON object")
     call.add_argument("--yes", action="store_true", help="approve the call if it asks")
     call.add_argument("--json", action="store_true")
+    accounts = sub.add_parser("accounts", help="accounts of connected services")
+    acc_sub = accounts.add_subparsers(dest="accounts_command", required=True)
+    acc_list = acc_sub.add_parser("list", help="accounts of every (or one) integration")
+    acc_list.add_argument("integration", nargs="?")
+    acc_list.add_argument("--json", action="store_true")
+    acc_add = acc_sub.add_parser("add", help="add an account")
+    acc_add.add_argument("integration")
+    acc_add.add_argument("--label", required=True)
+    acc_add.add_argument("--field", action="append", default=[], metavar="NAME=VALUE")
+    acc_add.add_argument(
+        "--secret",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a secret field, read from the terminal (or one line of stdin)",
+    )
+    acc_add.add_argument("--use", action="store_true", help="make it the active account")
+    acc_use = acc_sub.add_parser("use", help="make an account the active one")
+    acc_use.add_argument("integration")
+    acc_use.add_argument("account")
+    acc_rm = acc_sub.add_parser("remove", help="remove an added account (and its secrets)")
+    acc_rm.add_argument("integration")
+    acc_rm.add_argument("account")
     return parser
 
 
@@ -68,6 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "ask":
             return _run_async(_ask(args, runtime))
+        if args.command == "accounts":
+            from app.core.cli_accounts import run_accounts
+
+            return run_accounts(args, runtime)
         if args.tools_command == "list":
             return _tools_list(args, runtime)
         return _run_async(_tools_call(args, runtime))
@@ -189,6 +216,8 @@ async def _tools_call(args: argparse.Namespace, runtime: Runtime) -> int:
         registry=runtime.registry,
         session=session,
         integration=manifest.integration,
+        account_resolver=runtime.resolve_account,
+        accounts=runtime.accounts,
         progress_sink=lambda p: print(f"… {p.message}", file=sys.stderr),
     )
     if verdict is Verdict.DENY:

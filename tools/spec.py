@@ -129,6 +129,7 @@ class ToolContext:
         cancel_event: threading.Event | None = None,
         registry: Any = None,
         session: Any = None,
+        accounts: Any = None,
     ) -> None:
         self.call_id = call_id
         self.home = home
@@ -140,6 +141,9 @@ class ToolContext:
         #: The tool registry and the conversation's tool session (used by discovery tools).
         self.registry = registry
         self.session = session
+        #: The account directory (integrations.spec.AccountDirectory), for tools that list or
+        #: switch accounts.
+        self.accounts = accounts
 
     @property
     def cancelled(self) -> bool:

@@ -105,6 +105,7 @@ class Agent:
         max_steps: int = 25,
         on_always_allow: Callable[[str], None] | None = None,
         account_resolver: Callable[[str], Any] | None = None,
+        accounts: Any = None,
     ) -> None:
         self.provider = provider
         self.runner = runner
@@ -117,6 +118,7 @@ class Agent:
         self.max_steps = max_steps
         self.on_always_allow = on_always_allow
         self.account_resolver = account_resolver
+        self.accounts = accounts
         #: Calls of the current round whose start reached the store.
         self._started_rows: set[str] = set()
         self._save_failures: list[str] = []
@@ -379,6 +381,7 @@ class Agent:
             integration=manifest.integration,
             registry=self.runner.registry,
             session=conv.session,
+            accounts=self.accounts,
         )
 
     def _finish(

@@ -52,6 +52,22 @@ class Runtime:
 
         return Store(db_path(self.home))
 
+    @cached_property
+    def accounts(self) -> Any:
+        from app.core.accounts import AccountDirectory
+
+        return AccountDirectory(self.store, self.secrets)
+
+    def resolve_account(self, integration: str) -> Any:
+        """`ctx.account()` for tools: the active account of `integration`, with secrets."""
+        from app.core.accounts import AccountError
+        from tools.spec import ToolError
+
+        try:
+            return self.accounts.resolve(integration)
+        except AccountError as exc:
+            raise ToolError(str(exc)) from None
+
     def close(self) -> None:
         self.runner.shutdown()
         if "store" in self.__dict__:
@@ -132,7 +148,10 @@ class Runtime:
             return None
 
     def system_prompt(self) -> str:
-        return self.settings.system_prompt or default_system_prompt()
+        base = self.settings.system_prompt or default_system_prompt()
+        session = self.new_session()
+        categories = sorted({m.category for m in session.enabled_manifests()} - {"core"})
+        return f"{base}\nTool categories you can browse: {', '.join(categories)}."
 
     def make_agent(self, provider: Any, approver: Approver, *, record: bool = True) -> Agent:
         return Agent(
@@ -146,4 +165,6 @@ class Runtime:
             system_prompt=self.system_prompt(),
             max_steps=self.settings.max_steps,
             on_always_allow=self.persist_always_allow,
+            account_resolver=self.resolve_account,
+            accounts=self.accounts,
         )

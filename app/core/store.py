@@ -106,8 +106,23 @@ CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages BEGIN
 END;
 """
 
+_V2 = """
+CREATE TABLE integration_accounts (
+    id          TEXT PRIMARY KEY,
+    integration TEXT NOT NULL,
+    label       TEXT NOT NULL,
+    fields      TEXT NOT NULL DEFAULT '{}',
+    created_at  REAL NOT NULL
+);
+CREATE INDEX integration_accounts_by_integration ON integration_accounts (integration);
+CREATE TABLE integration_active (
+    integration TEXT PRIMARY KEY,
+    account_id  TEXT NOT NULL
+);
+"""
+
 #: MIGRATIONS[i] takes the schema from version i to i + 1. Append only.
-MIGRATIONS: list[str] = [_V1]
+MIGRATIONS: list[str] = [_V1, _V2]
 
 
 class StoreError(Exception):
@@ -223,6 +238,60 @@ class Store:
                 (conv_id, title, now, now),
             )
         return conv_id
+
+    # ---- integration accounts (non-secret fields only; secrets live in the keyring) ----
+
+    def add_account(self, integration: str, label: str, fields: dict[str, str]) -> str:
+        account_id = uuid.uuid4().hex[:12]
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO integration_accounts (id, integration, label, fields, created_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (account_id, integration, label, json.dumps(fields), self._clock()),
+            )
+        return account_id
+
+    def list_accounts(self, integration: str) -> list[dict[str, Any]]:
+        rows = self._read(
+            "SELECT id, integration, label, fields FROM integration_accounts"
+            " WHERE integration = ? ORDER BY created_at",
+            (integration,),
+        )
+        return [
+            {
+                "id": r["id"],
+                "integration": r["integration"],
+                "label": r["label"],
+                "fields": json.loads(r["fields"]),
+            }
+            for r in rows
+        ]
+
+    def remove_account(self, integration: str, account_id: str) -> bool:
+        with self._write() as db:
+            cur = db.execute(
+                "DELETE FROM integration_accounts WHERE integration = ? AND id = ?",
+                (integration, account_id),
+            )
+            db.execute(
+                "DELETE FROM integration_active WHERE integration = ? AND account_id = ?",
+                (integration, account_id),
+            )
+        return cur.rowcount > 0
+
+    def set_active_account(self, integration: str, account_id: str) -> None:
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO integration_active (integration, account_id) VALUES (?, ?)"
+                " ON CONFLICT (integration) DO UPDATE SET account_id = excluded.account_id",
+                (integration, account_id),
+            )
+
+    def active_account_id(self, integration: str) -> str | None:
+        rows = self._read(
+            "SELECT account_id FROM integration_active WHERE integration = ?", (integration,)
+        )
+        return rows[0]["account_id"] if rows else None
 
     def rename_conversation(self, conv_id: str, title: str) -> None:
         self._update_conversation(conv_id, "title = ?", (title,))
