@@ -220,6 +220,8 @@ async def _tools_call(args: argparse.Namespace, runtime: Runtime) -> int:
         accounts=runtime.accounts,
         progress_sink=lambda p: print(f"… {p.message}", file=sys.stderr),
     )
+    if verdict is Verdict.ALLOW and await runner.escalation(manifest, params, ctx):
+        verdict = Verdict.ASK
     if verdict is Verdict.DENY:
         return _print_result(
             ToolResult.failure("this tool is blocked by a deny rule in Deskhand's settings"),

@@ -402,3 +402,45 @@ def test_retry_continues_from_history_without_repeating_the_question(env):
         "question",
         "second time lucky",
     ]
+
+
+def test_a_read_tool_can_escalate_one_call_to_ask(env):
+    def open_site(args, ctx):
+        return "opened"
+
+    def new_site(args, ctx):
+        return "a site not visited before" if args.site != "known" else None
+
+    class Site(BaseModel):
+        site: str
+
+    env.registry.add(
+        [
+            ToolManifest(
+                name="test_open",
+                category="test",
+                description="Open.",
+                params=Site,
+                impl=open_site,
+                escalate=new_site,
+            ),
+        ]
+    )
+    env.llm.add(
+        tool_calls(("k", "test_open", {"site": "known"}), ("n", "test_open", {"site": "new"}))
+    )
+    env.llm.add(text("ok"))
+    asked: list[str] = []
+
+    async def approver(req):
+        asked.append(req.call_id)
+        return Decision.DENY
+
+    events = env.run(
+        collect(
+            env.agent(approver, ApprovalPolicy(always_allow=["test_*"])), env.conversation(), "go"
+        )
+    )
+    assert asked == ["n"]
+    results = {f.call_id: f.result.ok for f in of(events, ToolCallFinished)}
+    assert results == {"k": True, "n": False}

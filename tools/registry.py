@@ -71,7 +71,7 @@ class ToolRegistry:
     def __init__(self) -> None:
         self._manifests: dict[str, ToolManifest] = {}
         self._impls: dict[str, ImplFn] = {}
-        self._previews: dict[str, ImplFn] = {}
+        self._hooks: dict[tuple[str, str], ImplFn] = {}
         self._availability: dict[str, str | None] = {}
         self._lock = threading.Lock()
         self.errors: list[PackError] = []
@@ -194,14 +194,20 @@ class ToolRegistry:
             return fn
 
     def resolve_preview(self, name: str) -> ImplFn | None:
-        manifest = self._manifests[name]
-        if manifest.preview is None:
+        return self._resolve_hook(name, "preview")
+
+    def resolve_escalate(self, name: str) -> ImplFn | None:
+        return self._resolve_hook(name, "escalate")
+
+    def _resolve_hook(self, name: str, hook: str) -> ImplFn | None:
+        ref = getattr(self._manifests[name], hook)
+        if ref is None:
             return None
         with self._lock:
-            fn = self._previews.get(name)
+            fn = self._hooks.get((name, hook))
             if fn is None:
-                fn = _load_callable(manifest.preview, name)
-                self._previews[name] = fn
+                fn = _load_callable(ref, name)
+                self._hooks[(name, hook)] = fn
             return fn
 
 

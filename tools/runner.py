@@ -212,6 +212,22 @@ class ToolRunner:
             result.error = self.redactor.text(result.error)
         return result
 
+    async def escalation(self, manifest: ToolManifest, params: Any, ctx: ToolContext) -> str | None:
+        """Why this call must ask although its operations would not; None when it need not.
+        A hook that fails asks (the safe side)."""
+        try:
+            fn = self.registry.resolve_escalate(manifest.name)
+        except Exception as exc:
+            return f"could not check whether {manifest.name} needs approval ({exc})"
+        if fn is None:
+            return None
+        loop = asyncio.get_running_loop()
+        try:
+            reason = await loop.run_in_executor(self._pool, fn, params, ctx)
+        except Exception as exc:
+            return f"could not check whether {manifest.name} needs approval ({exc})"
+        return str(reason) if reason else None
+
     async def preview(self, manifest: ToolManifest, params: Any, ctx: ToolContext) -> str | None:
         """What a call will do, for the approval prompt; None when the tool offers nothing."""
         try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from tools.registry import ToolRegistry
 from tools.spec import ToolManifest
@@ -23,6 +23,8 @@ class ToolSession:
     disabled: frozenset[str] = frozenset()
     exposure: Exposure = "auto"
     active: set[str] = field(default_factory=set)
+    #: Per-conversation state tools may keep (e.g. the browser's visited sites).
+    notes: dict[str, Any] = field(default_factory=dict)
 
     def enabled(self, name: str) -> bool:
         manifest = self.registry.get(name)

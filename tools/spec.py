@@ -57,6 +57,10 @@ class ToolManifest:
     #: Optional "module:function" (args, ctx) -> str describing exactly what a call will
     #: do (e.g. a diff); shown when asking the user for approval. Must not change anything.
     preview: str | ImplFn | None = None
+    #: Optional "module:function" (args, ctx) -> str | None: a reason this particular call
+    #: must ask the user even though its operations would not (e.g. a browser navigating to
+    #: a site not visited before). It can only make a call stricter, never looser.
+    escalate: str | ImplFn | None = None
 
     def __post_init__(self) -> None:
         if not _NAME_RE.match(self.name):

@@ -310,6 +310,8 @@ class Agent:
         conv.session.activate([manifest.name])
         ctx = self._context(conv, manifest, call.id, queue)
         verdict = self.policy.verdict(manifest)
+        if verdict is Verdict.ALLOW and await self.runner.escalation(manifest, params, ctx):
+            verdict = Verdict.ASK  # e.g. a site not visited before; rules cannot waive it
         if verdict is Verdict.DENY:
             self._note_decision(conv, call, Decision.DENY, "rule", queue)
             return ToolResult.failure(DENY_RULE), "denied"

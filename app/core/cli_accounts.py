@@ -20,6 +20,13 @@ def run_accounts(args: argparse.Namespace, runtime: Any) -> int:
             return _list(directory, args)
         if args.accounts_command == "add":
             values = dict(_pair(f) for f in args.field)
+            secret_fields = set(directory.spec(args.integration).secret_fields)
+            passed = sorted(secret_fields & set(values))
+            if passed:
+                raise ValueError(
+                    f"{', '.join(passed)} is secret: pass --secret {passed[0]} and type it at "
+                    "the prompt (arguments end up in shell history)"
+                )
             for name in args.secret:
                 values[name] = _read_secret(name)
             account = directory.add(args.integration, args.label, values, make_active=args.use)

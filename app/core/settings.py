@@ -67,6 +67,15 @@ class GeneralSettings(_Model):
     send_key: Literal["enter", "ctrl_enter"] = "enter"
 
 
+class BrowserSettings(_Model):
+    #: A Chrome/Chromium/Edge executable; empty: look for an installed one.
+    executable: str = ""
+    headless: bool = True
+    #: Ask before opening a site not visited before in the conversation.
+    ask_new_sites: bool = True
+    idle_close_seconds: int = 300
+
+
 class Settings(_Model):
     version: int = 1
     providers: list[ProviderAccount] = Field(default_factory=list)
@@ -75,6 +84,7 @@ class Settings(_Model):
     approvals: ApprovalRules = Field(default_factory=ApprovalRules)
     tools: ToolSettings = Field(default_factory=ToolSettings)
     general: GeneralSettings = Field(default_factory=GeneralSettings)
+    browser: BrowserSettings = Field(default_factory=BrowserSettings)
     max_steps: int = 25
     system_prompt: str | None = None
 
