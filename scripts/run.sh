@@ -3,5 +3,5 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
 ensure_apt python3-venv gnome-keyring "${QT_RUNTIME_PACKAGES[@]}"
-ensure_venv gui
+ensure_venv all
 exec "$VENV/bin/deskhand" "$@"

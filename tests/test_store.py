@@ -466,16 +466,16 @@ def test_later_migrations_apply_in_order_and_keep_data(
         "MIGRATIONS",
         [
             *store_mod.MIGRATIONS,
-            "CREATE TABLE reminders (id INTEGER PRIMARY KEY, text TEXT NOT NULL);",
-            "ALTER TABLE reminders ADD COLUMN due_at REAL;\n"
-            "INSERT INTO reminders (text, due_at) VALUES ('migrated', 1.0);",
+            "CREATE TABLE future_things (id INTEGER PRIMARY KEY, text TEXT NOT NULL);",
+            "ALTER TABLE future_things ADD COLUMN due_at REAL;\n"
+            "INSERT INTO future_things (text, due_at) VALUES ('migrated', 1.0);",
         ],
     )
     with Store(path) as s:
         assert [m.content for m in s.load_messages(conv)] == ["still here"]
     with _raw(path) as raw:
         assert raw.execute("PRAGMA user_version").fetchone()[0] == v1 + 2
-        assert raw.execute("SELECT text, due_at FROM reminders").fetchall() == [("migrated", 1.0)]
+        assert raw.execute("SELECT text, due_at FROM future_things").fetchall() == [("migrated", 1.0)]
 
 
 def test_a_failing_migration_changes_nothing(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -121,8 +121,26 @@ CREATE TABLE integration_active (
 );
 """
 
+_V3 = """
+CREATE TABLE reminders (
+    id            TEXT PRIMARY KEY,
+    message       TEXT NOT NULL,
+    due_at        REAL NOT NULL,
+    tz            TEXT NOT NULL,
+    cron          TEXT,
+    status        TEXT NOT NULL DEFAULT 'scheduled',
+    created_at    REAL NOT NULL,
+    fired_at      REAL,
+    fired_count   INTEGER NOT NULL DEFAULT 0,
+    conversation_id TEXT,
+    source        TEXT NOT NULL DEFAULT 'user',
+    source_ref    TEXT
+);
+CREATE INDEX reminders_due ON reminders (status, due_at);
+"""
+
 #: MIGRATIONS[i] takes the schema from version i to i + 1. Append only.
-MIGRATIONS: list[str] = [_V1, _V2]
+MIGRATIONS: list[str] = [_V1, _V2, _V3]
 
 
 class StoreError(Exception):
@@ -238,6 +256,26 @@ class Store:
                 (conv_id, title, now, now),
             )
         return conv_id
+
+    # ---- reminders --------------------------------------------------------------------
+
+    def insert_reminder(self, row: dict[str, Any]) -> None:
+        columns = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        with self._write() as db:
+            db.execute(f"INSERT INTO reminders ({columns}) VALUES ({marks})", tuple(row.values()))
+
+    def update_reminder(self, reminder_id: str, **changes: Any) -> bool:
+        assignments = ", ".join(f"{name} = ?" for name in changes)
+        with self._write() as db:
+            cur = db.execute(
+                f"UPDATE reminders SET {assignments} WHERE id = ?", (*changes.values(), reminder_id)
+            )
+        return cur.rowcount > 0
+
+    def reminder_rows(self, where: str = "1", params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        rows = self._read(f"SELECT * FROM reminders WHERE {where} ORDER BY due_at", params)
+        return [dict(r) for r in rows]
 
     # ---- integration accounts (non-secret fields only; secrets live in the keyring) ----
 
