@@ -218,6 +218,7 @@ async def _tools_call(args: argparse.Namespace, runtime: Runtime) -> int:
         integration=manifest.integration,
         account_resolver=runtime.resolve_account,
         accounts=runtime.accounts,
+        services=runtime.services(),
         progress_sink=lambda p: print(f"… {p.message}", file=sys.stderr),
     )
     if verdict is Verdict.ALLOW and await runner.escalation(manifest, params, ctx):

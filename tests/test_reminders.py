@@ -166,3 +166,54 @@ def test_a_failing_notification_does_not_block_others(book, clock):
 
     Scheduler(book, deliver).tick()
     assert shown == ["b"]
+
+
+def test_ask_creates_a_persisted_reminder_at_the_right_time(llm, tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.fakellm import text, tool_calls
+
+    repo = Path(__file__).resolve().parents[1]
+    home = tmp_path / "home"
+    home.mkdir()
+    llm.add(tool_calls(("r1", "reminders_create", {"message": "stretch", "in_minutes": 2})))
+    llm.add(text("I'll remind you in 2 minutes."))
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(PYTHONPATH=str(repo), PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring")
+    before = datetime.now(UTC)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app.cli",
+            "--home",
+            str(home),
+            "ask",
+            "remind me in 2 minutes to stretch",
+            "--base-url",
+            llm.openai_base_url,
+            "--model",
+            "m",
+            "--json",
+            "--yes",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        cwd=repo,
+    )
+    after = datetime.now(UTC)
+    assert proc.returncode == 0, proc.stderr
+    result = next(json.loads(x) for x in proc.stdout.splitlines() if '"tool_result"' in x)
+    assert result["ok"], result
+    system = llm.requests[0].body["messages"][0]["content"]
+    assert "Now: " in system and "reminders" in system
+    with Store(home / "deskhand.db") as store:
+        [reminder] = ReminderBook(store).list()
+    assert reminder.message == "stretch"
+    assert before + timedelta(minutes=2) <= reminder.due_at <= after + timedelta(minutes=2)

@@ -134,6 +134,7 @@ class ToolContext:
         registry: Any = None,
         session: Any = None,
         accounts: Any = None,
+        services: dict[str, Any] | None = None,
     ) -> None:
         self.call_id = call_id
         self.home = home
@@ -148,6 +149,7 @@ class ToolContext:
         #: The account directory (integrations.spec.AccountDirectory), for tools that list or
         #: switch accounts.
         self.accounts = accounts
+        self._services = services if services is not None else {}
 
     @property
     def cancelled(self) -> bool:
@@ -160,6 +162,13 @@ class ToolContext:
     def progress(self, message: str, fraction: float | None = None) -> None:
         if self._progress_sink is not None:
             self._progress_sink(Progress(self.call_id, message, fraction))
+
+    def service(self, name: str) -> Any:
+        """An app service a tool category needs (e.g. "reminders"), handed in by the app."""
+        try:
+            return self._services[name]
+        except KeyError:
+            raise ToolError(f"the {name} service is not available here") from None
 
     def account(self, integration: str | None = None) -> Any:
         """The active account of this tool's integration (or of `integration`)."""

@@ -106,6 +106,7 @@ class Agent:
         on_always_allow: Callable[[str], None] | None = None,
         account_resolver: Callable[[str], Any] | None = None,
         accounts: Any = None,
+        services: dict[str, Any] | None = None,
     ) -> None:
         self.provider = provider
         self.runner = runner
@@ -119,6 +120,7 @@ class Agent:
         self.on_always_allow = on_always_allow
         self.account_resolver = account_resolver
         self.accounts = accounts
+        self.services = services
         #: Calls of the current round whose start reached the store.
         self._started_rows: set[str] = set()
         self._save_failures: list[str] = []
@@ -384,6 +386,7 @@ class Agent:
             registry=self.runner.registry,
             session=conv.session,
             accounts=self.accounts,
+            services=self.services,
         )
 
     def _finish(

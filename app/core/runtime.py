@@ -29,6 +29,17 @@ DEFAULT_BASE_URLS = {
 }
 
 
+def current_time_line() -> str:
+    """So "tomorrow at 5" means something: the user's date, time and zone."""
+    from datetime import datetime
+
+    from app.core.reminders import system_zone
+
+    tz = system_zone()
+    now = datetime.now(tz)
+    return f"Now: {now.strftime('%A %Y-%m-%d %H:%M')} in {tz.key} (UTC{now.strftime('%z')})."
+
+
 class ConfigError(Exception):
     """The user must change a setting or a flag; the message says which."""
 
@@ -57,6 +68,16 @@ class Runtime:
         from app.core.accounts import AccountDirectory
 
         return AccountDirectory(self.store, self.secrets)
+
+    @cached_property
+    def reminders(self) -> Any:
+        from app.core.reminders import ReminderBook
+
+        return ReminderBook(self.store)
+
+    def services(self) -> dict[str, Any]:
+        """What tools reach through `ctx.service(name)`; built lazily on first use."""
+        return _LazyServices(self)
 
     def resolve_account(self, integration: str) -> Any:
         """`ctx.account()` for tools: the active account of `integration`, with secrets."""
@@ -151,7 +172,10 @@ class Runtime:
         base = self.settings.system_prompt or default_system_prompt()
         session = self.new_session()
         categories = sorted({m.category for m in session.enabled_manifests()} - {"core"})
-        return f"{base}\nTool categories you can browse: {', '.join(categories)}."
+        return (
+            f"{base}\nTool categories you can browse: {', '.join(categories)}.\n"
+            f"{current_time_line()}"
+        )
 
     def make_agent(self, provider: Any, approver: Approver, *, record: bool = True) -> Agent:
         return Agent(
@@ -167,4 +191,22 @@ class Runtime:
             on_always_allow=self.persist_always_allow,
             account_resolver=self.resolve_account,
             accounts=self.accounts,
+            services=self.services(),
         )
+
+
+class _LazyServices(dict):  # type: ignore[type-arg]
+    """A mapping whose values are created on first access (no store opened for nothing)."""
+
+    NAMES = ("reminders",)
+
+    def __init__(self, runtime: Runtime) -> None:
+        super().__init__()
+        self._runtime = runtime
+
+    def __missing__(self, key: str) -> Any:
+        if key not in self.NAMES:
+            raise KeyError(key)
+        value = getattr(self._runtime, key)
+        self[key] = value
+        return value
