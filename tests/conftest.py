@@ -11,6 +11,7 @@ pytest_plugins = [
     "tests.fixtures_llm",
     "tests.fixtures_keyring",
     "tests.fixtures_qt",
+    "tests.fixtures_docker",
 ]
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}

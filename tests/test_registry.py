@@ -82,7 +82,9 @@ def test_search_filters(tmp_path: Path):
     registry = ToolRegistry.default(None, entry_points=False)
     reads = registry.search(category="fs", operation="read")
     assert reads and all("read" in m.operations for m in reads)
-    assert [m.name for m in registry.search(query="browse")] == ["browse_tools"]
+    assert [m.name for m in registry.search(category="core", query="browse")] == ["browse_tools"]
+    assert {m.category for m in registry.search(query="container logs")} <= {"docker", "kubectl"}
+    assert "docker_container_logs" in {m.name for m in registry.search(query="container logs")}
 
 
 def test_listing_tools_imports_no_implementation(tmp_path: Path):

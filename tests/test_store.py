@@ -475,7 +475,9 @@ def test_later_migrations_apply_in_order_and_keep_data(
         assert [m.content for m in s.load_messages(conv)] == ["still here"]
     with _raw(path) as raw:
         assert raw.execute("PRAGMA user_version").fetchone()[0] == v1 + 2
-        assert raw.execute("SELECT text, due_at FROM future_things").fetchall() == [("migrated", 1.0)]
+        assert raw.execute("SELECT text, due_at FROM future_things").fetchall() == [
+            ("migrated", 1.0)
+        ]
 
 
 def test_a_failing_migration_changes_nothing(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,6 +20,7 @@ from app.core.events import (
     ApprovalRequested,
     Error,
     Notice,
+    ReasoningDelta,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -27,11 +28,13 @@ from app.core.events import (
     TurnFinished,
 )
 from app.core.providers.base import (
+    BadRequestError,
     ChatMessage,
     Provider,
     ProviderError,
     ProviderTimeout,
     RateLimitError,
+    ReasoningChunk,
     ServerError,
     StreamDone,
     TextChunk,
@@ -124,6 +127,8 @@ class Agent:
         #: Calls of the current round whose start reached the store.
         self._started_rows: set[str] = set()
         self._save_failures: list[str] = []
+        #: The server refused tools for this model: keep talking without them.
+        self._tools_unsupported = False
 
     # ---- persistence ----------------------------------------------------------------
 
@@ -173,19 +178,31 @@ class Agent:
             text: list[str] = []
             calls: list[ToolCallRequest] = []
             stop_reason = "end_turn"
+            specs = [] if self._tools_unsupported else self._tool_specs(conv)
             try:
                 async for event in self.provider.stream(
-                    conv.messages, self._tool_specs(conv), system=self.system_prompt
+                    conv.messages, specs, system=self.system_prompt
                 ):
                     if isinstance(event, TextChunk):
                         text.append(event.text)
                         yield TextDelta(event.text)
+                    elif isinstance(event, ReasoningChunk):
+                        yield ReasoningDelta(event.text)
                     elif isinstance(event, ToolCallReady):
                         calls.append(event.call)
                     elif isinstance(event, StreamDone):
                         stop_reason = event.stop_reason
                         usage.add(event.usage)
             except ProviderError as exc:
+                if specs and not text and _rejects_tools(exc):
+                    self._tools_unsupported = True
+                    yield Notice(
+                        "This model cannot call tools (the server said: "
+                        f"{exc}). It will answer without them; choose a tool-capable model "
+                        "in Settings → Providers to let Deskhand act for you.",
+                        kind="no_tools",
+                    )
+                    continue
                 self._keep_partial(conv, text)
                 yield Error(str(exc), kind=exc.kind, retryable=_retryable(exc))
                 return
@@ -418,6 +435,16 @@ class _RoundOutcome:
 async def _signal_when_done(tasks: Iterable[asyncio.Task[None]], queue: asyncio.Queue[Any]) -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
     await queue.put(_DONE)
+
+
+def _rejects_tools(exc: ProviderError) -> bool:
+    """Ollama: "… does not support tools"; others: "tools are not supported", "tool_choice"."""
+    text = str(exc).lower()
+    return (
+        isinstance(exc, BadRequestError)
+        and "tool" in text
+        and ("support" in text or "not allowed" in text or "unknown" in text)
+    )
 
 
 def _retryable(exc: ProviderError) -> bool:

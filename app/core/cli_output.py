@@ -15,6 +15,7 @@ from app.core.events import (
     ApprovalRequested,
     Error,
     Notice,
+    ReasoningDelta,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -28,6 +29,8 @@ def event_to_json(event: AgentEvent) -> dict[str, Any] | None:
     match event:
         case TextDelta(text=text):
             return {"type": "text", "delta": text}
+        case ReasoningDelta(text=text):
+            return {"type": "reasoning", "delta": text}
         case ToolCallStarted():
             return {
                 "type": "tool_call",

@@ -16,6 +16,13 @@ class TextDelta:
 
 
 @dataclass
+class ReasoningDelta:
+    """The model's thinking, shown collapsed; not part of the answer."""
+
+    text: str
+
+
+@dataclass
 class ToolCallStarted:
     call_id: str
     name: str
@@ -77,6 +84,7 @@ class Notice:
 
 AgentEvent = (
     TextDelta
+    | ReasoningDelta
     | ToolCallStarted
     | ToolProgress
     | ApprovalRequested

@@ -157,6 +157,7 @@ class Runtime:
             base_url=url.rstrip("/"),
             model=model or account.model,
             api_key=api_key,
+            tool_format=account.tool_format,
         )
 
     def _api_key(self, account: ProviderAccount) -> str | None:

@@ -41,6 +41,9 @@ class ProviderAccount(_Model):
     label: str
     base_url: str
     model: str = ""
+    #: OpenAI-compatible only: "auto" also reads tool calls models write into the text;
+    #: "native" trusts only the `tool_calls` field; "none" never offers tools.
+    tool_format: Literal["auto", "native", "none"] = "auto"
 
 
 class FileSettings(_Model):

@@ -232,8 +232,16 @@ def timeouts(config: ProviderConfig) -> httpx.Timeout:
     return httpx.Timeout(config.read_timeout, connect=config.connect_timeout)
 
 
+def _content_type(response: httpx.Response) -> str:
+    return response.headers.get("content-type", "").partition(";")[0].strip().lower()
+
+
+async def _one_event(data: str) -> AsyncIterator[ServerSentEvent]:
+    yield ServerSentEvent(data=data)
+
+
 def _check_event_stream(response: httpx.Response) -> None:
-    kind = response.headers.get("content-type", "").partition(";")[0].strip()
+    kind = _content_type(response)
     if kind != "text/event-stream":
         raise StreamError(
             f"The server answered with {kind or 'no content type'} instead of a stream of "
@@ -260,6 +268,11 @@ async def open_event_stream(
             client, "POST", url, headers=dict(headers), json=payload, timeout=timeouts(config)
         ) as source:
             await _raise_for_status(source.response, url=url, secret=secret)
+            if _content_type(source.response) == "application/json":
+                # The server ignored `stream: true` and sent the whole reply at once.
+                body = (await source.response.aread()).decode("utf-8", errors="replace")
+                yield _one_event(body)
+                return
             _check_event_stream(source.response)
             async with aclosing(source.aiter_sse()) as events:
                 yield events

@@ -59,6 +59,14 @@ class TextChunk:
 
 
 @dataclass
+class ReasoningChunk:
+    """The model's visible thinking (`<think>`, `reasoning_content`): shown apart from the
+    answer, never sent back as answer text."""
+
+    text: str
+
+
+@dataclass
 class ToolCallStart:
     """A tool call has begun streaming (lets a UI show a card before arguments arrive)."""
 
@@ -80,7 +88,7 @@ class StreamDone:
     usage: Usage
 
 
-ProviderEvent = TextChunk | ToolCallStart | ToolCallReady | StreamDone
+ProviderEvent = TextChunk | ReasoningChunk | ToolCallStart | ToolCallReady | StreamDone
 
 
 # ---- errors ------------------------------------------------------------------
@@ -143,6 +151,10 @@ class ProviderConfig:
     max_retries: int = 3
     #: Cap on any single wait between retries (seconds), whatever Retry-After says.
     max_retry_wait: float = 30.0
+    #: How tool calls come back from an OpenAI-compatible server: "auto" accepts native
+    #: `tool_calls` and calls written into the text (Hermes, Llama 3, Mistral, bare JSON);
+    #: "native" only the former; "none" sends no tools at all.
+    tool_format: str = "auto"
     extra_headers: dict[str, str] = field(default_factory=dict)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ from .base import (
     ChatMessage,
     ProviderConfig,
     ProviderEvent,
+    ReasoningChunk,
     StreamDone,
     TextChunk,
     ToolCallReady,
@@ -24,6 +26,10 @@ from .base import (
     ToolSpec,
     Usage,
 )
+from .text_calls import TextCallFilter
+
+#: Where the legacy single `function_call` delta is kept among the indexed tool calls.
+LEGACY_INDEX = 1_000
 
 STOP_REASONS = {
     "stop": "end_turn",
@@ -106,7 +112,7 @@ def build_payload(
     }
     if config.temperature is not None:
         payload["temperature"] = config.temperature
-    if tools:
+    if tools and config.tool_format != "none":
         payload["tools"] = [to_wire_tool(t) for t in tools]
     return payload
 
@@ -151,25 +157,39 @@ class StreamParser:
             raise _http.error_in_stream(chunk["error"], url=self._url, secret=self._secret)
         usage = chunk.get("usage")
         if isinstance(usage, dict):
-            self._usage = Usage(
-                input_tokens=int(usage.get("prompt_tokens") or 0),
-                output_tokens=int(usage.get("completion_tokens") or 0),
-            )
+            self._read_usage(usage)
         events: list[ProviderEvent] = []
         for choice in chunk.get("choices") or []:
-            if choice.get("index", 0) != 0:
+            if (choice.get("index") or 0) != 0:
                 continue
-            events += self._delta(choice.get("delta") or {})
+            if isinstance(choice.get("usage"), dict):  # some servers put it in the choice
+                self._read_usage(choice["usage"])
+            # "message" instead of "delta": a whole (non-streamed) completion
+            events += self._delta(choice.get("delta") or choice.get("message") or {})
             if choice.get("finish_reason"):
                 self._finish = choice["finish_reason"]
         return events
 
+    def _read_usage(self, usage: dict[str, Any]) -> None:
+        self._usage = Usage(
+            input_tokens=int(usage.get("prompt_tokens") or 0),
+            output_tokens=int(usage.get("completion_tokens") or 0),
+        )
+
     def _delta(self, delta: dict[str, Any]) -> list[ProviderEvent]:
         events: list[ProviderEvent] = []
+        for key in ("reasoning_content", "reasoning"):  # DeepSeek/vLLM, Ollama/OpenRouter
+            if isinstance(delta.get(key), str) and delta[key]:
+                events.append(ReasoningChunk(delta[key]))
+                break
         if isinstance(delta.get("content"), str) and delta["content"]:
             events.append(TextChunk(delta["content"]))
         for part in delta.get("tool_calls") or []:
-            events += self._tool_delta(part)
+            if isinstance(part, dict):
+                events += self._tool_delta(part)
+        legacy = delta.get("function_call")
+        if isinstance(legacy, dict) and not delta.get("tool_calls"):
+            events += self._tool_delta({"index": LEGACY_INDEX, "function": legacy})
         return events
 
     def _tool_delta(self, part: dict[str, Any]) -> list[ProviderEvent]:
@@ -182,9 +202,13 @@ class StreamParser:
             call = self._calls[index] = _PendingCall(id=part.get("id"), name="")
         elif part.get("id") and not call.id:
             call.id = part["id"]
-        if function.get("name") and not call.name:
+        if function.get("name") and not call.name:  # some servers repeat it on every chunk
             call.name = function["name"]
-        call.arguments += function.get("arguments") or ""
+        arguments = function.get("arguments")
+        if isinstance(arguments, dict | list):  # an object instead of a JSON string
+            call.arguments = json.dumps(arguments)
+        elif isinstance(arguments, str):
+            call.arguments += arguments
         if call.name and not call.started:
             return [self._start(index, call)]
         return []
@@ -197,7 +221,9 @@ class StreamParser:
     def finish(self) -> list[ProviderEvent]:
         """Events that close the turn; a stream that never said it finished is an error."""
         if self._finish is None:
-            raise _http.stream_cut_off("the stream ended without a finish reason")
+            if not self.done:
+                raise _http.stream_cut_off("the stream ended without a finish reason")
+            self._finish = "stop"  # [DONE] without any finish_reason: a clean end
         events: list[ProviderEvent] = []
         for index in sorted(self._calls):
             call = self._calls[index]
@@ -212,6 +238,20 @@ class StreamParser:
             reason = "tool_use"
         events.append(StreamDone(stop_reason=reason, usage=self._usage))
         return events
+
+
+def _with_text_calls(
+    final: list[ProviderEvent], text_calls: TextCallFilter | None
+) -> list[ProviderEvent]:
+    """Adds the calls found in the text before the closing StreamDone."""
+    if text_calls is None or not text_calls.calls:
+        return final
+    *before, done = final
+    assert isinstance(done, StreamDone)
+    index = sum(isinstance(e, ToolCallReady) for e in before)
+    for offset, call in enumerate(text_calls.calls):
+        before += [ToolCallStart(index + offset, call.id, call.name), ToolCallReady(call)]
+    return [*before, StreamDone("tool_use", done.usage)]
 
 
 # ---- provider ---------------------------------------------------------------------------
@@ -244,8 +284,13 @@ class OpenAICompatProvider:
 
     async def _attempt(self, payload: dict[str, Any]) -> AsyncGenerator[ProviderEvent, None]:
         url = f"{self._base}/chat/completions"
-        parser = StreamParser(
-            lambda: f"call_{next(self._ids)}", url=url, secret=self.config.api_key
+        make_id = lambda: f"call_{next(self._ids)}"  # noqa: E731
+        parser = StreamParser(make_id, url=url, secret=self.config.api_key)
+        offered = {t["function"]["name"] for t in payload.get("tools", [])}
+        text_calls = (
+            TextCallFilter(offered, make_id)
+            if offered and self.config.tool_format == "auto"
+            else None
         )
         async with _http.open_event_stream(
             self._client,
@@ -258,8 +303,15 @@ class OpenAICompatProvider:
             # goes back to the pool, and no half-read generator is left for the GC to close.
             async for sse in events:
                 for event in parser.feed(sse):
-                    yield event
-        for event in parser.finish():
+                    if text_calls is not None and isinstance(event, TextChunk):
+                        for filtered in text_calls.feed(event.text):
+                            yield filtered
+                    else:
+                        yield event
+        if text_calls is not None:
+            for event in text_calls.finish():
+                yield event
+        for event in _with_text_calls(parser.finish(), text_calls):
             yield event
 
     async def list_models(self) -> list[str]:
