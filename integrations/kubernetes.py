@@ -32,9 +32,10 @@ def read_kubeconfig(explicit: str = "") -> dict[str, Any]:
     return {"contexts": contexts, "current-context": current}
 
 
-def discover() -> list[Account]:
-    """One account per context; the current context first, so it is the default."""
-    config = read_kubeconfig()
+def discover(kubeconfig: str = "") -> list[Account]:
+    """One account per context; the current context first, so it is the default.
+    `kubeconfig`: a file (or path list) to read instead of $KUBECONFIG / ~/.kube/config."""
+    config = read_kubeconfig(kubeconfig)
     current = config["current-context"]
     accounts = []
     for ctx in config["contexts"]:
@@ -46,7 +47,11 @@ def discover() -> list[Account]:
                 f"context:{name}",
                 "kubernetes",
                 label,
-                {"context": name, "kubeconfig": "", "namespace": details.get("namespace", "")},
+                {
+                    "context": name,
+                    "kubeconfig": kubeconfig,
+                    "namespace": details.get("namespace", ""),
+                },
                 discovered=True,
             )
         )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from integrations import docker, kubernetes
+from integrations import caldav, docker, kubernetes
 from integrations.spec import IntegrationSpec
 
-SPECS: dict[str, IntegrationSpec] = {spec.id: spec for spec in (docker.SPEC, kubernetes.SPEC)}
+SPECS: dict[str, IntegrationSpec] = {
+    spec.id: spec for spec in (docker.SPEC, kubernetes.SPEC, caldav.SPEC)
+}
 
 
 def spec(integration: str) -> IntegrationSpec | None:

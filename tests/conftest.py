@@ -12,6 +12,9 @@ pytest_plugins = [
     "tests.fixtures_keyring",
     "tests.fixtures_qt",
     "tests.fixtures_docker",
+    "tests.fixtures_kube",
+    "tests.fixtures_browser",
+    "tests.fixtures_radicale",
 ]
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}

@@ -1,0 +1,361 @@
+"""Browser tools that read or act on the current tab. Each body is a job for the browser
+thread (`run_job`); Playwright waits are bounded and sliced so Stop takes effect quickly."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+from tools.browser import elements
+from tools.browser.common import (
+    SETTLE_SECONDS,
+    SLICE_MS,
+    PlaywrightError,
+    PlaywrightTimeout,
+    first_line,
+    page_result,
+    run_job,
+    wait_loaded,
+)
+from tools.browser.host import ACTION_TIMEOUT_MS, BrowserSession
+from tools.browser.manifest import (
+    Click,
+    Fill,
+    History,
+    Navigate,
+    Press,
+    Scroll,
+    Select,
+    Snapshot,
+    TypeText,
+    Wait,
+)
+from tools.browser.policy import (
+    click_checked,
+    click_reason,
+    normalize_url,
+    remember_sites,
+    site_of,
+)
+from tools.spec import ToolContext, ToolError, ToolResult
+
+#: Extra seconds the caller waits beyond an action's own bounds.
+_ACTION_BUDGET = ACTION_TIMEOUT_MS / 1000 + SETTLE_SECONDS + 10
+
+
+def open_url(page: Any, url: str, ctx: ToolContext, timeout: float) -> Any:
+    """Navigate `page` to `url` and wait until it has loaded; returns the response."""
+    started = time.monotonic()
+    ctx.progress(f"Opening {url}")
+    try:
+        response = page.goto(url, wait_until="commit", timeout=timeout * 1000)
+    except PlaywrightTimeout:
+        raise ToolError(
+            f"{url} did not answer within {timeout:g} s — the site seems down or very slow."
+        ) from None
+    except PlaywrightError as exc:
+        message = first_line(exc)
+        if "Download is starting" in message:
+            raise ToolError(f"{url} is a file download; use browser_download for it.") from None
+        raise ToolError(f"Could not open {url}: {message}") from None
+    remaining = max(0.5, timeout - (time.monotonic() - started))
+    wait_loaded(page, ctx, remaining, url, limit=timeout)
+    return response
+
+
+def _lead(verb: str, page: Any, response: Any = None) -> str:
+    status = getattr(response, "status", None)
+    suffix = f" (HTTP {status})" if status and status >= 400 else ""
+    return f"{verb} {page.url}{suffix}"
+
+
+# ---- navigation --------------------------------------------------------------------------
+
+
+def navigate(args: Navigate, ctx: ToolContext) -> ToolResult:
+    url = normalize_url(args.url)
+    remember_sites(ctx, url)  # approved (or allowed by the setting) once we get here
+
+    def job(session: BrowserSession) -> ToolResult:
+        page = session.page()
+        session.take_events()
+        response = open_url(page, url, ctx, args.timeout_seconds)
+        return page_result(session, page, _lead("Opened", page, response))
+
+    result = run_job(ctx, job, args.timeout_seconds + 15)
+    final = (result.data or {}).get("url", "")
+    if site_of(final) and _same_host(url, final):
+        remember_sites(ctx, final)  # e.g. http → https on the same host
+    return result
+
+
+def _same_host(a: str, b: str) -> bool:
+    from urllib.parse import urlsplit
+
+    return (urlsplit(a).hostname or "") == (urlsplit(b).hostname or "")
+
+
+def snapshot(args: Snapshot, ctx: ToolContext) -> ToolResult:
+    def job(session: BrowserSession) -> ToolResult:
+        page = session.page()
+        return page_result(session, page, f"Tab showing {page.url}", max_chars=args.max_chars)
+
+    return run_job(ctx, job, 60)
+
+
+def _history(args: History, ctx: ToolContext, direction: str) -> ToolResult:
+    def job(session: BrowserSession) -> ToolResult:
+        page = session.page()
+        before = page.url
+        move = page.go_back if direction == "back" else page.go_forward
+        ctx.progress(f"Going {direction}")
+        try:
+            response = move(timeout=args.timeout_seconds * 1000, wait_until="commit")
+        except PlaywrightTimeout:
+            raise ToolError(
+                f"Going {direction} did not finish within {args.timeout_seconds:g} s."
+            ) from None
+        if response is None and page.url == before:
+            where = "previous" if direction == "back" else "next"
+            raise ToolError(f"There is no {where} page in this tab's history.")
+        wait_loaded(page, ctx, args.timeout_seconds, page.url)
+        return page_result(session, page, _lead(f"Went {direction} to", page, response))
+
+    return run_job(ctx, job, args.timeout_seconds + 15)
+
+
+def back(args: History, ctx: ToolContext) -> ToolResult:
+    return _history(args, ctx, "back")
+
+
+def forward(args: History, ctx: ToolContext) -> ToolResult:
+    return _history(args, ctx, "forward")
+
+
+# ---- acting on elements ----------------------------------------------------------------------
+
+
+def _settle(session: BrowserSession, page: Any, ctx: ToolContext, expect_tab: bool) -> Any:
+    """After an action: pick up a tab it opened and wait for a page it started loading."""
+    (session.page() if page.is_closed() else page).wait_for_timeout(150)  # let events arrive
+    if expect_tab and not session.new_pages:
+        with contextlib.suppress(PlaywrightTimeout):
+            session.context.wait_for_event("page", timeout=3000)
+    current = session.page()  # the new tab, or another one if the action closed its own
+    wait_loaded(current, ctx, SETTLE_SECONDS, "the page")
+    return current
+
+
+def _opened_tab_note(session: BrowserSession, before: int, page: Any) -> str:
+    pages = session.pages()
+    if len(pages) > before and page in pages:
+        return f" It opened a new tab ({pages.index(page) + 1} of {len(pages)}), now current."
+    return ""
+
+
+def click(args: Click, ctx: ToolContext) -> ToolResult:
+    asked = click_checked(ctx)
+
+    def job(session: BrowserSession) -> tuple[ToolResult, str | None]:
+        page = session.page()
+        session.new_pages.clear()
+        tabs_before = len(session.pages())
+        locator = elements.locate(page, args)
+        info = locator.evaluate(elements.DESCRIBE_JS)
+        if asked is False and click_reason(info, ctx):
+            raise ToolError(
+                "The page changed after the approval check: this click now "
+                f"{click_reason(info, ctx)}. Call browser_snapshot and try again."
+            )
+        ctx.check_cancelled()
+        locator.click(timeout=ACTION_TIMEOUT_MS)
+        current = _settle(session, page, ctx, bool(info.get("new_tab")))
+        lead = f"Clicked {elements.label(info)}." + _opened_tab_note(session, tabs_before, current)
+        return page_result(session, current, lead, data={"clicked": info}), info.get("href")
+
+    result, href = run_job(ctx, job, _ACTION_BUDGET)
+    if href:
+        remember_sites(ctx, href)  # a link to a new site asked before it was followed
+    return result
+
+
+def fill(args: Fill, ctx: ToolContext) -> ToolResult:
+    def job(session: BrowserSession) -> ToolResult:
+        page = session.page()
+        locator = elements.locate(page, args)
+        info = locator.evaluate(elements.DESCRIBE_JS)
+        locator.fill(args.value, timeout=ACTION_TIMEOUT_MS)
+        if not args.submit:
+            return ToolResult(
+                ok=True, content=f"Filled {elements.label(info)}.", data={"filled": info}
+            )
+        ctx.check_cancelled()
+        locator.press("Enter", timeout=ACTION_TIMEOUT_MS)
+        current = _settle(session, page, ctx, False)
+        lead = f"Filled {elements.label(info)} and pressed Enter."
+        return page_result(session, current, lead, data={"filled": info})
+
+    return run_job(ctx, job, _ACTION_BUDGET)
+
+
+def type_text(args: TypeText, ctx: ToolContext) -> ToolResult:
+    has_target = any(v is not None for v in (args.ref, args.text, args.selector))
+    budget = _ACTION_BUDGET + len(args.value) * args.delay_ms / 1000
+
+    def job(session: BrowserSession) -> ToolResult:
+        page = session.page()
+        if has_target:
+            locator = elements.locate(page, args)
+            info = locator.evaluate(elements.DESCRIBE_JS)
+            locator.press_sequentially(args.value, delay=args.delay_ms, timeout=budget * 1000)
+            where = elements.label(info)
+        else:
+            page.keyboard.type(args.value, delay=args.delay_ms)
+            where = "the focused element"
+        return ToolResult(ok=True, content=f"Typed {len(args.value)} characters into {where}.")
+
+    return run_job(ctx, job, budget)
+
+
+def press(args: Press, ctx: ToolContext) -> ToolResult:
+    has_target = any(v is not None for v in (args.ref, args.text, args.selector))
+
+    def job(session: BrowserSession) -> ToolResult:
+        page = session.page()
+        tabs_before = len(session.pages())
+        if has_target:
+            locator = elements.locate(page, args)
+            where = elements.label(locator.evaluate(elements.DESCRIBE_JS))
+            locator.press(args.key, timeout=ACTION_TIMEOUT_MS)
+        else:
+            where = "the page"
+            page.keyboard.press(args.key)
+        current = _settle(session, page, ctx, False)
+        lead = f"Pressed {args.key} in {where}." + _opened_tab_note(session, tabs_before, current)
+        return page_result(session, current, lead)
+
+    return run_job(ctx, job, _ACTION_BUDGET)
+
+
+_MATCH_OPTION_JS = r"""
+(el, wanted) => {
+  if (el.tagName !== 'SELECT') return { error: 'not a select' };
+  const w = wanted.trim().toLowerCase();
+  const opts = [...el.options];
+  const o = opts.find((o) => o.label.trim().toLowerCase() === w) ||
+    opts.find((o) => o.value === wanted) ||
+    opts.find((o) => o.label.toLowerCase().includes(w));
+  return o ? { value: o.value, label: o.label }
+           : { error: 'no option', options: opts.slice(0, 30).map((o) => o.label) };
+}
+"""
+
+
+def select(args: Select, ctx: ToolContext) -> ToolResult:
+    def job(session: BrowserSession) -> ToolResult:
+        page = session.page()
+        locator = elements.locate(page, args)
+        info = locator.evaluate(elements.DESCRIBE_JS)
+        match = locator.evaluate(_MATCH_OPTION_JS, args.option)
+        if match.get("error") == "not a select":
+            raise ToolError(f"{elements.label(info)} is not a drop-down (select) element.")
+        if match.get("error"):
+            choices = ", ".join(match.get("options") or [])
+            raise ToolError(f"{elements.label(info)} has no option {args.option!r}: {choices}")
+        locator.select_option(value=match["value"], timeout=ACTION_TIMEOUT_MS)
+        return ToolResult(
+            ok=True,
+            content=f"Selected {match['label']!r} in {elements.label(info)}.",
+            data={"selected": match},
+        )
+
+    return run_job(ctx, job, _ACTION_BUDGET)
+
+
+_SCROLL_JS = r"""
+([direction, pages]) => {
+  const el = document.scrollingElement || document.documentElement;
+  const step = window.innerHeight * pages;
+  if (direction === 'top') window.scrollTo(0, 0);
+  else if (direction === 'bottom') window.scrollTo(0, el.scrollHeight);
+  else window.scrollBy(0, direction === 'up' ? -step : step);
+  return { y: Math.round(window.scrollY), view: window.innerHeight, height: el.scrollHeight };
+}
+"""
+
+
+def scroll(args: Scroll, ctx: ToolContext) -> ToolResult:
+    has_target = any(v is not None for v in (args.ref, args.text, args.selector))
+
+    def job(session: BrowserSession) -> ToolResult:
+        page = session.page()
+        if has_target:
+            locator = elements.locate(page, args)
+            locator.scroll_into_view_if_needed(timeout=ACTION_TIMEOUT_MS)
+            what = f"to {elements.label(locator.evaluate(elements.DESCRIBE_JS))}"
+            direction, amount = "down", 0.0
+        else:
+            what, direction, amount = args.direction, args.direction, args.pages
+        pos = page.evaluate(_SCROLL_JS, [direction, amount])
+        page.wait_for_timeout(200)  # lazy-loaded content
+        bottom = min(pos["y"] + pos["view"], pos["height"])
+        return ToolResult(
+            ok=True,
+            content=f"Scrolled {what}: showing {pos['y']}–{bottom} px of {pos['height']} px.",
+            data=pos,
+        )
+
+    return run_job(ctx, job, _ACTION_BUDGET)
+
+
+# ---- waiting ---------------------------------------------------------------------------------
+
+
+def wait(args: Wait, ctx: ToolContext) -> ToolResult:
+    def check(page: Any) -> bool:
+        try:
+            if args.text is not None:
+                page.get_by_text(args.text).first.wait_for(state="visible", timeout=SLICE_MS)
+            elif args.selector is not None:
+                page.locator(args.selector).first.wait_for(state="visible", timeout=SLICE_MS)
+            elif args.url_contains is not None:
+                if args.url_contains not in page.url:
+                    page.wait_for_timeout(SLICE_MS)
+                    return False
+            else:
+                page.wait_for_load_state("load", timeout=SLICE_MS)
+            return True
+        except PlaywrightTimeout:
+            return False
+        except PlaywrightError as exc:
+            raise ToolError(f"Cannot wait for that: {first_line(exc)}") from None
+
+    if args.text is not None:
+        goal = f"the text {args.text!r} to appear"
+    elif args.selector is not None:
+        goal = f"an element matching {args.selector!r} to appear"
+    elif args.url_contains is not None:
+        goal = f"the address to contain {args.url_contains!r}"
+    else:
+        goal = "the page to finish loading"
+
+    def job(session: BrowserSession) -> ToolResult:
+        page = session.page()
+        started = time.monotonic()
+        last_report = started
+        ctx.progress(f"Waiting for {goal}")
+        while not check(page):
+            ctx.check_cancelled()
+            now = time.monotonic()
+            if now - started >= args.timeout_seconds:
+                raise ToolError(
+                    f"Gave up after {args.timeout_seconds:g} s waiting for {goal} on {page.url}."
+                )
+            if now - last_report >= 1.0:
+                ctx.progress(f"Waiting for {goal} ({now - started:.0f} s)…")
+                last_report = now
+        waited = time.monotonic() - started
+        return page_result(session, page, f"Done waiting for {goal} ({waited:.1f} s).")
+
+    return run_job(ctx, job, args.timeout_seconds + 15)

@@ -1,0 +1,1 @@
+"""kubectl: Kubernetes clusters from the kubeconfig (contexts are accounts)."""
