@@ -45,9 +45,11 @@ __all__ = [
     "error",
     "garbage",
     "hang",
+    "raw_openai",
     "text",
     "tool_calls",
     "truncated",
+    "whole_openai",
 ]
 
 Protocol = Literal["openai", "anthropic"]
@@ -86,6 +88,11 @@ class Turn:
     status: int = 200  # != 200: an error response instead of a stream
     message: str | None = None  # error message (default: a typical one per status)
     retry_after: float | str | None = None  # Retry-After header of an error
+    #: OpenAI only: exact SSE frames to send (real servers' quirks), instead of rendering.
+    raw: tuple[str, ...] | None = None
+    #: OpenAI only: a whole (non-streamed) JSON completion, as servers that ignore
+    #: `stream: true` send it.
+    whole: dict[str, Any] | None = None
 
 
 def text(
@@ -127,6 +134,26 @@ def tool_calls(
         stop_reason="tool_use",
         usage=usage,
     )
+
+
+def raw_openai(*chunks: dict[str, Any] | str, done: bool = True) -> Turn:
+    """Sends these chat-completion chunks verbatim (dicts as `data:` JSON lines, strings
+    as they are — e.g. ": keep-alive\n\n" or "event: message\n"), then `[DONE]` if `done`."""
+    frames = tuple(c if isinstance(c, str) else f"data: {json.dumps(c)}\n\n" for c in chunks)
+    return Turn(raw=frames + (("data: [DONE]\n\n",) if done else ()))
+
+
+def whole_openai(
+    message: dict[str, Any], *, finish_reason: str = "stop", usage: tuple[int, int] = (5, 7)
+) -> Turn:
+    """A non-streamed completion (`application/json`) with this assistant `message`."""
+    body = {
+        "id": "chatcmpl-whole",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1]},
+    }
+    return Turn(whole=body)
 
 
 def error(
@@ -501,6 +528,10 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if turn.status != 200:
                 self._send_error(protocol, turn, recorded)
+            elif turn.whole is not None:
+                self._send_json(200, turn.whole)
+            elif turn.raw is not None:
+                self._send_raw(turn.raw)
             else:
                 self._stream(protocol, turn, recorded)
         except _ClientGone:
@@ -513,6 +544,15 @@ class _Handler(BaseHTTPRequestHandler):
         if protocol == "anthropic":
             extra["x-should-retry"] = "true" if turn.status in (429, 500, 529) else "false"
         self._send_json(turn.status, RENDERERS[protocol].error_body(turn.status, message), extra)
+
+    def _send_raw(self, frames: tuple[str, ...]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for frame in frames:
+            self._send_chunk(frame)
+        self._write(b"0\r\n\r\n")
 
     def _stream(self, protocol: Protocol, turn: Turn, recorded: Recorded) -> None:
         owner = self.server.owner

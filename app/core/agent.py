@@ -181,7 +181,10 @@ class Agent:
             specs = [] if self._tools_unsupported else self._tool_specs(conv)
             try:
                 async for event in self.provider.stream(
-                    conv.messages, specs, system=self.system_prompt
+                    conv.messages,
+                    specs,
+                    system=self.system_prompt,
+                    known_tools={m.name for m in conv.session.enabled_manifests()},
                 ):
                     if isinstance(event, TextChunk):
                         text.append(event.text)

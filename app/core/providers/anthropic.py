@@ -267,7 +267,12 @@ class AnthropicProvider:
         return headers
 
     def stream(
-        self, messages: list[ChatMessage], tools: list[ToolSpec], *, system: str | None = None
+        self,
+        messages: list[ChatMessage],
+        tools: list[ToolSpec],
+        *,
+        system: str | None = None,
+        known_tools: set[str] | None = None,
     ) -> AsyncIterator[ProviderEvent]:
         payload = build_payload(self.config, messages, tools, system)
         return _http.stream_with_retries(lambda: self._attempt(payload), self.config)

@@ -162,7 +162,12 @@ class Provider(Protocol):
     config: ProviderConfig
 
     def stream(
-        self, messages: list[ChatMessage], tools: list[ToolSpec], *, system: str | None = None
+        self,
+        messages: list[ChatMessage],
+        tools: list[ToolSpec],
+        *,
+        system: str | None = None,
+        known_tools: set[str] | None = None,
     ) -> AsyncIterator[ProviderEvent]:
         """Stream one model turn. Raises ProviderError subclasses. Cancelling the
         consuming task closes the HTTP connection promptly."""

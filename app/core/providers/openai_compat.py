@@ -277,21 +277,28 @@ class OpenAICompatProvider:
         return headers
 
     def stream(
-        self, messages: list[ChatMessage], tools: list[ToolSpec], *, system: str | None = None
+        self,
+        messages: list[ChatMessage],
+        tools: list[ToolSpec],
+        *,
+        system: str | None = None,
+        known_tools: set[str] | None = None,
     ) -> AsyncIterator[ProviderEvent]:
+        """`known_tools`: every tool the model may call, also those not sent this turn
+        (progressive disclosure); calls written into the text are accepted for these."""
         payload = build_payload(self.config, messages, tools, system)
-        return _http.stream_with_retries(lambda: self._attempt(payload), self.config)
+        names = {t.name for t in tools} | (known_tools or set())
+        if self.config.tool_format != "auto" or "tools" not in payload:
+            names = set()
+        return _http.stream_with_retries(lambda: self._attempt(payload, names), self.config)
 
-    async def _attempt(self, payload: dict[str, Any]) -> AsyncGenerator[ProviderEvent, None]:
+    async def _attempt(
+        self, payload: dict[str, Any], text_call_names: set[str]
+    ) -> AsyncGenerator[ProviderEvent, None]:
         url = f"{self._base}/chat/completions"
         make_id = lambda: f"call_{next(self._ids)}"  # noqa: E731
         parser = StreamParser(make_id, url=url, secret=self.config.api_key)
-        offered = {t["function"]["name"] for t in payload.get("tools", [])}
-        text_calls = (
-            TextCallFilter(offered, make_id)
-            if offered and self.config.tool_format == "auto"
-            else None
-        )
+        text_calls = TextCallFilter(text_call_names, make_id) if text_call_names else None
         async with _http.open_event_stream(
             self._client,
             url,
