@@ -338,7 +338,12 @@ def test_general_settings_save(qtbot: Any, qloop: Any, open_dialog: Any, runtime
 
     run(qloop, body())
     data = saved_json(runtime)
-    assert data["general"] == {"theme": "dark", "start_minimized": True, "send_key": "ctrl_enter"}
+    assert data["general"] == {
+        "theme": "dark",
+        "start_minimized": True,
+        "start_at_login": False,
+        "send_key": "ctrl_enter",
+    }
     assert data["max_steps"] == 40
     assert runtime.settings.max_steps == 40
 

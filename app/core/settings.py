@@ -67,6 +67,8 @@ class ToolSettings(_Model):
 class GeneralSettings(_Model):
     theme: Literal["system", "light", "dark"] = "system"
     start_minimized: bool = False
+    #: Mirrors the platform's autostart entry (app/core/autostart.py), set on save.
+    start_at_login: bool = False
     send_key: Literal["enter", "ctrl_enter"] = "enter"
 
 

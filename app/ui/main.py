@@ -1,4 +1,5 @@
-"""Start-up of the window: one instance per home, the qasync loop, tray, theme.
+"""Start-up of the window: one instance per home, the qasync loop, tray, theme, and the
+reminder scheduler (it keeps running while the window is closed to the tray).
 
 Kept light: no provider, tool implementation or SDK is imported before the window shows.
 """
@@ -8,12 +9,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
+if TYPE_CHECKING:
+    from app.core.reminders import Delivery
+
 log = logging.getLogger(__name__)
+REMINDER_KEY = "reminder:"
+REMINDER_TIMEOUT_MS = 20_000
 
 
 class App:
@@ -22,6 +30,7 @@ class App:
     def __init__(self, qapp: QApplication, home: str | Path | None = None) -> None:
         from app.core.logging_setup import configure
         from app.core.runtime import Runtime
+        from app.core.scheduler import Scheduler
         from app.ui.gc_guard import MainThreadCollector
         from app.ui.icons import app_icon
         from app.ui.main_window import MainWindow
@@ -46,7 +55,16 @@ class App:
         self.tray.openRequested.connect(self.window.bring_to_front)
         self.tray.newChatRequested.connect(self._new_chat_from_tray)
         self.tray.quitRequested.connect(self.quit)
+        self.tray.remindersRequested.connect(lambda: self.window.show_reminders())
+        self.tray.notificationClicked.connect(self._notification_clicked)
+        self.tray.snoozeRequested.connect(self.snooze_reminder)
+        self.tray.doneRequested.connect(self.done_reminder)
+        self.window.remindersChanged.connect(self.reminders_changed)
         self._settings_dialog = None
+        self.scheduler = Scheduler(self.runtime.reminders, self.deliver)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._reminders_stopped = False
+        QTimer.singleShot(0, self.start_scheduler)
 
     def show(self) -> None:
         if self.runtime.settings.general.start_minimized and self.tray.available:
@@ -72,7 +90,73 @@ class App:
         dialog.settingsChanged.connect(applied)
         dialog.open()
 
+    # ---- reminders -----------------------------------------------------------------------
+
+    def start_scheduler(self) -> None:
+        """Starts the reminder loop once the qasync loop runs (start-up may not be done)."""
+        if self._reminders_stopped:
+            return
+        loop = asyncio.get_event_loop()
+        if not loop.is_running():
+            QTimer.singleShot(200, self.start_scheduler)
+            return
+        self._loop = loop
+        self.scheduler.start()
+
+    def stop_reminders(self) -> None:
+        """No more reminders from this App (quitting, or a test tearing it down)."""
+        self._reminders_stopped = True
+        self.scheduler.stop()
+
+    def poke_scheduler(self) -> None:
+        """Plan again now. Safe from any thread: the poke hops onto the loop."""
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self.scheduler.poke)
+
+    def reminders_changed(self) -> None:
+        self.poke_scheduler()
+        self.window.refresh_reminders()
+
+    def deliver(self, delivery: Delivery) -> None:
+        """The scheduler's callback: one tray notification per due reminder."""
+        reminder = delivery.reminder
+        title = "Reminder (late)" if delivery.late else "Reminder"
+        text = reminder.message
+        if delivery.missed:
+            text += f" — {delivery.missed} more missed"
+        self.tray.notify(
+            title, text, timeout_ms=REMINDER_TIMEOUT_MS, key=REMINDER_KEY + reminder.id
+        )
+        self.tray.set_last_reminder(reminder.id, reminder.message)
+        self.window.refresh_reminders()
+
+    def _notification_clicked(self, key: str) -> None:
+        if key.startswith(REMINDER_KEY):
+            self.window.show_reminders(select=key.removeprefix(REMINDER_KEY))
+        else:
+            self.window.bring_to_front()
+
+    def snooze_reminder(self, reminder_id: str, minutes: int) -> None:
+        self._change_reminder(reminder_id, lambda book: book.snooze(reminder_id, minutes))
+
+    def done_reminder(self, reminder_id: str) -> None:
+        self._change_reminder(reminder_id, lambda book: book.done(reminder_id))
+
+    def _change_reminder(self, reminder_id: str, change: Callable[[Any], Any]) -> None:
+        from app.core.reminders import ReminderError
+
+        book = self.runtime.reminders
+        try:
+            if book.get(reminder_id).status in ("scheduled", "fired"):  # not already closed
+                change(book)
+        except ReminderError as exc:
+            log.warning("reminder %s: %s", reminder_id, exc)
+        if self.tray.last_reminder_id == reminder_id:
+            self.tray.set_last_reminder(None)
+        self.reminders_changed()
+
     def quit(self) -> None:
+        self.stop_reminders()
         self.window.quit_now()
         self.tray.hide()
         self.runtime.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence, QShowEvent
@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.events import Error, Notice, TurnFinished
+from app.core.events import Error, Notice, ToolCallFinished, TurnFinished
 from app.core.runtime import Runtime
 from app.ui.chat.view import ChatView
 from app.ui.composer import Composer
@@ -30,6 +30,9 @@ from app.ui.controller import ChatController
 from app.ui.setup_card import SetupCard
 from app.ui.sidebar import Sidebar
 from app.ui.ui_state import UiState
+
+if TYPE_CHECKING:
+    from app.ui.reminders_view import RemindersView
 
 log = logging.getLogger(__name__)
 UNDO_SECONDS = 10
@@ -71,6 +74,8 @@ class UndoBar(QFrame):
 class MainWindow(QMainWindow):
     settingsRequested = Signal(str)  # page
     quitRequested = Signal()
+    #: Reminders may have changed (a tool ran, or the user edited them): plan again.
+    remindersChanged = Signal()
 
     def __init__(self, runtime: Runtime, tray: Any = None) -> None:
         super().__init__()
@@ -84,6 +89,7 @@ class MainWindow(QMainWindow):
         self.setMinimumSize(640, 420)
         self._quitting = False
         self._detect_task: asyncio.Future[None] | None = None
+        self.reminders_view: RemindersView | None = None  # built on first use
         #: Where first-run looks for local servers (None: Ollama's and LM Studio's ports).
         self.local_candidates: list[tuple[str, str]] | None = None
         self._build()
@@ -166,6 +172,10 @@ class MainWindow(QMainWindow):
         self.stop_action.setEnabled(False)
         self._action(chat_menu, "Rename…", "F2", self.rename_current)
         self._action(chat_menu, "Delete", None, self.delete_current)
+        chat_menu.addSeparator()
+        self.reminders_action = self._action(
+            chat_menu, "Reminders…", "Ctrl+R", lambda: self.show_reminders()
+        )
 
     def _connect(self) -> None:
         c = self.controller
@@ -349,6 +359,8 @@ class MainWindow(QMainWindow):
                     self.title_label.setText(record.title)
         if isinstance(event, Notice):
             log.warning(event.message)
+        if isinstance(event, ToolCallFinished | TurnFinished):
+            self.remindersChanged.emit()  # the model may have created or changed one
 
     def _on_busy(self, busy: bool) -> None:
         self.composer.set_busy(busy)
@@ -363,6 +375,29 @@ class MainWindow(QMainWindow):
     def apply_settings(self) -> None:
         self.runtime.settings = self.runtime.settings_store.load()
         self.refresh_provider()
+
+    # ---- reminders -----------------------------------------------------------------------
+
+    def show_reminders(self, select: str | None = None) -> RemindersView:
+        """Opens the window with the Reminders view in front, `select` selected if given."""
+        from app.ui.reminders_view import RemindersView
+
+        self.bring_to_front()
+        if self.reminders_view is None:
+            self.reminders_view = RemindersView(self.runtime.reminders, self)
+            self.reminders_view.changed.connect(self.remindersChanged)
+        view = self.reminders_view
+        view.refresh()
+        if select is not None:
+            view.select(select)
+        view.show()
+        view.raise_()
+        view.activateWindow()
+        return view
+
+    def refresh_reminders(self) -> None:
+        if self.reminders_view is not None and self.reminders_view.isVisible():
+            self.reminders_view.refresh()
 
     # ---- window --------------------------------------------------------------------------
 
@@ -397,6 +432,8 @@ class MainWindow(QMainWindow):
         self.controller.stop()
         if self._detect_task is not None and not self._detect_task.done():
             self._detect_task.cancel()
+        if self.reminders_view is not None:
+            self.reminders_view.close()
 
     def quit_now(self) -> None:
         self._quitting = True

@@ -353,7 +353,9 @@ def apply_theme(app: QApplication, mode: ThemeMode) -> Effective:
 
 
 def window_stylesheet(c: Colors) -> str:
-    """The main window's own pieces: sidebar, header, composer, undo bar, setup card."""
+    """The main window's own pieces: sidebar, header, composer, undo bar, setup card,
+    and the Reminders view (tabs, lists, the date-time field)."""
+    down, down_off = _glyph("down", c.muted), _glyph("down", c.disabled)
     return f"""
 #sidebar {{ background: {c.sidebar}; }}
 #sidebar QListView {{ background: transparent; border: none; }}
@@ -387,4 +389,48 @@ QPushButton#linkButton {{
 }}
 #setupTitle {{ font-size: 17px; font-weight: 600; }}
 #setupStatus {{ color: {c.muted}; }}
+QDateTimeEdit, QDateEdit, QTimeEdit {{
+    background: {c.surface}; color: {c.text};
+    border: 1px solid {c.border}; border-radius: 6px;
+    padding: 5px 30px 5px 8px; min-height: 20px;
+    selection-background-color: {c.accent}; selection-color: {c.accent_text};
+}}
+QDateTimeEdit:hover {{ border-color: {c.border_strong}; }}
+QDateTimeEdit:focus {{ border: 1px solid {c.accent}; }}
+QDateTimeEdit:disabled {{ background: {c.window}; color: {c.disabled}; }}
+QDateTimeEdit::drop-down {{
+    subcontrol-origin: padding; subcontrol-position: center right;
+    width: 26px; border: none;
+}}
+QDateTimeEdit::down-arrow {{ image: url({down}); width: 12px; height: 12px; }}
+QDateTimeEdit::down-arrow:disabled {{ image: url({down_off}); }}
+QCalendarWidget QWidget#qt_calendar_navigationbar {{ background: {c.surface}; }}
+QCalendarWidget QToolButton {{ border: none; background: transparent; font-weight: 600; }}
+QCalendarWidget QToolButton:hover {{ background: {c.button_hover}; }}
+QCalendarWidget QAbstractItemView {{
+    border: none; border-radius: 0; selection-background-color: {c.accent};
+    selection-color: {c.accent_text};
+}}
+#remindersView {{ background: {c.window}; }}
+#newReminderForm {{
+    background: {c.surface}; border: 1px solid {c.border}; border-radius: 8px;
+}}
+QTabWidget#reminderTabs::pane {{ border: none; }}
+QTabWidget#reminderTabs QTabBar {{ qproperty-drawBase: 0; }}
+QTabWidget#reminderTabs QTabBar::tab {{
+    background: transparent; color: {c.muted}; border: none;
+    border-bottom: 2px solid transparent; padding: 6px 12px; margin: 0 4px 6px 0;
+}}
+QTabWidget#reminderTabs QTabBar::tab:hover:!selected {{ color: {c.text}; }}
+QTabWidget#reminderTabs QTabBar::tab:selected {{
+    color: {c.text}; border-bottom: 2px solid {c.accent};
+}}
+QLabel#reminderEmpty {{
+    background: {c.surface}; border: 1px solid {c.border}; border-radius: 8px; padding: 24px;
+}}
+#remindersView QPushButton:checked {{
+    background: {c.selection_soft}; border-color: {c.accent};
+}}
+QTreeWidget#reminderList::item {{ padding: 5px 4px; border-radius: 0; }}
+QTreeWidget#reminderList::item:selected {{ background: {c.selection_soft}; color: {c.text}; }}
 """

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.core import autostart
 from app.core.runtime import Runtime
 from app.core.settings import Settings
 from app.ui.settings.page import Patch, SettingsPage
@@ -59,7 +60,21 @@ class GeneralPage(SettingsPage):
         form = _group_form(behaviour)
         self.minimized_check = QCheckBox("Start minimized to the tray")
         self.minimized_check.setMinimumHeight(ROW_HEIGHT)
-        form.addRow(form_label("Start-up", LABEL_WIDTH), self.minimized_check)
+        self.login_check = QCheckBox("Start Deskhand at login")
+        self.login_check.setMinimumHeight(ROW_HEIGHT)
+        self.login_check.setToolTip(
+            "Adds Deskhand to the programs your desktop starts when you log in, "
+            "so reminders fire even if you never open it."
+        )
+        startup = QWidget()
+        column = QVBoxLayout(startup)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(0)
+        column.addWidget(self.minimized_check)
+        column.addWidget(self.login_check)
+        startup_label = form_label("Start-up", LABEL_WIDTH)
+        startup_label.setFixedHeight(ROW_HEIGHT)  # beside the first check box, not between
+        form.addRow(startup_label, startup)
         self.send_combo = QComboBox()
         for key, text in SEND_KEYS.items():
             self.send_combo.addItem(text, key)
@@ -85,6 +100,7 @@ class GeneralPage(SettingsPage):
         self.theme_combo.setCurrentIndex(self.theme_combo.findData(g.theme))
         self.theme_combo.blockSignals(False)
         self.minimized_check.setChecked(g.start_minimized)
+        self.login_check.setChecked(g.start_at_login)
         self.send_combo.setCurrentIndex(self.send_combo.findData(g.send_key))
         self.steps_spin.setValue(settings.max_steps)
         self._saved = self._values()
@@ -93,6 +109,7 @@ class GeneralPage(SettingsPage):
         return {
             "theme": self.theme_combo.currentData(),
             "start_minimized": self.minimized_check.isChecked(),
+            "start_at_login": self.login_check.isChecked(),
             "send_key": self.send_combo.currentData(),
             "max_steps": self.steps_spin.value(),
         }
@@ -116,6 +133,10 @@ class GeneralPage(SettingsPage):
         changed = {k: v for k, v in values.items() if v != self._saved.get(k)}
 
         def apply(settings: Settings) -> None:
+            # Runs in the save's worker thread: the entry is written first, so a failure
+            # (an OSError the dialog reports) leaves settings.json unchanged too.
+            if "start_at_login" in changed:
+                autostart.set_enabled(changed["start_at_login"])
             for key, value in changed.items():
                 if key == "max_steps":
                     settings.max_steps = value
