@@ -19,6 +19,7 @@ from app.core.approval import ApprovalRequest, Decision
 from app.core.events import (
     ApprovalDecided,
     ApprovalRequested,
+    ReasoningDelta,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -28,11 +29,11 @@ from app.core.events import (
 from app.core.providers.base import ChatMessage, ToolCallRequest, Usage
 from app.ui.chat.approval_bar import ApprovalBar
 from app.ui.chat.layouts import PaintState
-from app.ui.chat.model import AssistantMessage, ErrorItem, ToolCard, ToolStatus
+from app.ui.chat.model import AssistantMessage, ErrorItem, ThinkingItem, ToolCard, ToolStatus
 from app.ui.chat.render import STATS
 from app.ui.chat.segments import Segment, Segmenter, split_segments
 from app.ui.chat.style import contrast, token_colors
-from app.ui.chat.view import ChatView
+from app.ui.chat.view import ChatView, _plain
 from tests.fixtures_qt import wait_until
 from tools.spec import ToolResult
 
@@ -193,6 +194,162 @@ def test_finish_streaming_marks_only_an_interrupted_message_stopped(
         assert isinstance(first, AssistantMessage) and isinstance(second, AssistantMessage)
         assert not first.stopped and not first.streaming
         assert second.stopped and second.text == "half an ans"
+
+    run(qloop, body())
+
+
+# ---- thinking ----------------------------------------------------------------------------
+
+
+def test_reasoning_then_text_gives_a_collapsed_thinking_block_before_the_answer(
+    view: ChatView, qloop: asyncio.AbstractEventLoop
+) -> None:
+    thoughts = ["The user ", "asks for ", "a greeting.\n\n", "Say **hi**."]
+    answer = ["Hello", " there!"]
+
+    async def body() -> None:
+        for token in thoughts:
+            view.handle_event(ReasoningDelta(token))
+        await settled(view)
+        [thinking] = view.chat_model.items
+        assert isinstance(thinking, ThinkingItem)
+        assert thinking.streaming and thinking.label() == "Thinking…"
+        for token in answer:
+            view.handle_event(TextDelta(token))
+        view.handle_event(TurnFinished(Usage(), "end_turn"))
+        await settled(view)
+        thinking, reply = view.chat_model.items
+        assert isinstance(thinking, ThinkingItem) and isinstance(reply, AssistantMessage)
+        assert thinking.text == "".join(thoughts)  # plain text, exactly as streamed
+        assert not thinking.open and not thinking.streaming
+        assert thinking.seconds is not None and thinking.label() == "Thought for 1 s"
+        layout = view.chat_delegate.layout(thinking)
+        assert layout.doc_rect is None  # collapsed: only the header, nothing rendered
+        assert [h.action for h in layout.hits] == ["toggle_thinking"]
+        # the answer never holds the thinking, and neither does "Copy message"
+        assert reply.text == "".join(answer)
+        assert _plain(view.chat_delegate.layout(reply), reply) == "Hello there!"
+        assert "greeting" not in reply.markdown()
+
+    run(qloop, body())
+
+
+def test_clicking_the_thinking_header_toggles_the_reasoning(
+    view: ChatView, qloop: asyncio.AbstractEventLoop, qtbot: Any
+) -> None:
+    reasoning = "First I check the calendar.\nThen I answer."
+
+    async def body() -> None:
+        view.handle_event(ReasoningDelta(reasoning))
+        view.handle_event(TextDelta("You are free at 3 pm."))
+        await settled(view)
+        thinking = view.chat_model.items[0]
+        assert isinstance(thinking, ThinkingItem)
+        closed = view.chat_delegate.layout(thinking)
+        header = closed.header.center()
+        qtbot.mouseClick(
+            view.viewport(), Qt.MouseButton.LeftButton, pos=row_point(view, thinking, header)
+        )
+        assert thinking.open
+        await settled(view)
+        opened = view.chat_delegate.layout(thinking)
+        assert opened.doc_rect is not None and opened.doc.toPlainText() == reasoning
+        assert opened.height > closed.height
+        assert view.visualRect(view.chat_model.index(0, 0)).height() == opened.height
+        qtbot.mouseClick(
+            view.viewport(), Qt.MouseButton.LeftButton, pos=row_point(view, thinking, header)
+        )
+        assert not thinking.open
+        await settled(view)
+        assert view.chat_delegate.layout(thinking).height == closed.height
+        # a click beside the header (empty space) does nothing
+        beside = QPointF(view.chat_delegate.layout(thinking).header.right() + 40, header.y())
+        qtbot.mouseClick(
+            view.viewport(), Qt.MouseButton.LeftButton, pos=row_point(view, thinking, beside)
+        )
+        assert not thinking.open
+
+    run(qloop, body())
+
+
+def test_reasoning_updates_are_coalesced_and_an_open_block_grows_in_place(
+    view: ChatView, qloop: asyncio.AbstractEventLoop
+) -> None:
+    changes: list[int] = []
+    view.chat_model.dataChanged.connect(lambda *_: changes.append(1))
+    tokens = [f"step{i} " if i % 29 else "\n" for i in range(500)]
+
+    async def body() -> None:
+        for token in tokens:  # 500 deltas inside one frame
+            view.handle_event(ReasoningDelta(token))
+        assert view.message_count() == 0  # only buffered so far
+        await wait_until(lambda: view.message_count() == 1, what="the flush")
+        thinking = view.chat_model.items[0]
+        assert isinstance(thinking, ThinkingItem) and thinking.text == "".join(tokens)
+        assert len(changes) <= 2
+        view.toggle_thinking(thinking)  # opened while it streams
+        await settled(view)
+        doc = view.chat_delegate.layout(thinking).doc
+        changes.clear()
+        STATS.reset()
+        start = time.monotonic()
+        for i in range(200):
+            view.handle_event(ReasoningDelta(f"r{i} "))
+            await asyncio.sleep(0.001)
+        await wait_until(lambda: thinking.text.endswith("r199 "), what="the last delta")
+        frames = (time.monotonic() - start) / 0.016
+        assert len(changes) <= frames + 2
+        assert len(changes) < 200
+        await settled(view)
+        layout = view.chat_delegate.layout(thinking)
+        assert layout.doc is doc  # appended to, never rebuilt
+        assert doc.toPlainText() == thinking.text
+        assert STATS.total == 0
+        assert view.message_count() == 1  # no answer item from reasoning
+
+    run(qloop, body())
+
+
+def test_each_step_of_a_turn_gets_its_own_thinking_block(
+    view: ChatView, qloop: asyncio.AbstractEventLoop
+) -> None:
+    async def body() -> None:
+        view.handle_event(ReasoningDelta("I need the file list."))
+        view.handle_event(ToolCallStarted("c1", "fs_list", {"path": "."}, "fs", ["read"]))
+        view.handle_event(ToolCallFinished("c1", "fs_list", ToolResult(True, "a.txt"), 0.1))
+        view.handle_event(ReasoningDelta("One file: a.txt."))
+        view.handle_event(TextDelta("There is one file, "))
+        # interleaved: more thinking after answer text starts a new block, in order
+        view.handle_event(ReasoningDelta("Mention its name."))
+        view.handle_event(TextDelta("a.txt."))
+        view.handle_event(TurnFinished(Usage(), "end_turn"))
+        await settled(view)
+        kinds = [type(i).__name__ for i in view.chat_model.items]
+        assert kinds == [
+            "ThinkingItem",
+            "ToolCard",
+            "ThinkingItem",
+            "AssistantMessage",
+            "ThinkingItem",
+            "AssistantMessage",
+        ]
+        texts = [i.text for i in view.chat_model.items if not isinstance(i, ToolCard)]
+        assert texts == [
+            "I need the file list.",
+            "One file: a.txt.",
+            "There is one file, ",
+            "Mention its name.",
+            "a.txt.",
+        ]
+        items = view.chat_model.items
+        assert not any(i.streaming for i in items if isinstance(i, ThinkingItem))
+        # a turn stopped while thinking still ends its block
+        view.add_user_message("again")
+        view.handle_event(ReasoningDelta("Hmm"))
+        view.finish_streaming()
+        last = view.chat_model.items[-1]
+        assert isinstance(last, ThinkingItem) and not last.streaming
+        assert last.label().startswith("Thought for")
 
     run(qloop, body())
 

@@ -254,6 +254,43 @@ def test_api_key_goes_to_the_real_keyring_and_never_to_settings_json(
         runtime.close()
 
 
+def test_tool_calls_choice_is_saved_with_the_account(
+    qtbot: Any, qloop: Any, open_dialog: Any, runtime: Runtime, llm: ScriptedLLM
+) -> None:
+    dialog = open_dialog(runtime)
+    page = dialog.providers
+    anthropic = next(p for p in PRESETS if p.kind == "anthropic")
+    combo = page.tool_combo
+
+    async def body() -> None:
+        claude = page.add_account(anthropic)
+        assert not combo.isVisible()  # Anthropic has native tool use only: no choice
+        assert not page.tool_hint.isVisible()
+        account = add_server_account(qtbot, page, llm.openai_base_url)
+        assert combo.isVisible() and page.tool_hint.isVisible()
+        items = [combo.itemText(i) for i in range(combo.count())]
+        assert items == ["Automatic (recommended)", "Native tool_calls only", "Off (chat only)"]
+        assert combo.currentText() == "Automatic (recommended)"
+        hint = page.tool_hint.text()
+        combo.setCurrentIndex(combo.findText("Off (chat only)"))
+        assert account.tool_format == "none"
+        assert page.tool_hint.text() != hint
+        page.account_list.setCurrentRow(page._index_of(claude.id))  # away and back
+        assert not combo.isVisible()
+        page.account_list.setCurrentRow(page._index_of(account.id))
+        assert combo.isVisible() and combo.currentText() == "Off (chat only)"
+        saved = await click_save(qtbot, dialog)
+        await wait_until(lambda: saved, what="settingsChanged")
+
+    run(qloop, body())
+    providers = saved_json(runtime)["providers"]
+    assert [p["tool_format"] for p in providers] == ["auto", "none"]
+    assert runtime.settings.providers[1].tool_format == "none"
+    reopened = open_dialog(runtime)  # the choice is shown again
+    reopened.providers.account_list.setCurrentRow(1)
+    assert reopened.providers.tool_combo.currentText() == "Off (chat only)"
+
+
 def test_tool_toggles_rules_and_folders_persist(
     qtbot: Any, qloop: Any, open_dialog: Any, runtime: Runtime, tmp_path: Path
 ) -> None:

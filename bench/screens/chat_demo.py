@@ -3,8 +3,9 @@
     QT_QPA_PLATFORM=offscreen .venv/bin/python bench/screens/chat_demo.py --out chat.png
     .venv/bin/python bench/screens/chat_demo.py --dark          # interactive
 
-Shows a user question, an error with Retry, an answer with a Python block and a table,
-finished tool cards (one with a screenshot thumbnail) and a card waiting for approval
+Shows a user question, an error with Retry, a collapsed "Thought for N s" block before an
+answer with a Python block and a table, an expanded thinking block, finished tool cards
+(one with a screenshot thumbnail) and a card waiting for approval
 with a diff preview.
 """
 
@@ -25,6 +26,7 @@ from app.core.approval import ApprovalRequest
 from app.core.events import (
     ApprovalRequested,
     Error,
+    ReasoningDelta,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -32,6 +34,7 @@ from app.core.events import (
     TurnFinished,
 )
 from app.core.providers.base import Usage
+from app.ui.chat.model import ThinkingItem
 from app.ui.chat.view import ChatView
 from tools.spec import ToolResult
 
@@ -58,6 +61,20 @@ def parse_iso(text: str) -> datetime:
 See the [datetime documentation](https://docs.python.org/3/library/datetime.html) for \
 the exact grammar. Want me to save this to `utils/dates.py`?
 """
+
+THOUGHTS = (
+    "The user wants ISO 8601 parsing in Python and a comparison. The standard library's "
+    "datetime.fromisoformat covers most of it since 3.11, including the Z suffix; before "
+    "that, Z had to be replaced by +00:00.\n\n"
+    "Alternatives: dateutil.parser.isoparse (pure Python, lenient) and ciso8601 (a C "
+    "extension, fastest). A small table will compare them. Naive values should be treated "
+    "as UTC, so the example sets tzinfo."
+)
+
+PLAN = (
+    "They want it saved to utils/dates.py. I should read their notes first (they may have "
+    "conventions), then check the docs page, then write the file — writing needs approval."
+)
 
 DIFF = "\n".join(
     [
@@ -136,10 +153,13 @@ def populate(view: ChatView) -> None:
             retryable=True,
         )
     )
+    for i in range(0, len(THOUGHTS), 9):
+        view.handle_event(ReasoningDelta(THOUGHTS[i : i + 9]))
     for i in range(0, len(ANSWER), 7):
         view.handle_event(TextDelta(ANSWER[i : i + 7]))
     view.handle_event(TurnFinished(Usage(812, 402), "end_turn", 1))
     view.add_user_message("Yes, save it. Check my notes and the docs page first.")
+    view.handle_event(ReasoningDelta(PLAN))
     view.handle_event(TextDelta("Let me look at your notes and the docs page first."))
     view.handle_event(
         ToolCallStarted("c1", "fs_read_file", {"path": "~/notes/dates.md"}, "fs", ["read"])
@@ -190,6 +210,13 @@ def populate(view: ChatView) -> None:
         )
     )
     view._flush()
+    # Events arrive all at once here: give the thinking blocks plausible durations, and
+    # open the second one to show the expanded look.
+    thoughts = [i for i in view.chat_model.items if isinstance(i, ThinkingItem)]
+    for item, seconds in zip(thoughts, (8.4, 3.2), strict=True):
+        item.seconds = seconds
+        view.chat_model.changed(item)
+    view.toggle_thinking(thoughts[-1])
 
 
 def main() -> None:

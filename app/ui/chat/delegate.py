@@ -18,7 +18,7 @@ from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import QAbstractItemView, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 
 from app.ui.chat.layouts import ItemLayout, PaintState, build_layout, estimate_height
-from app.ui.chat.model import AssistantMessage, ChatItem, ChatModel
+from app.ui.chat.model import AssistantMessage, ChatItem, ChatModel, ThinkingItem
 from app.ui.chat.style import ChatTheme, theme_from_palette
 
 _Index = QModelIndex | QPersistentModelIndex
@@ -109,7 +109,7 @@ class ChatDelegate(QStyledItemDelegate):
             width, revision, theme = layout.key
             old.guess = (width, theme, revision, layout.height)
             old.layout = None
-            if isinstance(old, AssistantMessage):
+            if isinstance(old, AssistantMessage | ThinkingItem):
                 old.docs = None
 
     def forget_all(self) -> None:

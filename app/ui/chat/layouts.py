@@ -33,6 +33,7 @@ from app.ui.chat.model import (
     ChatItem,
     ErrorItem,
     NoticeItem,
+    ThinkingItem,
     ToolCard,
     ToolStatus,
     UserMessage,
@@ -40,6 +41,7 @@ from app.ui.chat.model import (
 from app.ui.chat.render import (
     Block,
     MessageDocs,
+    PlainStream,
     cap,
     quote_bars,
     render_code,
@@ -58,12 +60,14 @@ CARD_PAD = 14
 CARD_RADIUS = 10
 BUBBLE_PAD_X, BUBBLE_PAD_Y = 16, 10
 THUMB_W, THUMB_H = 320, 200
+THINK_INDENT = 22  # the reasoning text, right of the header's chevron
 APPROVAL_BAR_H = 44
 
 
 @dataclass(frozen=True)
 class Hit:
-    action: str  # copy_code | toggle_args | toggle_result | retry | open_file | link
+    # copy_code | toggle_args | toggle_result | toggle_thinking | retry | open_file | link
+    action: str
     payload: Any = None
     rect: QRectF = field(default_factory=QRectF)
 
@@ -652,7 +656,7 @@ class ToolCardLayout(ItemLayout):
                 _round_rect(p, done, theme.accent, None, 2)
         if hasattr(self, "args_toggle"):
             summary = " ".join(item.arguments[:400].split())
-            self._toggle(p, theme, self.args_toggle, "Arguments", item.args_open, summary, state)
+            _paint_toggle(p, theme, self.args_toggle, "Arguments", item.args_open, summary, state)
         if self.approval_rect is not None and item.approval is not None:
             _text(
                 p,
@@ -662,7 +666,7 @@ class ToolCardLayout(ItemLayout):
                 theme.warn,
             )
         if hasattr(self, "result_toggle"):
-            self._toggle(
+            _paint_toggle(
                 p, theme, self.result_toggle, "Result", item.result_open, self.result_summary, state
             )
         for rect, inner, doc, fill, sec_border, color in self.sections:
@@ -674,56 +678,102 @@ class ToolCardLayout(ItemLayout):
             p.setBrush(Qt.BrushStyle.NoBrush)
             p.drawRect(rect.adjusted(0.5, 0.5, -0.5, -0.5))
 
-    def _toggle(
-        self,
-        p: QPainter,
-        theme: ChatTheme,
-        rect: QRectF,
-        label: str,
-        is_open: bool,
-        summary: str,
-        state: PaintState,
+
+def _toggle_font(theme: ChatTheme) -> QFont:
+    font = QFont(theme.small_font)
+    font.setWeight(QFont.Weight.DemiBold)
+    return font
+
+
+def _paint_toggle(
+    p: QPainter,
+    theme: ChatTheme,
+    rect: QRectF,
+    label: str,
+    is_open: bool,
+    summary: str,
+    state: PaintState,
+) -> None:
+    """A disclosure header: a chevron, a label, and (closed) a one-line mono summary."""
+    hovered = state.hover is not None and state.hover.rect == rect
+    color = theme.text if hovered else theme.muted
+    p.save()
+    p.setRenderHint(QPainter.RenderHint.Antialiasing)
+    p.setPen(Qt.PenStyle.NoPen)
+    p.setBrush(color)
+    c = QPointF(rect.x() + 8, rect.center().y())
+    if is_open:
+        p.drawPolygon(
+            [
+                QPointF(c.x() - 4, c.y() - 2),
+                QPointF(c.x() + 4, c.y() - 2),
+                QPointF(c.x(), c.y() + 3),
+            ]
+        )
+    else:
+        p.drawPolygon(
+            [
+                QPointF(c.x() - 2, c.y() - 4),
+                QPointF(c.x() - 2, c.y() + 4),
+                QPointF(c.x() + 3, c.y()),
+            ]
+        )
+    p.restore()
+    font = _toggle_font(theme)
+    label_w = QFontMetricsF(font).horizontalAdvance(label) + 4
+    _text(p, QRectF(rect.x() + 22, rect.y(), label_w, rect.height()), label, font, color)
+    if summary and not is_open:
+        mono = QFont(theme.mono_font)
+        mono.setPointSizeF(theme.small_font.pointSizeF())
+        _text(
+            p,
+            QRectF(rect.x() + 30 + label_w, rect.y(), rect.width() - 30 - label_w, rect.height()),
+            summary,
+            mono,
+            theme.muted,
+        )
+
+
+# ---- thinking ----------------------------------------------------------------------------
+
+
+class ThinkingLayout(ItemLayout):
+    """ "▸ Thinking…" / "▸ Thought for 12 s"; open, the reasoning beside a thin bar."""
+
+    def __init__(
+        self, key: tuple[Any, ...], item: ThinkingItem, theme: ChatTheme, width: int
     ) -> None:
-        hovered = state.hover is not None and state.hover.rect == rect
-        color = theme.text if hovered else theme.muted
-        p.save()
-        p.setRenderHint(QPainter.RenderHint.Antialiasing)
-        p.setPen(Qt.PenStyle.NoPen)
-        p.setBrush(color)
-        c = QPointF(rect.x() + 8, rect.center().y())
-        if is_open:
-            p.drawPolygon(
-                [
-                    QPointF(c.x() - 4, c.y() - 2),
-                    QPointF(c.x() + 4, c.y() - 2),
-                    QPointF(c.x(), c.y() + 3),
-                ]
-            )
-        else:
-            p.drawPolygon(
-                [
-                    QPointF(c.x() - 2, c.y() - 4),
-                    QPointF(c.x() - 2, c.y() + 4),
-                    QPointF(c.x() + 3, c.y()),
-                ]
-            )
-        p.restore()
-        font = QFont(theme.small_font)
-        font.setWeight(QFont.Weight.DemiBold)
-        label_w = QFontMetricsF(font).horizontalAdvance(label) + 4
-        _text(p, QRectF(rect.x() + 22, rect.y(), label_w, rect.height()), label, font, color)
-        if summary and not is_open:
-            mono = QFont(theme.mono_font)
-            mono.setPointSizeF(theme.small_font.pointSizeF())
-            _text(
-                p,
-                QRectF(
-                    rect.x() + 30 + label_w, rect.y(), rect.width() - 30 - label_w, rect.height()
-                ),
-                summary,
-                mono,
-                theme.muted,
-            )
+        super().__init__(key)
+        self.item = item
+        x, w = column(width)
+        self.label = item.label()
+        small = QFontMetricsF(theme.small_font)
+        row_h = small.height() + 10
+        label_w = QFontMetricsF(_toggle_font(theme)).horizontalAdvance(self.label) + 4
+        y = float(ITEM_PAD)
+        # only the chevron and the words are clickable, not the empty row beside them
+        self.header = QRectF(x, y, min(w, THINK_INDENT + label_w + 8), row_h)
+        self.hits.append(Hit("toggle_thinking", None, self.header))
+        y += row_h
+        self.doc_rect: QRectF | None = None
+        if item.open and item.text:
+            stream = item.docs
+            if not isinstance(stream, PlainStream) or stream.theme is not theme:
+                stream = item.docs = PlainStream(theme, theme.small_font, theme.muted)
+            stream.update(item.text)
+            self.doc = stream.doc
+            y += 2
+            h = _layout_doc(self.doc, w - THINK_INDENT)
+            self.doc_rect = QRectF(x + THINK_INDENT, y, w - THINK_INDENT, h)
+            self.bar = QRectF(x + 7, y + 2, 2, max(0.0, h - 4))
+            y += h + 6
+        self.height = math.ceil(y + ITEM_PAD)
+
+    def paint(self, p: QPainter, theme: ChatTheme, state: PaintState) -> None:
+        _paint_toggle(p, theme, self.header, self.label, self.item.open, "", state)
+        if self.doc_rect is not None:
+            _round_rect(p, self.bar, theme.card_border, None, 1)
+            draw_doc(p, self.doc, self.doc_rect.topLeft(), theme, theme.muted, state.visible)
 
 
 # ---- dispatch ----------------------------------------------------------------------------
@@ -734,6 +784,7 @@ _BUILDERS: dict[type, type[ItemLayout]] = {
     ToolCard: ToolCardLayout,
     ErrorItem: ErrorLayout,
     NoticeItem: NoticeLayout,
+    ThinkingItem: ThinkingLayout,
 }
 
 
@@ -774,6 +825,11 @@ def estimate_height(item: ChatItem, theme: ChatTheme, width: int) -> int:
         return int(base + extra)
     if isinstance(item, ErrorItem):
         return int(lines(item.message, w - 140, theme.char_width) * lh + 24 + 2 * ITEM_PAD)
+    if isinstance(item, ThinkingItem):
+        header = lh + 10 + 2 * ITEM_PAD
+        if not item.open:
+            return int(header)
+        return int(header + lines(item.text, w - THINK_INDENT, theme.char_width) * lh * 0.9 + 8)
     return int(lh + 2 * ITEM_PAD)
 
 

@@ -66,6 +66,38 @@ class AssistantMessage(ChatItem):
         return self.text
 
 
+@dataclass(eq=False)
+class ThinkingItem(ChatItem):
+    """The model's reasoning before an answer: a header that opens to the text.
+
+    Not an answer (so not in "Copy message" of the answer, which is another item) and not
+    stored: only live turns have one.
+    """
+
+    text: str = ""
+    streaming: bool = False
+    #: Shown expanded (the header was clicked).
+    open: bool = False
+    started: float = field(default_factory=time.monotonic)
+    #: How long the model thought; None while it still does.
+    seconds: float | None = None
+    #: The incremental render state (render.PlainStream), owned by the delegate.
+    docs: Any = field(default=None, repr=False)
+
+    def label(self) -> str:
+        """The header: "Thinking…" while it streams, then "Thought for N s"."""
+        if self.streaming or self.seconds is None:
+            return "Thinking…"
+        seconds = max(1, round(self.seconds))
+        if seconds < 60:
+            return f"Thought for {seconds} s"
+        minutes, secs = divmod(seconds, 60)
+        return f"Thought for {minutes} min {secs:02d} s"
+
+    def plain_text(self) -> str:
+        return self.text
+
+
 class ToolStatus(StrEnum):
     RUNNING = "running"
     AWAITING = "awaiting"
@@ -181,6 +213,11 @@ class ChatModel(QAbstractListModel):
 
 
 def _spoken(item: ChatItem) -> str:
+    if isinstance(item, ThinkingItem):  # what is on screen: the header, the text if open
+        state = "expanded" if item.open else "collapsed"
+        item_text = f": {item.text}" if item.open else ""
+        text = f"{item.label()} ({state}){item_text}"
+        return text[:500] + "…" if len(text) > 500 else text
     text = item.plain_text()
     if len(text) > 500:
         text = text[:500] + "…"

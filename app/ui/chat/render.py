@@ -401,3 +401,38 @@ class MessageDocs:
             stream = self._stream = StreamingCode(segment.lang, self.theme)
         stream.update(segment.text)
         return Block("code", stream.doc, segment.lang, segment.text)
+
+
+#: Longest reasoning shown; models can think for pages, the rest is summarised.
+MAX_REASONING_CHARS = 100_000
+
+
+class PlainStream:
+    """A plain-text document that grows with its text (a model's reasoning as it streams):
+    new characters are appended, the document is never rebuilt while the text only grows."""
+
+    def __init__(self, theme: ChatTheme, font: QFont, color: QColor) -> None:
+        STATS.plain += 1
+        self.theme = theme
+        self.doc = _new_doc(theme, font)
+        self._format = QTextCharFormat()
+        self._format.setForeground(QBrush(color))
+        self.text = ""
+        self._capped = False
+
+    def update(self, text: str) -> None:
+        if text == self.text:
+            return
+        if not text.startswith(self.text):  # not a continuation: start over
+            STATS.plain += 1
+            self.doc.clear()
+            self.text, self._capped = "", False
+        if not self._capped:
+            shown = text[len(self.text) : MAX_REASONING_CHARS]
+            if len(text) > MAX_REASONING_CHARS:
+                shown += "\n… (the rest is not shown)"
+                self._capped = True
+            cursor = QTextCursor(self.doc)
+            cursor.movePosition(QTextCursor.MoveOperation.End)
+            cursor.insertText(shown, self._format)
+        self.text = text

@@ -8,6 +8,9 @@ only the changed row (1.6 ms). A streaming message changes height many times a s
 Streaming: `handle_event(TextDelta)` only buffers; a single-shot timer flushes the buffer
 into the model at most once per frame (16 ms). Tool progress is coalesced the same way;
 structural changes (a new card, approval buttons, a result) apply at once.
+
+Reasoning (`ReasoningDelta`) is buffered alike into a `ThinkingItem` of its own, placed
+just before the answer it led to and shown collapsed; the answer starting ends it.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from app.core.events import (
     ApprovalRequested,
     Error,
     Notice,
+    ReasoningDelta,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -59,6 +63,7 @@ from app.ui.chat.model import (
     ChatModel,
     ErrorItem,
     NoticeItem,
+    ThinkingItem,
     ToolCard,
     ToolStatus,
     UserMessage,
@@ -88,8 +93,12 @@ class ChatView(QTreeView):
         self._configure()
 
         self._pending: list[str] = []
+        self._pending_reasoning: list[str] = []
+        #: When the first buffered reasoning arrived (the thinking started then).
+        self._reasoning_since = 0.0
         self._dirty: dict[int, ChatItem] = {}
         self._current: AssistantMessage | None = None
+        self._thinking: ThinkingItem | None = None
         self._cards: dict[str, ToolCard] = {}
         self._bars: dict[str, ApprovalBar] = {}
         self._stick = True
@@ -182,6 +191,14 @@ class ChatView(QTreeView):
             if event.text:
                 self._pending.append(event.text)
                 self._schedule_flush()
+        elif isinstance(event, ReasoningDelta):
+            if event.text:
+                if self._pending:  # thinking again after answer text: keep the order
+                    self._flush()
+                if not self._pending_reasoning and self._thinking is None:
+                    self._reasoning_since = time.monotonic()
+                self._pending_reasoning.append(event.text)
+                self._schedule_flush()
         elif isinstance(event, ToolProgress):
             card = self._cards.get(event.call_id)
             if card is not None:
@@ -245,7 +262,20 @@ class ChatView(QTreeView):
 
     def _flush(self) -> None:
         self._flush_timer.stop()
+        if self._pending_reasoning:
+            text = "".join(self._pending_reasoning)
+            self._pending_reasoning.clear()
+            since = self._reasoning_since or time.monotonic()
+            if self._current is not None:  # the model thinks again after answering
+                self._close_assistant()
+            if self._thinking is None:
+                self._thinking = ThinkingItem(text=text, streaming=True, started=since)
+                self._append(self._thinking)
+            else:
+                self._thinking.text += text
+                self._dirty[id(self._thinking)] = self._thinking
         if self._pending:
+            self._end_thinking()  # the answer starts
             text = "".join(self._pending)
             self._pending.clear()
             if self._current is None:
@@ -268,21 +298,35 @@ class ChatView(QTreeView):
             self._show_new_button()
 
     def _close_assistant(self, stopped: bool = False) -> None:
+        self._end_thinking()
         item, self._current = self._current, None
         if item is not None:
             item.streaming = False
             item.stopped = stopped
             self.chat_model.changed(item)
 
+    def _end_thinking(self) -> None:
+        """The answer started or the turn ended: "Thinking…" becomes "Thought for N s"."""
+        item, self._thinking = self._thinking, None
+        self._reasoning_since = 0.0
+        if item is not None:
+            self._dirty.pop(id(item), None)
+            item.streaming = False
+            item.seconds = time.monotonic() - item.started
+            self.chat_model.changed(item)
+
     def _reset(self) -> None:
         for timer in (self._flush_timer, self._settle_timer, self._relayout_timer, self._tick):
             timer.stop()
         self._pending.clear()
+        self._pending_reasoning.clear()
         self._dirty.clear()
         for call_id in list(self._bars):
             self._detach_bar(call_id)
         self._cards.clear()
         self._current = None
+        self._thinking = None
+        self._reasoning_since = 0.0
         self._stick = True
         self._new_button.hide()
 
@@ -573,6 +617,8 @@ class ChatView(QTreeView):
             item.retried = True
             self.chat_model.changed(item)
             self.retryRequested.emit()
+        elif isinstance(item, ThinkingItem) and hit.action == "toggle_thinking":
+            self.toggle_thinking(item)
         elif isinstance(item, ToolCard) and hit.action in ("toggle_args", "toggle_result"):
             if hit.action == "toggle_args":
                 item.args_open = not item.args_open
@@ -580,16 +626,28 @@ class ChatView(QTreeView):
                 item.result_open = not item.result_open
             self.chat_model.changed(item)
 
+    def toggle_thinking(self, item: ThinkingItem) -> None:
+        """Opens or closes a thinking block (text still buffered is shown at once)."""
+        if item is self._thinking and self._pending_reasoning:
+            self._flush()
+        item.open = not item.open
+        self._dirty.pop(id(item), None)
+        self.chat_model.changed(item)
+
     def _clear_copied(self) -> None:
         self.chat_delegate.state.copied = None
         self.viewport().update()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
-        if event.matches(QKeySequence.StandardKey.Copy):
-            index = self.currentIndex()
-            if index.isValid():
-                QGuiApplication.clipboard().setText(self.chat_model.items[index.row()].markdown())
+        index = self.currentIndex()
+        if event.key() in (Qt.Key.Key_Space, Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            item = self.chat_model.items[index.row()] if index.isValid() else None
+            if isinstance(item, ThinkingItem):
+                self.toggle_thinking(item)
                 return
+        if event.matches(QKeySequence.StandardKey.Copy) and index.isValid():
+            QGuiApplication.clipboard().setText(self.chat_model.items[index.row()].markdown())
+            return
         super().keyPressEvent(event)
 
     def contextMenuEvent(self, event: QContextMenuEvent) -> None:
@@ -610,7 +668,13 @@ class ChatView(QTreeView):
         hit = layout.hit(local)
         if hit is not None and hit.action == "link":
             menu.addAction("Copy link", lambda: clipboard.setText(str(hit.payload)))
-        if isinstance(item, ToolCard):
+        if isinstance(item, ThinkingItem):
+            menu.addAction(
+                "Hide thinking" if item.open else "Show thinking",
+                lambda: self.toggle_thinking(item),
+            )
+            menu.addAction("Copy thinking", lambda: clipboard.setText(item.text))
+        elif isinstance(item, ToolCard):
             if item.arguments:
                 menu.addAction("Copy arguments", lambda: clipboard.setText(item.arguments))
             if item.result or item.error:

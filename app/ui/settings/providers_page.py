@@ -51,6 +51,7 @@ from app.ui.settings.widgets import (
     form_label,
     form_layout,
     muted_label,
+    natural_width,
     plural,
     role_label,
     set_invalid,
@@ -61,6 +62,21 @@ log = logging.getLogger(__name__)
 
 LIST_WIDTH = 250
 SIDE_BUTTON_WIDTH = 132  # buttons right of a field share one width so the fields line up
+
+
+#: The "Tool calls" choices (OpenAI-compatible accounts): ProviderAccount.tool_format.
+TOOL_FORMATS = {
+    "auto": "Automatic (recommended)",
+    "native": "Native tool_calls only",
+    "none": "Off (chat only)",
+}
+TOOL_FORMAT_HINTS = {
+    "auto": "Uses the server's tool_calls, and also reads tool calls a model writes "
+    "into its reply, as many local models do.",
+    "native": "Only tool calls the server returns in its tool_calls field; anything in "
+    "the reply text stays text.",
+    "none": "Tools are not offered: the model only chats. For models that cannot use tools.",
+}
 
 
 def api_key_name(account_id: str) -> str:
@@ -206,6 +222,18 @@ class ProvidersPage(SettingsPage):
         self.refresh_button.setFixedWidth(SIDE_BUTTON_WIDTH)
         form.addRow(form_label("Model"), field_row(self.model_combo, self.refresh_button))
 
+        self.tool_combo = QComboBox()
+        self.tool_combo.setObjectName("toolFormatCombo")
+        for value, text in TOOL_FORMATS.items():
+            self.tool_combo.addItem(text, value)
+        self.tool_combo.setToolTip("How Deskhand offers tools to this model and reads its calls")
+        self.tool_combo.currentIndexChanged.connect(self._on_tool_format_changed)
+        self.tool_field = natural_width(self.tool_combo)
+        form.addRow(form_label("Tool calls"), self.tool_field)
+        self.tool_hint = muted_label("")
+        form.addRow("", self.tool_hint)
+        self._form = form
+
         self.test_button = QPushButton("Test connection")
         self.test_button.clicked.connect(self.test_connection)
         self.test_result = QLabel("")
@@ -298,12 +326,21 @@ class ProvidersPage(SettingsPage):
             self.model_combo.clear()
             self.model_combo.addItems(self._models.get(account.id, []))
             self.model_combo.setEditText(account.model)
+            self.tool_combo.setCurrentIndex(self.tool_combo.findData(account.tool_format))
+            self._show_tool_format(account)
             ok, text = self._results.get(account.id, (True, ""))
             self._show_result(ok, text)
         finally:
             self._loading = False
         self._show_key_state(account)
         self.error_label.hide()
+
+    def _show_tool_format(self, account: ProviderAccount) -> None:
+        """The "Tool calls" rows: only OpenAI-compatible APIs have a choice to make."""
+        shown = account.kind == "openai"
+        self._form.setRowVisible(self.tool_field, shown)
+        self._form.setRowVisible(self.tool_hint, shown)
+        self.tool_hint.setText(TOOL_FORMAT_HINTS[account.tool_format])
 
     def _show_result(self, ok: bool, text: str) -> None:
         self.test_result.setText(text)
@@ -355,6 +392,7 @@ class ProvidersPage(SettingsPage):
             account.base_url = DEFAULT_PRESET[kind].base_url
             self.url_edit.setText(account.base_url)
         self._update_item(account)
+        self._show_tool_format(account)
 
     def _on_label_edited(self, text: str) -> None:
         account = self.current()
@@ -386,6 +424,13 @@ class ProvidersPage(SettingsPage):
         account = self.current()
         if not self._loading and account is not None:
             account.model = text.strip()
+
+    def _on_tool_format_changed(self, _: int) -> None:
+        account = self.current()
+        if self._loading or account is None:
+            return
+        account.tool_format = self.tool_combo.currentData()
+        self._show_tool_format(account)
 
     def add_account(self, preset: Preset, *, model: str = "") -> ProviderAccount:
         """Add an account from a preset, select it, and make it active if none is."""
