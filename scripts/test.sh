@@ -4,7 +4,7 @@
 # test fixtures themselves.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
-ensure_apt python3-venv git gnome-keyring dbus dbus-x11 docker.io busybox-static iptables chromium "${QT_RUNTIME_PACKAGES[@]}"
+ensure_apt python3-venv git gnome-keyring dbus dbus-x11 docker.io busybox-static iptables chromium build-essential "${QT_RUNTIME_PACKAGES[@]}"
 ensure_venv gui,test
 cd "$ROOT"
 echo "== ruff"

@@ -156,6 +156,8 @@ class ProviderConfig:
     #: "native" only the former; "none" sends no tools at all.
     tool_format: str = "auto"
     extra_headers: dict[str, str] = field(default_factory=dict)
+    #: Merged into every request body (server-specific options, e.g. `tool_choice`).
+    extra_body: dict[str, Any] = field(default_factory=dict)
 
 
 class Provider(Protocol):

@@ -114,6 +114,7 @@ def build_payload(
         payload["temperature"] = config.temperature
     if tools and config.tool_format != "none":
         payload["tools"] = [to_wire_tool(t) for t in tools]
+    payload.update(config.extra_body)
     return payload
 
 
