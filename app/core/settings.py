@@ -81,6 +81,28 @@ class BrowserSettings(_Model):
     idle_close_seconds: int = 300
 
 
+class SkillSettings(_Model):
+    #: Extra folders holding skills (each skill: a folder with SKILL.md); <home>/skills always.
+    folders: list[str] = Field(default_factory=list)
+    disabled: list[str] = Field(default_factory=list)
+
+
+class MemorySettings(_Model):
+    enabled: bool = True
+    #: How many characters of memories go into a new conversation's context.
+    inject_chars: int = 2000
+
+
+class ConversationSettings(_Model):
+    #: Older turns are summarised once a conversation's history passes this many characters.
+    compact_after_chars: int = 120_000
+
+
+class SecuritySettings(_Model):
+    #: "auto": the OS keyring, else (after asking) an encrypted file; never plain text.
+    keyring: Literal["auto", "system", "encrypted_file"] = "auto"
+
+
 class Settings(_Model):
     version: int = 1
     providers: list[ProviderAccount] = Field(default_factory=list)
@@ -90,6 +112,10 @@ class Settings(_Model):
     tools: ToolSettings = Field(default_factory=ToolSettings)
     general: GeneralSettings = Field(default_factory=GeneralSettings)
     browser: BrowserSettings = Field(default_factory=BrowserSettings)
+    skills: SkillSettings = Field(default_factory=SkillSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    conversation: ConversationSettings = Field(default_factory=ConversationSettings)
+    security: SecuritySettings = Field(default_factory=SecuritySettings)
     max_steps: int = 25
     system_prompt: str | None = None
 
