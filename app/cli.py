@@ -22,11 +22,41 @@ EXIT_PROVIDER = 3
 EXIT_INTERRUPTED = 130
 
 
+def version() -> str:
+    """The installed package's version, or pyproject.toml's in a plain checkout."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("deskhand")
+    except importlib.metadata.PackageNotFoundError:
+        import tomllib
+        from pathlib import Path
+
+        pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+        try:
+            return tomllib.loads(pyproject.read_text("utf-8"))["project"]["version"]
+        except (OSError, KeyError, tomllib.TOMLDecodeError):
+            return "unknown"
+
+
+class _VersionAction(argparse.Action):
+    """Like action="version", but looks the version up only when asked (start-up stays fast)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        kwargs.pop("nargs", None)
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(f"deskhand {version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="deskhand", description="Deskhand, a desktop AI assistant that does real work."
     )
     parser.add_argument("--home", help="folder for settings, history and logs")
+    parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
     sub = parser.add_subparsers(dest="command")
 
     ask = sub.add_parser("ask", help="ask once and stream the answer")
@@ -71,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     acc_rm = acc_sub.add_parser("remove", help="remove an added account (and its secrets)")
     acc_rm.add_argument("integration")
     acc_rm.add_argument("account")
+    from app.core.mcp.cli import add_parser as add_mcp_parser
+
+    add_mcp_parser(sub)
     return parser
 
 
@@ -95,6 +128,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from app.core.cli_accounts import run_accounts
 
             return run_accounts(args, runtime)
+        if args.command == "mcp":
+            from app.core.mcp.cli import run_mcp
+
+            return run_mcp(args, runtime)
         if args.tools_command == "list":
             return _tools_list(args, runtime)
         return _run_async(_tools_call(args, runtime))
@@ -203,6 +240,13 @@ async def _tools_call(args: argparse.Namespace, runtime: Runtime) -> int:
     from tools.spec import ToolContext, ToolResult
 
     runner = runtime.runner
+    if args.name.startswith("mcp__") and args.name not in runtime.registry:
+        import asyncio
+
+        await asyncio.to_thread(runtime.mcp_tools)
+        hint = None if args.name in runtime.registry else runtime.mcp.missing_tool_hint(args.name)
+        if hint:
+            return _print_result(ToolResult.failure(hint), args.json, EXIT_USAGE)
     try:
         manifest, params = runner.validate(args.name, args.args)
     except InvalidCall as exc:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from integrations import caldav, docker, kubernetes
+from integrations import caldav, docker, github, kubernetes, slack
 from integrations.spec import IntegrationSpec
 
 SPECS: dict[str, IntegrationSpec] = {
-    spec.id: spec for spec in (docker.SPEC, kubernetes.SPEC, caldav.SPEC)
+    spec.id: spec for spec in (docker.SPEC, kubernetes.SPEC, caldav.SPEC, github.SPEC, slack.SPEC)
 }
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from app.core import compaction
 from app.core.approval import ApprovalPolicy, ApprovalRequest, Approver, Decision, Verdict
 from app.core.events import (
     AgentEvent,
@@ -27,6 +28,7 @@ from app.core.events import (
     ToolProgress,
     TurnFinished,
 )
+from app.core.memory import ConversationServices
 from app.core.providers.base import (
     BadRequestError,
     ChatMessage,
@@ -79,6 +81,8 @@ class Conversation:
     session: ToolSession
     id: str | None = None
     messages: list[ChatMessage] = field(default_factory=list)
+    #: Memories told to the model, chosen once at the conversation's first turn here.
+    memory_note: str | None = None
 
     def restore_active_tools(self) -> None:
         """Tools used earlier in the conversation stay callable after a restart."""
@@ -129,6 +133,8 @@ class Agent:
         self._save_failures: list[str] = []
         #: The server refused tools for this model: keep talking without them.
         self._tools_unsupported = False
+        #: Summarising failed once this turn: send the full history instead of retrying.
+        self._compaction_failed = False
 
     # ---- persistence ----------------------------------------------------------------
 
@@ -179,11 +185,13 @@ class Agent:
             calls: list[ToolCallRequest] = []
             stop_reason = "end_turn"
             specs = [] if self._tools_unsupported else self._tool_specs(conv)
+            async for notice in self._compact(conv):
+                yield notice
             try:
                 async for event in self.provider.stream(
-                    conv.messages,
+                    compaction.request_view(conv.messages),
                     specs,
-                    system=self.system_prompt,
+                    system=self._system_for(conv),
                     known_tools={m.name for m in conv.session.enabled_manifests()},
                 ):
                     if isinstance(event, TextChunk):
@@ -232,6 +240,62 @@ class Agent:
                 )
                 return
         yield TurnFinished(usage, "max_steps", self.max_steps)
+
+    # ---- context: memories and compaction ---------------------------------------------
+
+    def _system_for(self, conv: Conversation) -> str | None:
+        """The system prompt plus the memories chosen for this conversation."""
+        if conv.memory_note is None:
+            conv.memory_note = self._memory_note(conv)
+        return "\n\n".join(p for p in (self.system_prompt, conv.memory_note) if p) or None
+
+    def _memory_note(self, conv: Conversation) -> str:
+        if self.services is None:
+            return ""
+        try:
+            memory = self.services["memory"]
+        except KeyError:
+            return ""
+        budget = getattr(getattr(self.settings, "memory", None), "inject_chars", 2000)
+        query = next(
+            (m.content for m in conv.messages if m.role == "user" and not compaction.is_summary(m)),
+            "",
+        )
+        try:
+            return str(memory.prompt_block(query, budget))
+        except Exception:  # memories are a help, never a reason to fail a turn
+            log.exception("could not read memories")
+            return ""
+
+    async def _compact(self, conv: Conversation) -> AsyncIterator[AgentEvent]:
+        """Summarise older turns once the history passes the budget (DESIGN.md §5)."""
+        conversation = getattr(self.settings, "conversation", None)
+        budget = getattr(conversation, "compact_after_chars", 0)
+        if not budget or self._compaction_failed:
+            return
+        summarised = 0
+        for _ in range(compaction.MAX_ROUNDS):
+            plan = compaction.plan(conv.messages, budget)
+            if plan is None:
+                break
+            try:
+                summary = await compaction.summarise(self.provider, plan, conv.messages, budget)
+            except ProviderError as exc:
+                self._compaction_failed = True
+                yield Notice(
+                    f"This conversation is long, and summarising its older part failed ({exc}); "
+                    "the full history is sent instead.",
+                    kind="compaction",
+                )
+                return
+            self._append(conv, summary)
+            summarised = plan.cut
+        if summarised:
+            yield Notice(
+                f"The first {summarised} messages were summarised to fit the model's context; "
+                "the full conversation stays in the history.",
+                kind="compaction",
+            )
 
     def _keep_partial(self, conv: Conversation, text: list[str]) -> None:
         """A stopped or failed stream keeps what the user already saw."""
@@ -406,7 +470,9 @@ class Agent:
             registry=self.runner.registry,
             session=conv.session,
             accounts=self.accounts,
-            services=self.services,
+            services=ConversationServices(self.services, conv.id)
+            if self.services is not None
+            else None,
         )
 
     def _finish(

@@ -13,9 +13,9 @@ from typing import Any
 
 from app.core.agent import Agent, Conversation
 from app.core.approval import ApprovalPolicy, Approver
-from app.core.paths import db_path, deskhand_home, settings_path
+from app.core.paths import db_path, deskhand_home, mcp_path, settings_path
 from app.core.providers.base import ProviderConfig
-from app.core.secrets import SecretStore, SecretStoreError
+from app.core.secrets import SecretStore, SecretStoreError, remember_secret
 from app.core.settings import ProviderAccount, Settings, SettingsStore
 from tools.registry import ToolRegistry
 from tools.runner import ToolRunner
@@ -75,6 +75,40 @@ class Runtime:
 
         return ReminderBook(self.store)
 
+    @cached_property
+    def memory(self) -> Any:
+        """Memories (app.core.memory.MemoryService); the agent binds it per conversation."""
+        from app.core.memory import MemoryService
+
+        return MemoryService(self.store, enabled=self.settings.memory.enabled)
+
+    @property
+    def skills(self) -> Any:
+        """The skill library (app.core.skills.SkillLibrary), following the current settings."""
+        from app.core.skills import SkillLibrary
+
+        return SkillLibrary.from_settings(self.home, self.settings)
+
+    @cached_property
+    def mcp(self) -> Any:
+        """The MCP servers of mcp.json (app.core.mcp.manager.McpManager); nothing starts
+        until `mcp_tools()` (or `mcp.start()`) is called."""
+        from app.core.mcp.manager import McpManager
+
+        return McpManager(
+            mcp_path(self.home),
+            home=self.home,
+            get_secret=self.secrets.get,
+            remember_secret=remember_secret,
+        )
+
+    def mcp_tools(self, wait: float = 30.0) -> list[Any]:
+        """Start the MCP servers (once; they keep running in the background) and add their
+        tools to the registry. Blocks up to `wait` s per server for the first connection."""
+        manifests = self.mcp.tool_manifests(wait)
+        self.registry.add([m for m in manifests if m.name not in self.registry], "mcp")
+        return manifests
+
     def services(self) -> dict[str, Any]:
         """What tools reach through `ctx.service(name)`; built lazily on first use."""
         return _LazyServices(self)
@@ -91,6 +125,8 @@ class Runtime:
 
     def close(self) -> None:
         self.runner.shutdown()
+        if "mcp" in self.__dict__:
+            self.mcp.shutdown()
         if "store" in self.__dict__:
             self.store.close()
 
@@ -111,9 +147,18 @@ class Runtime:
 
     def new_session(self) -> ToolSession:
         tools = self.settings.tools
-        return ToolSession(
+        session = ToolSession(
             self.registry, disabled=frozenset(tools.disabled), exposure=tools.exposure
         )
+        session.activate(self._always_offered())
+        return session
+
+    def _always_offered(self) -> list[str]:
+        """Tools the system prompt tells the model about, so their schemas are sent."""
+        names = ["memory_search", "memory_store"] if self.settings.memory.enabled else []
+        if self.settings.skills.folders or (self.home / "skills").is_dir():
+            names.append("skill_load")
+        return names
 
     def open_conversation(self, conversation_id: str | None = None) -> Conversation:
         """An existing conversation (history restored) or a new one, stored either way."""
@@ -173,10 +218,22 @@ class Runtime:
         base = self.settings.system_prompt or default_system_prompt()
         session = self.new_session()
         categories = sorted({m.category for m in session.enabled_manifests()} - {"core"})
-        return (
+        prompt = (
             f"{base}\nTool categories you can browse: {', '.join(categories)}.\n"
             f"{current_time_line()}"
         )
+        skills = self._skills_section()
+        return f"{prompt}\n\n{skills}" if skills else prompt
+
+    def _skills_section(self) -> str:
+        """Names and descriptions of the skills (progressive disclosure: bodies on demand)."""
+        if "skill_load" not in self.registry:
+            return ""
+        try:
+            return str(self.skills.prompt_section())
+        except Exception:  # a broken skills folder never blocks a conversation
+            log.exception("could not list skills")
+            return ""
 
     def make_agent(self, provider: Any, approver: Approver, *, record: bool = True) -> Agent:
         return Agent(
@@ -199,7 +256,7 @@ class Runtime:
 class _LazyServices(dict):  # type: ignore[type-arg]
     """A mapping whose values are created on first access (no store opened for nothing)."""
 
-    NAMES = ("reminders",)
+    NAMES = ("reminders", "memory", "skills")
 
     def __init__(self, runtime: Runtime) -> None:
         super().__init__()

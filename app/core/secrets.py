@@ -13,12 +13,27 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from app.core.keyring_fallback import (
+    EncryptedFileOpener,
+    FallbackError,
+    KeyringMode,
+    Prompts,
+    check_windows_size,
+    configured_mode,
+    default_home,
+    system_unusable,
+)
 
 if TYPE_CHECKING:
     from keyring.backend import KeyringBackend
 
     from app.core.settings import ProviderAccount
+
+T = TypeVar("T")
 
 SERVICE = "deskhand"
 #: Shorter values are not remembered for redaction: they would mask ordinary text.
@@ -62,44 +77,105 @@ def _check_key(key: str) -> None:
 class SecretStore:
     """A thin, blocking wrapper around `keyring` with user-readable errors.
 
-    `backend` defaults to keyring's configured backend (looked up on every call, so
-    `keyring.set_keyring` takes effect); pass one to pin it.
+    `backend` pins one keyring backend (tests); otherwise `mode` decides (see
+    app/core/keyring_fallback.py): the system keyring (looked up on every call, so
+    `keyring.set_keyring` takes effect), the encrypted file `<home>/secrets.cfg`, or — in
+    "auto" — the system keyring with the encrypted file after the user agreed. `mode`
+    defaults to `security.keyring` in `home`'s settings.json (home: $DESKHAND_HOME).
     """
 
-    def __init__(self, service: str = SERVICE, backend: KeyringBackend | None = None) -> None:
+    def __init__(
+        self,
+        service: str = SERVICE,
+        backend: KeyringBackend | None = None,
+        *,
+        mode: KeyringMode | None = None,
+        home: str | Path | None = None,
+        prompts: Prompts | None = None,
+    ) -> None:
         self.service = service
         self._backend = backend
+        self._mode = mode
+        self._home = Path(home) if home is not None else None
+        self._fallback = EncryptedFileOpener(self._home, prompts)
+
+    @property
+    def mode(self) -> KeyringMode:
+        if self._mode is None:
+            self._mode = configured_mode(self._home or default_home())
+        return self._mode
+
+    def configure(self, mode: KeyringMode) -> None:
+        """Switch where secrets go (after the user changed `security.keyring`)."""
+        self._mode = mode
+
+    @property
+    def encrypted_file(self) -> Path:
+        """Where the encrypted store lives (whether or not it is in use)."""
+        return self._fallback.path
 
     def get(self, key: str) -> str | None:
         _check_key(key)
-        try:
-            value = self._keyring().get_password(self.service, key)
-        except Exception as exc:
-            raise _explain(exc, f"read '{key}' from") from exc
+        value = self._call(lambda kr: kr.get_password(self.service, key), f"read '{key}' from")
         remember_secret(value)
         return value
 
     def set(self, key: str, value: str) -> None:
         _check_key(key)
         remember_secret(value)  # even if saving fails, the value is now in this process
-        try:
-            self._keyring().set_password(self.service, key, value)
-        except Exception as exc:
-            err = _explain(exc, f"save '{key}' to", hide=value)
-            # Do not chain an exception whose text might carry the value.
-            raise err from (None if value in repr(exc.args) else exc)
+
+        def save(kr: KeyringBackend) -> None:
+            if not _is_encrypted_file(kr) and (too_big := check_windows_size(value)):
+                raise SecretStoreError(f"Could not save '{key}' to the system keyring: {too_big}.")
+            kr.set_password(self.service, key, value)
+
+        self._call(save, f"save '{key}' to", hide=value)
 
     def delete(self, key: str) -> None:
         """Remove a credential; a missing one is not an error."""
         from keyring.errors import PasswordDeleteError
 
         _check_key(key)
+
+        def remove(kr: KeyringBackend) -> None:
+            try:
+                kr.delete_password(self.service, key)
+            except PasswordDeleteError:
+                return
+
+        self._call(remove, f"delete '{key}' from")
+
+    def _call(self, fn: Callable[[KeyringBackend], T], action: str, hide: str | None = None) -> T:
+        """Run `fn` on the keyring in use; in "auto" mode, offer the encrypted file (once)
+        when the system keyring is unusable. Errors become SecretStoreError."""
         try:
-            self._keyring().delete_password(self.service, key)
-        except PasswordDeleteError:
-            return
+            backend = self._keyring()
+            try:
+                return fn(backend)
+            except SecretStoreError:
+                raise
+            except Exception as exc:
+                if not self._may_fall_back(backend, exc):
+                    raise
+                if not self._fallback.consent():
+                    raise _explain(exc, action, hide=hide, declined=True) from _cause(exc, hide)
+                return fn(self._fallback.open())
+        except SecretStoreError:
+            raise
+        except FallbackError as exc:
+            raise SecretStoreError(
+                f"Could not {action} the encrypted secret store: {exc}."
+            ) from exc
         except Exception as exc:
-            raise _explain(exc, f"delete '{key}' from") from exc
+            raise _explain(exc, action, hide=hide) from _cause(exc, hide)
+
+    def _may_fall_back(self, backend: KeyringBackend, exc: Exception) -> bool:
+        return (
+            self._backend is None
+            and self.mode == "auto"
+            and not _is_encrypted_file(backend)
+            and system_unusable(exc)
+        )
 
     def known_values(self) -> set[str]:
         return known_secret_values()
@@ -128,19 +204,32 @@ class SecretStore:
     def _keyring(self) -> KeyringBackend:
         if self._backend is not None:
             return self._backend
+        if self.mode == "encrypted_file" or (self.mode == "auto" and self._fallback.accepted):
+            return self._fallback.open()
         import keyring  # ~86 ms; only paid when a secret is first needed
 
         return keyring.get_keyring()
 
 
-def _explain(exc: Exception, action: str, hide: str | None = None) -> SecretStoreError:
+def _is_encrypted_file(backend: KeyringBackend) -> bool:
+    return type(backend).__module__.startswith("keyrings.cryptfile")
+
+
+def _cause(exc: Exception, hide: str | None) -> Exception | None:
+    """Do not chain an exception whose text might carry the value."""
+    return None if hide and hide in repr(exc.args) else exc
+
+
+def _explain(
+    exc: Exception, action: str, hide: str | None = None, *, declined: bool = False
+) -> SecretStoreError:
     from keyring.errors import KeyringLocked, NoKeyringError
 
     if isinstance(exc, NoKeyringError):
         why = (
-            "no system keyring is available. Deskhand keeps credentials only in the OS "
-            "keyring: on Linux install and run a Secret Service provider such as "
-            "GNOME Keyring or KWallet"
+            "no system keyring is available. On Linux install and run a Secret Service "
+            "provider such as GNOME Keyring or KWallet, or use Deskhand's encrypted file "
+            "store (settings: security.keyring = encrypted_file)"
         )
     elif isinstance(exc, KeyringLocked):
         why = "the system keyring is locked. Unlock it (log in to your desktop) and try again"
@@ -152,4 +241,6 @@ def _explain(exc: Exception, action: str, hide: str | None = None) -> SecretStor
             f"the system keyring could not be reached ({detail}). Check that your keyring "
             "service is running and unlocked"
         )
+    if declined:
+        why += ". The encrypted file store was declined, so nothing was stored"
     return SecretStoreError(f"Could not {action} the system keyring: {why}.")

@@ -139,8 +139,37 @@ CREATE TABLE reminders (
 CREATE INDEX reminders_due ON reminders (status, due_at);
 """
 
+_V4 = """
+ALTER TABLE conversations ADD COLUMN private INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE memories (
+    id                  INTEGER PRIMARY KEY,
+    kind                TEXT NOT NULL CHECK (kind IN ('fact', 'preference', 'task')),
+    content             TEXT NOT NULL,
+    source_conversation TEXT REFERENCES conversations (id) ON DELETE SET NULL,
+    created_at          REAL NOT NULL,
+    updated_at          REAL NOT NULL
+);
+CREATE INDEX memories_by_kind ON memories (kind, updated_at);
+CREATE VIRTUAL TABLE memories_fts USING fts5 (
+    content, content = 'memories', content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts (rowid, content) VALUES (new.id, new.content);
+END;
+CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, content)
+        VALUES ('delete', old.id, old.content);
+END;
+CREATE TRIGGER memories_fts_update AFTER UPDATE OF content ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, content)
+        VALUES ('delete', old.id, old.content);
+    INSERT INTO memories_fts (rowid, content) VALUES (new.id, new.content);
+END;
+"""
+
 #: MIGRATIONS[i] takes the schema from version i to i + 1. Append only.
-MIGRATIONS: list[str] = [_V1, _V2, _V3]
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4]
 
 
 class StoreError(Exception):
@@ -330,6 +359,78 @@ class Store:
             "SELECT account_id FROM integration_active WHERE integration = ?", (integration,)
         )
         return rows[0]["account_id"] if rows else None
+
+    # ---- privacy and memories ---------------------------------------------------------
+
+    def set_private(self, conv_id: str, private: bool) -> None:
+        """A private conversation is never a source of memories."""
+        self._update_conversation(conv_id, "private = ?", (int(private),))
+
+    def is_private(self, conv_id: str) -> bool:
+        rows = self._read("SELECT private FROM conversations WHERE id = ?", (conv_id,))
+        if not rows:
+            raise NotFoundError(f"no conversation {conv_id}")
+        return bool(rows[0][0])
+
+    def add_memory(self, kind: str, content: str, source_conversation: str | None) -> int:
+        now = self._clock()
+        with self._write() as db:
+            cur = db.execute(
+                "INSERT INTO memories (kind, content, source_conversation, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (kind, content, source_conversation, now, now),
+            )
+            return cast(int, cur.lastrowid)
+
+    def update_memory(self, memory_id: int, **changes: Any) -> bool:
+        """Change `content` and/or `kind`; False when there is no such memory."""
+        changes = {k: v for k, v in changes.items() if k in ("content", "kind") and v is not None}
+        assignments = ", ".join(f"{name} = ?" for name in [*changes, "updated_at"])
+        with self._write() as db:
+            cur = db.execute(
+                f"UPDATE memories SET {assignments} WHERE id = ?",
+                (*changes.values(), self._clock(), memory_id),
+            )
+        return cur.rowcount > 0
+
+    def delete_memory(self, memory_id: int) -> bool:
+        with self._write() as db:
+            cur = db.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+        return cur.rowcount > 0
+
+    def memory_rows(
+        self, kind: str | None = None, limit: int = 50, ids: tuple[int, ...] = ()
+    ) -> list[dict[str, Any]]:
+        """Memories, most recently updated first (optionally of one kind, or these ids)."""
+        where, params = ["1"], []
+        if kind is not None:
+            where.append("kind = ?")
+            params.append(kind)
+        if ids:
+            where.append(f"id IN ({', '.join('?' for _ in ids)})")
+            params.extend(ids)
+        rows = self._read(
+            f"SELECT * FROM memories WHERE {' AND '.join(where)}"
+            " ORDER BY updated_at DESC, id DESC LIMIT ?",
+            (*params, limit),
+        )
+        return [dict(r) for r in rows]
+
+    def search_memory_rows(
+        self, query: str, kind: str | None = None, limit: int = 20, any_word: bool = False
+    ) -> list[dict[str, Any]]:
+        """Memories matching `query`, best first (FTS5 bm25). `any_word`: OR instead of AND."""
+        match = fts_query(query, any_word=any_word)
+        if match is None:
+            return []
+        rows = self._read(
+            """SELECT m.*, bm25(memories_fts) AS score FROM memories_fts
+               JOIN memories m ON m.id = memories_fts.rowid
+               WHERE memories_fts MATCH ? AND (? IS NULL OR m.kind = ?)
+               ORDER BY score, m.updated_at DESC LIMIT ?""",
+            (match, kind, kind, limit),
+        )
+        return [dict(r) for r in rows]
 
     def rename_conversation(self, conv_id: str, title: str) -> None:
         self._update_conversation(conv_id, "title = ?", (title,))
@@ -622,16 +723,19 @@ class Store:
 # ---- helpers -------------------------------------------------------------------------
 
 
-def fts_query(text: str) -> str | None:
+def fts_query(text: str, *, any_word: bool = False) -> str | None:
     """Turn free text into a safe FTS5 MATCH expression, or None if nothing is searchable.
 
     Each whitespace-separated word becomes a quoted string (quotes doubled), so
     operators (`AND`, `NEAR(`), column filters (`content:`) and stray `"` are literal.
+    With `any_word` the words are OR-ed (for ranking by relevance) instead of all required.
     """
     words = [w for w in text.split() if any(ch.isalnum() for ch in w)]
     if not words:
         return None
     quoted = ['"' + w.replace('"', '""') + '"' for w in words]
+    if any_word:
+        return " OR ".join(dict.fromkeys(quoted))
     quoted[-1] += "*"
     return " ".join(quoted)
 

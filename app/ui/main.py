@@ -65,6 +65,7 @@ class App:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reminders_stopped = False
         QTimer.singleShot(0, self.start_scheduler)
+        QTimer.singleShot(0, self.start_mcp_servers)
 
     def show(self) -> None:
         if self.runtime.settings.general.start_minimized and self.tray.available:
@@ -102,6 +103,19 @@ class App:
             return
         self._loop = loop
         self.scheduler.start()
+
+    def start_mcp_servers(self) -> None:
+        """MCP servers connect in the background after the window shows; the user can chat
+        meanwhile, and their tools join the registry as they come up."""
+        from app.core.paths import mcp_path
+
+        if not mcp_path(self.runtime.home).exists():
+            return
+        loop = asyncio.get_event_loop()
+        if not loop.is_running():
+            QTimer.singleShot(200, self.start_mcp_servers)
+            return
+        self._mcp_future = loop.run_in_executor(None, self.runtime.mcp_tools)
 
     def stop_reminders(self) -> None:
         """No more reminders from this App (quitting, or a test tearing it down)."""
@@ -176,6 +190,9 @@ def run_gui(home: str | Path | None = None) -> int:
         return 0
     loop = qasync.QEventLoop(qapp)
     asyncio.set_event_loop(loop)
+    from app.ui.passphrase import install_gui_prompts
+
+    install_gui_prompts()  # an encrypted-file keyring asks for its passphrase in a dialog
     app = App(qapp, resolved_home)
     server = InstanceServer(resolved_home)
     server.activationRequested.connect(app.window.bring_to_front)

@@ -28,18 +28,24 @@ from app.core.runtime import Runtime
 from app.core.secrets import SecretStoreError
 from app.core.settings import SecretInSettingsError, Settings
 from app.ui.settings.general_page import GeneralPage
+from app.ui.settings.integrations_page import IntegrationsPage
 from app.ui.settings.page import SettingsPage, in_thread
 from app.ui.settings.providers_page import ProvidersPage
 from app.ui.settings.tools_page import ToolsPage
 from app.ui.settings.widgets import muted_label, role_label
 
-PageKey = Literal["providers", "tools", "general"]
-PAGE_KEYS: tuple[PageKey, ...] = ("providers", "tools", "general")
-NAV_TITLES = {"providers": "Providers", "tools": "Tools", "general": "General"}
+PageKey = Literal["providers", "integrations", "tools", "general"]
+PAGE_KEYS: tuple[PageKey, ...] = ("providers", "integrations", "tools", "general")
+NAV_TITLES = {
+    "providers": "Providers",
+    "integrations": "Integrations",
+    "tools": "Tools",
+    "general": "General",
+}
 
 
 class SettingsDialog(QDialog):
-    """Settings in three pages. Emits `settingsChanged` after a successful save; the caller
+    """Settings in four pages. Emits `settingsChanged` after a successful save; the caller
     re-reads `runtime.settings` (already replaced with what was saved)."""
 
     settingsChanged = Signal()
@@ -54,10 +60,12 @@ class SettingsDialog(QDialog):
         self.resize(940, 620)
         self.setMinimumSize(760, 520)
         self.providers = ProvidersPage(runtime)
+        self.integrations = IntegrationsPage(runtime)
         self.tools = ToolsPage(runtime)
         self.general = GeneralPage(runtime)
         self.pages: dict[PageKey, SettingsPage] = {
             "providers": self.providers,
+            "integrations": self.integrations,
             "tools": self.tools,
             "general": self.general,
         }
@@ -187,6 +195,7 @@ class SettingsDialog(QDialog):
     def done(self, result: int) -> None:
         if self._save_task is None:  # never cut a save short half-way
             self.providers.cancel_tasks()
+            self.integrations.cancel_tasks()
         super().done(result)
 
 

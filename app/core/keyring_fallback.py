@@ -1,0 +1,232 @@
+"""When there is no usable system keyring: an encrypted file, never plain text.
+
+`settings.security.keyring` chooses where secrets go:
+
+- "system": the OS keyring only (Secret Service, Keychain, Credential Manager).
+- "encrypted_file": `<home>/secrets.cfg`, encrypted by keyrings.cryptfile (Argon2 + AES)
+  with a passphrase asked once per session.
+- "auto": the OS keyring; when it is unusable (no Secret Service, D-Bus down) the user is
+  told once and asked whether to use the encrypted file instead. Without that consent the
+  error stands: secrets are never stored in plain text.
+
+Who answers the questions is pluggable: the GUI installs dialogs (app/ui/passphrase.py),
+the command line uses `DESKHAND_KEYRING_PASSPHRASE` or a prompt on a terminal.
+Every function here may block (Argon2, file I/O, prompts): call it from a worker thread.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from keyring.backend import KeyringBackend
+
+KeyringMode = Literal["auto", "system", "encrypted_file"]
+KEYRING_MODES: tuple[KeyringMode, ...] = ("auto", "system", "encrypted_file")
+PASSPHRASE_ENV = "DESKHAND_KEYRING_PASSPHRASE"
+FILE_NAME = "secrets.cfg"
+#: Windows Credential Manager: at most 2,560 bytes per credential (CRED_MAX_CREDENTIAL_BLOB_SIZE)
+WINDOWS_MAX_SECRET_BYTES = 2560
+
+NO_PASSPHRASE = (
+    "no keyring: set DESKHAND_KEYRING_PASSPHRASE or run the app once to set up the encrypted store"
+)
+EXPLANATION = (
+    "Deskhand could not reach a system keyring (on Linux: a Secret Service such as GNOME "
+    "Keyring or KWallet). It can keep your credentials in an encrypted file in its own "
+    "folder instead, protected by a passphrase you choose. Nothing is ever stored in plain "
+    "text."
+)
+
+#: (creating) -> the passphrase, or None when the user declines. `creating`: the file does
+#: not exist yet, so the passphrase being chosen should be confirmed.
+PassphraseProvider = Callable[[bool], "str | None"]
+#: (explanation) -> True when the user accepts the encrypted file instead of the OS keyring.
+ConsentProvider = Callable[[str], bool]
+
+
+class FallbackError(Exception):
+    """The encrypted store could not be opened. The text is for the user."""
+
+
+@dataclass
+class Prompts:
+    """Who is asked for a passphrase and for consent (process-wide; the GUI replaces it)."""
+
+    passphrase: PassphraseProvider
+    consent: ConsentProvider
+
+
+def cli_passphrase(creating: bool) -> str | None:
+    """`$DESKHAND_KEYRING_PASSPHRASE`, else a prompt on a terminal, else None."""
+    value = os.environ.get(PASSPHRASE_ENV)
+    if value:
+        return value
+    if not _interactive():
+        return None
+    first = getpass.getpass("Passphrase for Deskhand's encrypted secret store: ")
+    if creating and first and getpass.getpass("Repeat the passphrase: ") != first:
+        raise FallbackError("the two passphrases differ; nothing was set up")
+    return first or None
+
+
+def cli_consent(explanation: str) -> bool:
+    """Setting the passphrase variable is consent; on a terminal the user is asked."""
+    if os.environ.get(PASSPHRASE_ENV):
+        return True
+    if not _interactive():
+        return False
+    print(explanation, file=sys.stderr)
+    answer = input("Use an encrypted file for Deskhand's secrets? [y/N] ")
+    return answer.strip().lower() in {"y", "yes"}
+
+
+def _interactive() -> bool:
+    return sys.stdin is not None and sys.stdin.isatty()
+
+
+_prompts = Prompts(cli_passphrase, cli_consent)
+_prompts_lock = threading.Lock()
+
+
+def install_prompts(prompts: Prompts) -> Prompts:
+    """Replace who is asked (the GUI does at start-up); returns the previous prompts."""
+    global _prompts
+    with _prompts_lock:
+        previous, _prompts = _prompts, prompts
+    return previous
+
+
+def current_prompts() -> Prompts:
+    with _prompts_lock:
+        return _prompts
+
+
+def encrypted_file_path(home: Path) -> Path:
+    return home / FILE_NAME
+
+
+def configured_mode(home: Path | None) -> KeyringMode:
+    """`security.keyring` from settings.json in `home` (read only; "auto" when unknown)."""
+    if home is None:
+        return "auto"
+    try:
+        data = json.loads((home / "settings.json").read_text("utf-8"))
+        mode = data.get("security", {}).get("keyring", "auto")
+    except (OSError, ValueError, AttributeError):
+        return "auto"
+    return mode if mode in KEYRING_MODES else "auto"
+
+
+def default_home() -> Path | None:
+    """`$DESKHAND_HOME`, else the platform folder, without creating anything."""
+    from app.core.paths import APP_NAME, HOME_ENV
+
+    raw = os.environ.get(HOME_ENV)
+    if raw:
+        return Path(raw).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+
+def system_unusable(exc: BaseException) -> bool:
+    """True when `exc` means there is no system keyring to talk to (as opposed to a locked
+    one or a refused request): no backend, no Secret Service, D-Bus down."""
+    from keyring.errors import InitError, KeyringLocked, NoKeyringError
+
+    if isinstance(exc, KeyringLocked):
+        return False
+    if isinstance(exc, NoKeyringError | InitError | OSError):
+        return True
+    name = type(exc).__name__
+    module = type(exc).__module__
+    return "NotAvailable" in name or module.startswith(("jeepney", "secretstorage", "dbus"))
+
+
+def open_encrypted_file(path: Path, passphrase: str) -> KeyringBackend:
+    """The cryptfile keyring at `path`, unlocked (or created) with `passphrase`.
+
+    Raises FallbackError for a wrong passphrase or an unreadable file."""
+    from keyrings.cryptfile.cryptfile import CryptFileKeyring
+
+    if not passphrase.strip():
+        raise FallbackError("the passphrase of the encrypted secret store cannot be blank")
+    backend = CryptFileKeyring()
+    backend.file_path = str(path)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        backend.keyring_key = passphrase  # unlocks an existing file, or creates it
+    except ValueError as exc:  # MAC check failed / "Incorrect Password"
+        raise FallbackError(
+            f"wrong passphrase for the encrypted secret store ({path}); nothing was read"
+        ) from exc
+    except OSError as exc:
+        raise FallbackError(f"could not open the encrypted secret store {path}: {exc}") from exc
+    return backend
+
+
+def check_windows_size(value: str) -> str | None:
+    """Why `value` cannot go to the Windows Credential Manager, or None when it fits."""
+    if sys.platform != "win32":
+        return None
+    size = len(value.encode("utf-16-le"))
+    if size <= WINDOWS_MAX_SECRET_BYTES:
+        return None
+    return (
+        f"this secret is {size:,} bytes as UTF-16 and the Windows Credential Manager holds at "
+        f"most {WINDOWS_MAX_SECRET_BYTES:,}. Store a path to a file instead (for example a "
+        "certificate or kubeconfig), or switch Settings → security.keyring to "
+        '"encrypted_file"'
+    )
+
+
+class EncryptedFileOpener:
+    """Opens the encrypted store once per session (thread-safe) and remembers consent."""
+
+    def __init__(self, home: Path | None, prompts: Prompts | None = None) -> None:
+        self.home = home
+        self._prompts = prompts
+        self._backend: KeyringBackend | None = None
+        self._consent: bool | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def prompts(self) -> Prompts:
+        return self._prompts or current_prompts()
+
+    @property
+    def path(self) -> Path:
+        home = self.home or default_home()
+        if home is None:
+            raise FallbackError(NO_PASSPHRASE)
+        return encrypted_file_path(home)
+
+    @property
+    def accepted(self) -> bool:
+        return bool(self._consent)
+
+    def consent(self) -> bool:
+        """Ask once per session whether the encrypted file may replace the OS keyring."""
+        with self._lock:
+            if self._consent is None:
+                self._consent = bool(self.prompts.consent(EXPLANATION))
+            return self._consent
+
+    def open(self) -> KeyringBackend:
+        with self._lock:
+            if self._backend is None:
+                path = self.path
+                passphrase = self.prompts.passphrase(not path.exists())
+                if not passphrase:
+                    raise FallbackError(NO_PASSPHRASE)
+                self._backend = open_encrypted_file(path, passphrase)
+            return self._backend

@@ -1,0 +1,6 @@
+"""MCP servers as tool categories (DESIGN.md §3, §5, §7; issue 8).
+
+`config` reads and writes `mcp.json` (no SDK import); `manager` owns the background
+loop and is light until a server starts; `connection` and `results` import the `mcp` SDK
+and load only when a server is started.
+"""

@@ -1,0 +1,298 @@
+"""One MCP server: connect over its transport, keep one `ClientSession` open, notice a
+crash and reconnect with backoff. Runs entirely on the manager's event loop.
+
+This module imports the `mcp` SDK; it is loaded only when a server starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from app.core.mcp import reaper
+from app.core.mcp.config import SecretGetter, ServerConfig, resolve_secrets
+from app.core.mcp.status import ServerState, Status
+from app.core.mcp.stderr import StderrPipe
+
+log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT = 60.0
+HEALTH_INTERVAL = 0.5
+PING_EVERY = 30.0
+BACKOFF_START = 0.5
+BACKOFF_MAX = 30.0
+STABLE_AFTER = 60.0
+
+
+class ServerUnavailable(Exception):
+    """The server is not connected (starting, crashed, failed or stopped)."""
+
+
+@dataclass
+class Listing:
+    tools: list[Any] = field(default_factory=list)
+    resources: list[Any] = field(default_factory=list)
+    prompts: list[Any] = field(default_factory=list)
+
+
+class ServerConnection:
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        get_secret: SecretGetter,
+        on_change: Callable[[ServerState], None],
+        backoff_start: float = BACKOFF_START,
+        connect_timeout: float = CONNECT_TIMEOUT,
+    ) -> None:
+        self.config = config
+        self._get_secret = get_secret
+        self._on_change = on_change
+        self._backoff_start = backoff_start
+        self._connect_timeout = connect_timeout
+        self._marker = reaper.new_marker()
+        self.state = ServerState(config.name, config.transport)
+        self.listing = Listing()
+        self.session: ClientSession | None = None
+        self._ready = asyncio.Event()
+        self._settled = asyncio.Event()  # first attempt finished, whatever the outcome
+        self._stop = asyncio.Event()
+        self._broken = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    # ---- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(
+                self._supervise(), name=f"mcp:{self.config.name}"
+            )
+
+    async def wait_settled(self, timeout: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._settled.wait(), timeout)
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        if self._task is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), timeout)
+        except (TimeoutError, asyncio.CancelledError):
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
+        self._set(Status.STOPPED)
+
+    def _set(self, status: Status, error: str | None = None) -> None:
+        self.state.status = status
+        if error is not None or status is Status.READY:
+            self.state.error = error
+        self.state.tools = [t.name for t in self.listing.tools]
+        self.state.resources = [str(r.uri) for r in self.listing.resources]
+        self.state.prompts = [p.name for p in self.listing.prompts]
+        try:
+            self._on_change(self.state.copy())
+        except Exception:  # a listener must not break the connection
+            log.exception("MCP status listener failed")
+
+    async def _supervise(self) -> None:
+        delay = self._backoff_start
+        while not self._stop.is_set():
+            started = time.monotonic()
+            error: str | None = None
+            try:
+                await self._run_once()
+            except asyncio.CancelledError:
+                if self._stop.is_set():
+                    raise
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+                error = "the connection was cancelled"
+            except Exception as exc:
+                error = _describe(exc)
+            finally:
+                self.session = None
+                self._ready.clear()
+            if self._stop.is_set():
+                break
+            error = error or "the server closed the connection"
+            if time.monotonic() - started > STABLE_AFTER:
+                delay = self._backoff_start
+            self.state.restarts += 1
+            was_ready = self._settled.is_set() and self.state.status is Status.READY
+            log.warning(
+                "MCP server %s %s: %s; restarting in %.1f s",
+                self.config.name,
+                "crashed" if was_ready else "failed to start",
+                error,
+                delay,
+            )
+            self._set(Status.RESTARTING if was_ready else Status.FAILED, error)
+            self._settled.set()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), delay)
+            delay = min(delay * 2, BACKOFF_MAX)
+
+    async def _run_once(self) -> None:
+        self._broken.clear()
+        self._set(Status.STARTING)
+        async with AsyncExitStack() as stack:
+            # Not wait_for: it would run the transport's anyio scopes in another task.
+            async with asyncio.timeout(self._connect_timeout):
+                session = await self._connect(stack)
+                self.listing = await self._discover(session)
+            self.session = session
+            self._ready.set()
+            self._set(Status.READY)
+            self._settled.set()
+            log.info("MCP server %s ready with %d tools", self.config.name, len(self.listing.tools))
+            await self._watch(session)
+
+    async def _connect(self, stack: AsyncExitStack) -> ClientSession:
+        cfg = self.config
+        if cfg.transport == "stdio":
+            assert cfg.command is not None
+            env = resolve_secrets(cfg.env, self._get_secret)
+            env[reaper.ENV_NAME] = self._marker
+            params = StdioServerParameters(
+                command=cfg.command, args=list(cfg.args), env=env, cwd=cfg.cwd
+            )
+            stack.push_async_callback(asyncio.to_thread, reaper.reap, self._marker)
+            streams = await stack.enter_async_context(
+                stdio_client(params, errlog=self._errlog(stack))
+            )
+        else:
+            import httpx2
+
+            assert cfg.url is not None
+            headers = resolve_secrets(cfg.headers, self._get_secret)
+            timeout = httpx2.Timeout(30.0, read=300.0)
+            if cfg.transport == "sse":
+                from mcp.client.sse import sse_client
+
+                streams = await stack.enter_async_context(
+                    sse_client(cfg.url, headers=headers or None)
+                )
+            else:
+                from mcp.client.streamable_http import streamable_http_client
+
+                client = await stack.enter_async_context(
+                    httpx2.AsyncClient(headers=headers, timeout=timeout)
+                )
+                streams = await stack.enter_async_context(
+                    streamable_http_client(cfg.url, http_client=client)
+                )
+        read, write = streams[0], streams[1]
+        session = await stack.enter_async_context(ClientSession(read, write))
+        await session.initialize()
+        return session
+
+    def _errlog(self, stack: AsyncExitStack) -> IO[str]:
+        """The server's stderr, logged line by line (and scrubbed by the log tripwire)."""
+        pipe = StderrPipe(self.config.name)
+        stack.callback(pipe.close)
+        return pipe.writer
+
+    async def _discover(self, session: ClientSession) -> Listing:
+        caps = session.server_capabilities
+        listing = Listing()
+        if caps is None or caps.tools is not None:
+            listing.tools = await _all_pages(session.list_tools, "tools")
+        if caps is not None and caps.resources is not None:
+            listing.resources = await _optional(_all_pages(session.list_resources, "resources"))
+        if caps is not None and caps.prompts is not None:
+            listing.prompts = await _optional(_all_pages(session.list_prompts, "prompts"))
+        return listing
+
+    async def _watch(self, session: ClientSession) -> None:
+        """Returns when asked to stop or when the connection is gone."""
+        last_ping = time.monotonic()
+        while not self._stop.is_set():
+            if self._broken.is_set() or _closed(session):
+                return
+            if time.monotonic() - last_ping > PING_EVERY:
+                last_ping = time.monotonic()
+                try:
+                    async with asyncio.timeout(10.0):
+                        await session.send_ping()
+                except Exception:
+                    return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), HEALTH_INTERVAL)
+
+    # ---- calls --------------------------------------------------------------------------
+
+    async def ready_session(self, timeout: float) -> ClientSession:
+        if self.session is None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._ready.wait(), timeout)
+        if self.session is None:
+            why = f": {self.state.error}" if self.state.error else ""
+            raise ServerUnavailable(
+                f"the MCP server {self.config.name!r} is {self.state.status.value}{why}"
+            )
+        return self.session
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any], timeout: float) -> Any:
+        session = await self.ready_session(min(timeout, 30.0))
+        try:
+            return await session.call_tool(tool, arguments)
+        except Exception:
+            if _closed(session):
+                self._broken.set()
+                raise ServerUnavailable(
+                    f"the MCP server {self.config.name!r} stopped during the call; "
+                    "it is being restarted"
+                ) from None
+            raise
+
+    async def read_resource(self, uri: str) -> Any:
+        session = await self.ready_session(30.0)
+        return await session.read_resource(uri)
+
+
+def _closed(session: ClientSession) -> bool:
+    """Whether the session's transport has ended (the SDK fans out CONNECTION_CLOSED)."""
+    dispatcher = getattr(session, "_dispatcher", None)
+    return bool(getattr(dispatcher, "_closed", False))
+
+
+async def _all_pages(method: Any, attr: str) -> list[Any]:
+    items: list[Any] = []
+    cursor: str | None = None
+    from mcp.types import PaginatedRequestParams
+
+    for _ in range(100):
+        result = await method(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+        items.extend(getattr(result, attr))
+        cursor = result.next_cursor
+        if not cursor:
+            break
+    return items
+
+
+async def _optional(coro: Any) -> list[Any]:
+    try:
+        return await coro
+    except Exception as exc:
+        log.info("MCP listing failed: %s", exc)
+        return []
+
+
+def _describe(exc: BaseException) -> str:
+    """A one-line reason, unwrapping the exception groups anyio raises."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

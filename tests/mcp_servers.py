@@ -1,0 +1,132 @@
+"""MCP servers for the tests, written with the official SDK (`MCPServer`).
+
+Run as a script: `python tests/mcp_servers.py stdio | http PORT | sse PORT`.
+`MCP_TEST_MARKERS` (a folder) is where tools leave evidence (e.g. of a cancellation);
+`MCP_TEST_TOKEN`, when set, is echoed by `whoami` so tests can check secret passing.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+from mcp.server.mcpserver import Image, MCPServer
+from mcp.types import ToolAnnotations
+
+# A 1x1 transparent PNG.
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
+    "0000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"
+)
+
+
+def _marker(name: str) -> Path | None:
+    folder = os.environ.get("MCP_TEST_MARKERS")
+    return Path(folder) / name if folder else None
+
+
+def build() -> MCPServer:
+    server = MCPServer("deskhand-test")
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def echo(text: str, times: int = 1) -> str:
+        """Echo the text back. Repeats it `times` times."""
+        return " ".join([text] * times)
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=True))
+    def delete_note(name: str) -> str:
+        """Delete a note (pretend)."""
+        return f"deleted {name}"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def fail(reason: str = "it broke") -> str:
+        """Always fails."""
+        raise ValueError(reason)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def whoami() -> str:
+        """Report the token the server was started with."""
+        return f"token={os.environ.get('MCP_TEST_TOKEN', '')}"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def picture() -> Image:
+        """Return a tiny PNG."""
+        return Image(data=PNG, format="png")
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def slow(seconds: float = 30.0) -> str:
+        """Sleep, leaving a marker if cancelled."""
+        started = _marker("slow-started")
+        if started:
+            started.write_text("1")
+        try:
+            await anyio.sleep(seconds)
+        except anyio.get_cancelled_exc_class():
+            marker = _marker("slow-cancelled")
+            if marker:
+                marker.write_text("1")
+            raise
+        return "slept"
+
+    @server.tool()
+    def crash() -> str:
+        """Exit the server process abruptly (stdio only)."""
+        count = _marker("crashes")
+        if count:
+            count.write_text(str(int(count.read_text() or 0) + 1) if count.exists() else "1")
+        os._exit(3)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def pid() -> int:
+        """The server's process id."""
+        return os.getpid()
+
+    @server.tool()
+    def spawn_child() -> int:
+        """Start a long-running grandchild in its own session; return its pid."""
+        child = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(120)"],
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        return child.pid
+
+    @server.resource("note://hello", name="hello", mime_type="text/plain")
+    def hello() -> str:
+        return "Hello from a resource"
+
+    @server.prompt()
+    def summarize(topic: str) -> str:
+        """Ask for a summary."""
+        return f"Summarize {topic}."
+
+    return server
+
+
+def main(argv: list[str]) -> None:
+    server = build()
+    mode = argv[1] if len(argv) > 1 else "stdio"
+    token = os.environ.get("MCP_TEST_TOKEN", "")
+    print(f"test server starting ({mode}) token={token}", file=sys.stderr, flush=True)
+    if mode == "stdio":
+        server.run("stdio")
+    elif mode == "http":
+        server.run("streamable-http", host="127.0.0.1", port=int(argv[2]))
+    elif mode == "sse":
+        server.run("sse", host="127.0.0.1", port=int(argv[2]))
+    else:
+        raise SystemExit(f"unknown mode {mode}")
+
+
+if __name__ == "__main__":
+    main(sys.argv)

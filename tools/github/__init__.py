@@ -1,0 +1,1 @@
+"""GitHub tools: repositories, issues and pull requests, files."""

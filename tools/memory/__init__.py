@@ -1,0 +1,1 @@
+"""Memory tools: remember facts, preferences and tasks across conversations."""

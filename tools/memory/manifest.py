@@ -1,0 +1,82 @@
+"""Memory tools: short notes kept across conversations (facts, preferences, tasks)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from tools.spec import Operation, ToolManifest
+
+IMPL = "tools.memory.actions"
+Kind = Literal["fact", "preference", "task"]
+
+
+class StoreMemory(BaseModel):
+    content: str = Field(
+        ..., min_length=1, max_length=2000, description="One short, self-contained statement"
+    )
+    kind: Kind = Field("fact", description="fact, preference (how the user likes things) or task")
+
+
+class SearchMemory(BaseModel):
+    query: str = Field(..., min_length=1, description="Words to look for")
+    kind: Kind | None = Field(None, description="Only this kind")
+    limit: int = Field(10, ge=1, le=50)
+
+
+class UpdateMemory(BaseModel):
+    id: int = Field(..., description="Memory id from memory_search or memory_list")
+    content: str | None = Field(None, min_length=1, max_length=2000, description="New text")
+    kind: Kind | None = Field(None, description="New kind")
+
+
+class MemoryRef(BaseModel):
+    id: int = Field(..., description="Memory id from memory_search or memory_list")
+
+
+class ListMemory(BaseModel):
+    kind: Kind | None = Field(None, description="Only this kind")
+    limit: int = Field(50, ge=1, le=200)
+
+
+def _tool(name: str, description: str, params: type[BaseModel], op: Operation) -> ToolManifest:
+    return ToolManifest(
+        name=name,
+        category="memory",
+        description=description,
+        params=params,
+        operations=frozenset({op}),
+        impl=f"{IMPL}:{name}",
+        timeout=20,
+    )
+
+
+MANIFESTS = [
+    _tool(
+        "memory_store",
+        "Remember a fact, preference or task about the user for future conversations. "
+        "Store only what the user would want kept; never secrets.",
+        StoreMemory,
+        Operation.CREATE,
+    ),
+    _tool(
+        "memory_search",
+        "Search remembered facts, preferences and tasks, best matches first.",
+        SearchMemory,
+        Operation.READ,
+    ),
+    _tool(
+        "memory_update",
+        "Change the text or kind of a remembered item.",
+        UpdateMemory,
+        Operation.UPDATE,
+    ),
+    _tool("memory_delete", "Forget a remembered item.", MemoryRef, Operation.DELETE),
+    _tool(
+        "memory_list",
+        "List remembered items, most recently changed first.",
+        ListMemory,
+        Operation.READ,
+    ),
+]

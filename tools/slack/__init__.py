@@ -1,0 +1,1 @@
+"""Slack tools: workspace health, channels, people, messages."""
