@@ -53,7 +53,7 @@ class Runtime:
         self.home = deskhand_home(home)
         self.settings_store = SettingsStore(settings_path(self.home))
         self.settings: Settings = self.settings_store.load()
-        self.secrets = SecretStore()
+        self.secrets = SecretStore(mode=self.settings.security.keyring, home=self.home)
         self.registry = ToolRegistry.default(self.home, entry_points=entry_points)
         self.runner = ToolRunner(self.registry, secrets=self.secrets.known_values)
 
