@@ -170,9 +170,19 @@ class ToolContext:
         except KeyError:
             raise ToolError(f"the {name} service is not available here") from None
 
-    def account(self, integration: str | None = None) -> Any:
-        """The active account of this tool's integration (or of `integration`)."""
+    def account(self, integration: str | None = None, named: str | None = None) -> Any:
+        """The active account of this tool's integration (or of `integration`), or the one
+        `named` (id or label) when a tool lets the model choose; secrets filled in."""
         name = integration or self._integration
+        if named:
+            if self.accounts is None:
+                raise ToolError("choosing an account is not available here")
+            try:
+                account = self.accounts.find(name, named)
+            except LookupError as exc:
+                raise ToolError(str(exc.args[0]) if exc.args else str(exc)) from None
+            with_secrets = getattr(self.accounts, "with_secrets", None)
+            return with_secrets(account) if with_secrets is not None else account
         if name is None:
             raise ToolError("this tool is not tied to an integration")
         if self._account_resolver is None:

@@ -15,6 +15,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from tools.clock import system_zone
+
 #: Delivered later than this after its due time → shown as late.
 LATE_AFTER = timedelta(seconds=90)
 STATUSES = ("scheduled", "fired", "done", "cancelled")
@@ -78,20 +80,6 @@ def zone(name: str | None) -> ZoneInfo:
         raise ReminderError(
             f"unknown time zone {name!r}; use an IANA name like Europe/Paris"
         ) from None
-
-
-def system_zone() -> ZoneInfo:
-    local = datetime.now().astimezone().tzinfo
-    key = getattr(local, "key", None)
-    if key:
-        return ZoneInfo(key)
-    try:
-        from pathlib import Path
-
-        link = Path("/etc/localtime").resolve()
-        return ZoneInfo("/".join(link.parts[-2:]) if "zoneinfo" in str(link) else "UTC")
-    except (OSError, ZoneInfoNotFoundError, ValueError):
-        return ZoneInfo("UTC")
 
 
 def next_occurrence(cron: str, tz: str, after: datetime) -> datetime:

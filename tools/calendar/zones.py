@@ -3,23 +3,12 @@
 from __future__ import annotations
 
 from datetime import date, datetime, time, timedelta
-from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from tools.clock import system_zone
 from tools.spec import ToolError
 
-
-def system_zone() -> ZoneInfo:
-    """The machine's IANA zone (UTC when it cannot be told)."""
-    local = datetime.now().astimezone().tzinfo
-    key = getattr(local, "key", None)
-    if key:
-        return ZoneInfo(key)
-    try:
-        link = Path("/etc/localtime").resolve()
-        return ZoneInfo("/".join(link.parts[-2:]) if "zoneinfo" in str(link) else "UTC")
-    except (OSError, ZoneInfoNotFoundError, ValueError):
-        return ZoneInfo("UTC")
+__all__ = ["system_zone"]
 
 
 def zone(name: str | None) -> ZoneInfo:

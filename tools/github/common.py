@@ -12,16 +12,7 @@ from tools.spec import ToolContext, ToolError
 
 def account_for(ctx: ToolContext, ref: str | None) -> Account:
     """The account named by `ref` (label or id), or the active GitHub account; secrets in."""
-    try:
-        if not ref:
-            return ctx.account("github")
-        if ctx.accounts is None:
-            raise ToolError("choosing an account is not available here")
-        account = ctx.accounts.find("github", ref)
-        with_secrets = getattr(ctx.accounts, "with_secrets", None)
-        return with_secrets(account) if with_secrets is not None else account
-    except LookupError as exc:
-        raise ToolError(str(exc.args[0]) if exc.args else str(exc)) from None
+    return ctx.account("github", named=ref)
 
 
 @contextmanager
