@@ -9,6 +9,8 @@ ensure_venv gui,test
 cd "$ROOT"
 echo "== ruff"
 "$VENV/bin/ruff" check .
+echo "== package test (build the Linux bundle and .deb, install, start, remove)"
+./scripts/package-test.sh
 echo "== pytest"
 export QT_QPA_PLATFORM=offscreen
 set +e

@@ -65,6 +65,8 @@ class App:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reminders_stopped = False
         QTimer.singleShot(0, self.start_scheduler)
+        # Read the tool manifests once the window is up, before the first message needs them.
+        QTimer.singleShot(150, lambda: self.runtime.registry)
         QTimer.singleShot(0, self.start_mcp_servers)
 
     def show(self) -> None:

@@ -16,7 +16,7 @@ class SetupCard(QFrame):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("setupCard")
-        self.setMaximumWidth(560)
+        self.setFixedWidth(560)  # wrapped labels get their height for this exact width
         self.title = QLabel("Connect a model to get started")
         self.title.setObjectName("setupTitle")
         self.body = QLabel(
@@ -41,6 +41,15 @@ class SetupCard(QFrame):
         layout.addLayout(self._servers)
         layout.addWidget(self.settings_button, 0, Qt.AlignmentFlag.AlignLeft)
         self.buttons: list[QPushButton] = []
+        self._fit_labels()
+
+    def _fit_labels(self) -> None:
+        """Wrapped labels inside a stacked page do not get their height-for-width from the
+        layout; give each the height its text needs at the card's fixed width."""
+        margins = self.layout().contentsMargins()
+        inner = self.width() - margins.left() - margins.right()
+        for label in (self.title, self.body, self.status):
+            label.setMinimumHeight(label.heightForWidth(inner))
 
     def show_servers(self, servers: list[Any]) -> None:
         for button in self.buttons:
@@ -51,8 +60,10 @@ class SetupCard(QFrame):
                 "No local server answered on 127.0.0.1 (Ollama :11434, LM Studio :1234). "
                 "Start one, or add a provider in settings."
             )
+            self._fit_labels()
             return
         self.status.setText("Found on this machine:")
+        self._fit_labels()
         for server in servers:
             models = len(server.models)
             first = f" — {server.models[0]}" if server.models else ""

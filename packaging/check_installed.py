@@ -1,0 +1,182 @@
+"""Checks an installed Deskhand (the .deb's /usr/bin/deskhand) from the outside.
+
+    python packaging/check_installed.py tools   EXE          # one tool call per category
+    python packaging/check_installed.py window  EXE OUT.png  # window under $DISPLAY + screenshot
+    python packaging/check_installed.py startup EXE [RUNS]   # cold start to the first window
+
+Run by scripts/package-test.sh with the checkout's Python (for the expected categories) and
+an Xvfb display. Uses only the standard library, xdotool and ImageMagick's `import`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# A cheap, read-only call per category; a category not listed uses its first read-only tool
+# without required parameters. Calls may fail (no Docker daemon, no kubeconfig, ...) as long
+# as they fail with the tool's own readable error: the point is that the implementation
+# module imports inside the bundle.
+PREFERRED = {
+    "fs": ("fs_list_dir", {"path": "."}),
+    "core": ("browse_tools", {}),
+    "reminders": ("reminders_list", {}),
+    "integrations": ("integration_list", {}),
+    "docker": ("docker_list_containers", {}),
+    "kubectl": ("kubectl_contexts", {}),
+    "calendar": ("calendar_list_calendars", {}),
+    "browser": ("browser_tabs", {}),
+}
+IMPORT_FAILURES = ("No module named", "ModuleNotFoundError", "ImportError", "cannot import name")
+WINDOW_NAME = "^Deskhand$"
+
+
+def expected_categories() -> list[str]:
+    sys.path.insert(0, str(ROOT))
+    from tools.registry import ToolRegistry
+
+    return ToolRegistry.default(None, entry_points=False).categories()
+
+
+def pick(category: str, tools: list[dict]) -> tuple[str, dict]:
+    if category in PREFERRED:
+        return PREFERRED[category]
+    for tool in tools:
+        if tool["operations"] == ["read"] and not tool["parameters"].get("required"):
+            return tool["name"], {}
+    raise SystemExit(f"category {category}: no read-only tool without required parameters")
+
+
+def check_tools(exe: str) -> int:
+    home = Path(tempfile.mkdtemp(prefix="deskhand-pkg-"))
+    env = {**os.environ, "HOME": str(home)}
+    run = {"capture_output": True, "text": True, "env": env, "cwd": home, "timeout": 90}
+    listing = subprocess.run([exe, "--home", str(home), "tools", "list", "--json"], **run)
+    if listing.returncode:
+        print(listing.stderr, file=sys.stderr)
+        return 1
+    tools = json.loads(listing.stdout)
+    by_category: dict[str, list[dict]] = {}
+    for tool in tools:
+        by_category.setdefault(tool["category"], []).append(tool)
+    want = expected_categories()
+    missing = sorted(set(want) - set(by_category))
+    print(f"installed copy lists {len(tools)} tools in {len(by_category)} categories")
+    if missing:
+        print(f"FAIL: categories missing from the installed copy: {missing}", file=sys.stderr)
+        return 1
+    failed = 0
+    for category in sorted(by_category):
+        name, args = pick(category, by_category[category])
+        result = subprocess.run(
+            [exe, "--home", str(home), "tools", "call", name, "--args", json.dumps(args)], **run
+        )
+        out = (result.stdout + result.stderr).strip()
+        broken = result.returncode not in (0, 1) or any(s in out for s in IMPORT_FAILURES)
+        failed += broken
+        first = out.splitlines()[0] if out else ""
+        status = "FAIL" if broken else ("ok" if result.returncode == 0 else "ok (tool error)")
+        print(f"  {category:13} {name:26} {status:16} {first[:90]}")
+        if broken:
+            print(out, file=sys.stderr)
+    shutil.rmtree(home, ignore_errors=True)
+    return 1 if failed else 0
+
+
+def _visible() -> bool:
+    found = subprocess.run(
+        ["xdotool", "search", "--onlyvisible", "--name", WINDOW_NAME], capture_output=True
+    )
+    return found.returncode == 0 and bool(found.stdout.strip())
+
+
+def _start(exe: str) -> tuple[subprocess.Popen, Path]:
+    home = Path(tempfile.mkdtemp(prefix="deskhand-gui-"))
+    env = {**os.environ, "HOME": str(home), "QT_QPA_PLATFORM": "xcb"}
+    proc = subprocess.Popen(
+        [exe, "--home", str(home / "deskhand")],
+        env=env,
+        cwd=home,
+        stdout=subprocess.DEVNULL,
+        stderr=open(home / "stderr.txt", "w"),  # noqa: SIM115 - lives as long as the process
+    )
+    return proc, home
+
+
+def _stop(proc: subprocess.Popen, home: Path) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def _wait_window(proc: subprocess.Popen, home: Path, timeout: float = 30) -> float:
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if _visible():
+            return time.monotonic() - start
+        if proc.poll() is not None:
+            raise SystemExit(
+                f"the app exited ({proc.returncode}): {(home / 'stderr.txt').read_text()[-2000:]}"
+            )
+        time.sleep(0.01)
+    raise SystemExit("no Deskhand window within 30 s")
+
+
+def check_window(exe: str, out: str) -> int:
+    proc, home = _start(exe)
+    try:
+        _wait_window(proc, home)
+        time.sleep(1.5)  # let the first conversation view and theme settle
+        subprocess.run(["import", "-window", "root", out], check=True)
+        spread = subprocess.run(
+            ["convert", out, "-format", "%[fx:standard_deviation]", "info:"],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+    finally:
+        _stop(proc, home)
+    print(f"window shown; screenshot {out} (pixel spread {float(spread):.3f})")
+    return 0 if float(spread) > 0.02 else 1
+
+
+def startup(exe: str, runs: int) -> int:
+    times = []
+    for _ in range(runs):
+        while _visible():  # the previous run's window must be gone
+            time.sleep(0.05)
+        proc, home = _start(exe)
+        try:
+            times.append(_wait_window(proc, home))
+        finally:
+            _stop(proc, home)
+    ms = ", ".join(f"{t:.2f}" for t in times)
+    print(f"cold start to the first shown window: median {statistics.median(times):.2f} s ({ms})")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) >= 2 and "/" in argv[1]:
+        argv[1] = str(Path(argv[1]).resolve())  # the app runs with its home as working dir
+    if len(argv) >= 2 and argv[0] == "tools":
+        return check_tools(argv[1])
+    if len(argv) >= 3 and argv[0] == "window":
+        return check_window(argv[1], argv[2])
+    if len(argv) >= 2 and argv[0] == "startup":
+        return startup(argv[1], int(argv[2]) if len(argv) > 2 else 5)
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
