@@ -339,3 +339,14 @@ def test_opening_the_window_imports_no_heavy_module(tmp_path: Path):
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report == {"heavy": [], "impls": [], "visible": True}
+
+
+def test_the_header_shows_the_accounts_tools_act_on(window, qtbot, qloop, monkeypatch, tmp_path):
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    window.refresh_accounts()
+    assert window.accounts_label.text() == ""  # only the local Docker: nothing to choose
+    added = window.runtime.accounts.add("docker", "build box", {"host": "ssh://me@build"})
+    window.runtime.accounts.set_active("docker", added.id)
+    window.refresh_accounts()
+    assert window.accounts_label.text() == "Docker: build box"

@@ -95,6 +95,21 @@ class AccountDirectory:
             raise AccountError(f"no {title} account is set up; add one in Settings → Accounts")
         return self.with_secrets(account)
 
+    def active_summary(self) -> list[tuple[str, str]]:
+        """(integration title, active account label) where the choice matters: the
+        integration has several accounts, or the user picked an added one."""
+        summary = []
+        for spec in self.integrations():
+            try:
+                accounts = self.list(spec.id)
+                active = self.active(spec.id)
+            except Exception as exc:  # a broken integration must not hide the others
+                log.warning("could not read %s accounts: %s", spec.id, exc)
+                continue
+            if active is not None and (len(accounts) > 1 or not active.discovered):
+                summary.append((spec.title, active.label))
+        return summary
+
     # ---- changing -----------------------------------------------------------------------
 
     def add(

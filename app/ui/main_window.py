@@ -110,11 +110,19 @@ class MainWindow(QMainWindow):
         self.title_label.setObjectName("chatTitle")
         self.model_label = QLabel()
         self.model_label.setObjectName("modelLabel")
+        self.accounts_label = QLabel()
+        self.accounts_label.setObjectName("modelLabel")
+        self.accounts_label.setToolTip(
+            "Active accounts: tools act on these. Switch in Settings → Integrations, "
+            "or ask Deskhand to switch."
+        )
         header = QFrame()
         header.setObjectName("chatHeader")
         header_layout = QHBoxLayout(header)
         header_layout.setContentsMargins(20, 10, 20, 10)
         header_layout.addWidget(self.title_label, 1)
+        header_layout.addWidget(self.accounts_label)
+        header_layout.addSpacing(16)
         header_layout.addWidget(self.model_label)
 
         setup_page = QWidget()
@@ -214,6 +222,7 @@ class MainWindow(QMainWindow):
         else:
             self.new_chat()
         self.refresh_provider()
+        QTimer.singleShot(300, self.refresh_accounts)  # after the first paint
 
     def save_state(self) -> None:
         self.ui_state.geometry = base64.b64encode(bytes(self.saveGeometry().data())).decode()
@@ -234,6 +243,15 @@ class MainWindow(QMainWindow):
             return
         self.model_label.setText(f"{account.model or 'default model'} · {account.label}")
         self.show_setup(False)
+
+    def refresh_accounts(self) -> None:
+        """Shows which accounts tools act on (e.g. "Kubernetes: prod"), where it matters."""
+        try:
+            summary = self.runtime.accounts.active_summary()
+        except Exception as exc:  # the header must never break the window
+            log.warning("could not read the active accounts: %s", exc)
+            summary = []
+        self.accounts_label.setText("  ·  ".join(f"{title}: {label}" for title, label in summary))
 
     def show_setup(self, visible: bool) -> None:
         self.chat_stack.setCurrentIndex(1 if visible else 0)
@@ -352,6 +370,7 @@ class MainWindow(QMainWindow):
     def _on_event(self, event: Any) -> None:
         self.chat_view.handle_event(event)
         if isinstance(event, TurnFinished | Error):
+            self.refresh_accounts()  # the model may have switched one
             conv = self.controller.conversation_id
             if conv:
                 record = self.runtime.store.get_conversation(conv)
@@ -375,6 +394,7 @@ class MainWindow(QMainWindow):
     def apply_settings(self) -> None:
         self.runtime.settings = self.runtime.settings_store.load()
         self.refresh_provider()
+        self.refresh_accounts()
 
     # ---- reminders -----------------------------------------------------------------------
 
