@@ -1,4 +1,5 @@
-"""The conversation list: new chat, search across all conversations, rename, delete."""
+"""The conversation list: new chat, search across all conversations, rename, delete, and
+marking a chat private (nothing is remembered from it; marked "(private)" in the list)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.store import HIGHLIGHT_END, HIGHLIGHT_START
+from app.core.store import HIGHLIGHT_END, HIGHLIGHT_START, NotFoundError
 
 ID_ROLE = Qt.ItemDataRole.UserRole
 LIST_LIMIT = 500
+#: Shown after a private chat's title (an emoji lock renders as a box without an emoji font).
+PRIVATE_MARK = "(private)"
+PRIVATE_ACTION = "Private chat (nothing is remembered)"
 
 
 def _when(moment: datetime) -> str:
@@ -42,6 +46,8 @@ class Sidebar(QWidget):
     newChatRequested = Signal()
     renameRequested = Signal(str)
     deleteRequested = Signal(str)
+    #: (conversation id, private) after the user turned "Private chat" on or off
+    privateChanged = Signal(str, bool)
 
     def __init__(self, store: Any, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -95,9 +101,13 @@ class Sidebar(QWidget):
             return
         self.list.clear()
         for conv in self.store.list_conversations(limit=LIST_LIMIT):
-            item = QListWidgetItem(f"{conv.title}\n{_when(conv.updated_at)}")
+            private = self._is_private(conv.id)
+            title = f"{conv.title} {PRIVATE_MARK}" if private else conv.title
+            item = QListWidgetItem(f"{title}\n{_when(conv.updated_at)}")
             item.setData(ID_ROLE, conv.id)
-            item.setToolTip(conv.title)
+            item.setToolTip(
+                f"{conv.title}\nPrivate: nothing is remembered" if private else conv.title
+            )
             self.list.addItem(item)
             if conv.id == self._current:
                 item.setSelected(True)
@@ -114,7 +124,10 @@ class Sidebar(QWidget):
         for hit in self.store.search(query, limit=100):
             snippet = hit.snippet.replace(HIGHLIGHT_START, "").replace(HIGHLIGHT_END, "")
             snippet = " ".join(snippet.split())
-            item = QListWidgetItem(f"{hit.conversation_title}\n{snippet}")
+            title = hit.conversation_title
+            if self._is_private(hit.conversation_id):
+                title = f"{title} {PRIVATE_MARK}"
+            item = QListWidgetItem(f"{title}\n{snippet}")
             item.setData(ID_ROLE, hit.conversation_id)
             item.setToolTip(snippet)
             self.list.addItem(item)
@@ -143,16 +156,44 @@ class Sidebar(QWidget):
             self._current = conv_id
             self.conversationSelected.emit(conv_id)
 
+    def _is_private(self, conv_id: str) -> bool:
+        try:
+            return bool(self.store.is_private(conv_id))
+        except NotFoundError:
+            return False
+
+    def set_private(self, conv_id: str, private: bool) -> None:
+        """Mark a conversation private (or not), show it in the list, tell the window."""
+        try:
+            self.store.set_private(conv_id, private)
+        except NotFoundError:
+            self.refresh()
+            return
+        self.refresh()
+        self.privateChanged.emit(conv_id, private)
+
+    def context_menu(self, conv_id: str) -> QMenu:
+        """The menu for one conversation (built apart from showing it, for tests)."""
+        menu = QMenu(self)
+        rename = QAction("Rename…", menu)
+        private = QAction(PRIVATE_ACTION, menu)
+        private.setCheckable(True)
+        private.setChecked(self._is_private(conv_id))
+        private.setToolTip("Memories are neither saved nor changed from this chat")
+        delete = QAction("Delete", menu)
+        rename.triggered.connect(lambda: self.renameRequested.emit(conv_id))
+        private.triggered.connect(lambda checked: self.set_private(conv_id, checked))
+        delete.triggered.connect(lambda: self.deleteRequested.emit(conv_id))
+        menu.addAction(rename)
+        menu.addAction(private)
+        menu.addSeparator()
+        menu.addAction(delete)
+        return menu
+
     def _menu(self, pos: QPoint) -> None:
         item = self.list.itemAt(pos)
         if item is None:
             return
-        conv_id = item.data(ID_ROLE)
-        menu = QMenu(self)
-        rename = QAction("Rename…", menu)
-        delete = QAction("Delete", menu)
-        rename.triggered.connect(lambda: self.renameRequested.emit(conv_id))
-        delete.triggered.connect(lambda: self.deleteRequested.emit(conv_id))
-        menu.addAction(rename)
-        menu.addAction(delete)
+        menu = self.context_menu(item.data(ID_ROLE))
         menu.exec(self.list.viewport().mapToGlobal(pos))
+        menu.deleteLater()

@@ -29,23 +29,34 @@ from app.core.secrets import SecretStoreError
 from app.core.settings import SecretInSettingsError, Settings
 from app.ui.settings.general_page import GeneralPage
 from app.ui.settings.integrations_page import IntegrationsPage
+from app.ui.settings.memory_page import MemoryPage
 from app.ui.settings.page import SettingsPage, in_thread
 from app.ui.settings.providers_page import ProvidersPage
+from app.ui.settings.skills_page import SkillsPage
 from app.ui.settings.tools_page import ToolsPage
 from app.ui.settings.widgets import muted_label, role_label
 
-PageKey = Literal["providers", "integrations", "tools", "general"]
-PAGE_KEYS: tuple[PageKey, ...] = ("providers", "integrations", "tools", "general")
+PageKey = Literal["providers", "integrations", "tools", "skills", "memory", "general"]
+PAGE_KEYS: tuple[PageKey, ...] = (
+    "providers",
+    "integrations",
+    "tools",
+    "skills",
+    "memory",
+    "general",
+)
 NAV_TITLES = {
     "providers": "Providers",
     "integrations": "Integrations",
     "tools": "Tools",
+    "skills": "Skills",
+    "memory": "Memory",
     "general": "General",
 }
 
 
 class SettingsDialog(QDialog):
-    """Settings in four pages. Emits `settingsChanged` after a successful save; the caller
+    """Settings in pages. Emits `settingsChanged` after a successful save; the caller
     re-reads `runtime.settings` (already replaced with what was saved)."""
 
     settingsChanged = Signal()
@@ -62,11 +73,15 @@ class SettingsDialog(QDialog):
         self.providers = ProvidersPage(runtime)
         self.integrations = IntegrationsPage(runtime)
         self.tools = ToolsPage(runtime)
+        self.skills = SkillsPage(runtime)
+        self.memory = MemoryPage(runtime)
         self.general = GeneralPage(runtime)
         self.pages: dict[PageKey, SettingsPage] = {
             "providers": self.providers,
             "integrations": self.integrations,
             "tools": self.tools,
+            "skills": self.skills,
+            "memory": self.memory,
             "general": self.general,
         }
         self._save_task: asyncio.Task[Any] | None = None
@@ -196,6 +211,7 @@ class SettingsDialog(QDialog):
         if self._save_task is None:  # never cut a save short half-way
             self.providers.cancel_tasks()
             self.integrations.cancel_tasks()
+            self.skills.cancel_tasks()
         super().done(result)
 
 
