@@ -3,6 +3,7 @@ marking a chat private (nothing is remembered from it; marked "(private)" in the
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from app.core.store import HIGHLIGHT_END, HIGHLIGHT_START, NotFoundError
 
+log = logging.getLogger(__name__)
 ID_ROLE = Qt.ItemDataRole.UserRole
 LIST_LIMIT = 500
 #: Shown after a private chat's title (an emoji lock renders as a box without an emoji font).
@@ -81,7 +83,7 @@ class Sidebar(QWidget):
         self._search_timer = QTimer(self)
         self._search_timer.setSingleShot(True)
         self._search_timer.setInterval(150)
-        self._search_timer.timeout.connect(self._run_search)
+        self._search_timer.timeout.connect(self._search_when_typing_stops)
         self.search.textChanged.connect(lambda _: self._search_timer.start())
         self.new_button.clicked.connect(self.newChatRequested)
         self.list.itemActivated.connect(self._activate)
@@ -114,6 +116,13 @@ class Sidebar(QWidget):
                 self.list.setCurrentItem(item)
         self.empty_label.setText("No chats yet")
         self.empty_label.setVisible(self.list.count() == 0)
+
+    def _search_when_typing_stops(self) -> None:
+        """The debounced search: a store closed meanwhile (quitting) is not an error."""
+        try:
+            self._run_search()
+        except Exception as exc:
+            log.warning("search failed: %s", exc)
 
     def _run_search(self) -> None:
         query = self.search.text().strip()

@@ -29,6 +29,7 @@ from app.core.secrets import SecretStoreError
 from app.core.settings import SecretInSettingsError, Settings
 from app.ui.settings.general_page import GeneralPage
 from app.ui.settings.integrations_page import IntegrationsPage
+from app.ui.settings.mcp_page import McpPage
 from app.ui.settings.memory_page import MemoryPage
 from app.ui.settings.page import SettingsPage, in_thread
 from app.ui.settings.providers_page import ProvidersPage
@@ -36,11 +37,12 @@ from app.ui.settings.skills_page import SkillsPage
 from app.ui.settings.tools_page import ToolsPage
 from app.ui.settings.widgets import muted_label, role_label
 
-PageKey = Literal["providers", "integrations", "tools", "skills", "memory", "general"]
+PageKey = Literal["providers", "integrations", "tools", "mcp", "skills", "memory", "general"]
 PAGE_KEYS: tuple[PageKey, ...] = (
     "providers",
     "integrations",
     "tools",
+    "mcp",
     "skills",
     "memory",
     "general",
@@ -49,6 +51,7 @@ NAV_TITLES = {
     "providers": "Providers",
     "integrations": "Integrations",
     "tools": "Tools",
+    "mcp": "MCP servers",
     "skills": "Skills",
     "memory": "Memory",
     "general": "General",
@@ -73,6 +76,7 @@ class SettingsDialog(QDialog):
         self.providers = ProvidersPage(runtime)
         self.integrations = IntegrationsPage(runtime)
         self.tools = ToolsPage(runtime)
+        self.mcp = McpPage(runtime)
         self.skills = SkillsPage(runtime)
         self.memory = MemoryPage(runtime)
         self.general = GeneralPage(runtime)
@@ -80,6 +84,7 @@ class SettingsDialog(QDialog):
             "providers": self.providers,
             "integrations": self.integrations,
             "tools": self.tools,
+            "mcp": self.mcp,
             "skills": self.skills,
             "memory": self.memory,
             "general": self.general,

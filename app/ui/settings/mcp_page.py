@@ -1,0 +1,849 @@
+"""The "MCP servers" page: the servers of `mcp.json` — add, edit, remove, enable — each
+with its approval rule (`mcp__<server>__*` in settings.approvals) and its live status.
+
+Server changes are written to mcp.json right away with `app.core.mcp.config`; secret-looking
+env and header values (and an OAuth token) go to the keyring and mcp.json keeps only a
+`keyring:mcp/<server>/<name>` reference. Approval rules are part of the dialog's Save.
+Every file, keyring and server call runs in a worker thread; status changes arrive on the
+MCP thread and hop to Qt through a signal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import json
+import logging
+import shlex
+import threading
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, Literal
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtGui import QShowEvent
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMessageBox,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.core.mcp.config import (
+    KEYRING_PREFIX,
+    McpConfigError,
+    ServerConfig,
+    claude_desktop_config_path,
+    import_servers,
+    keyring_key,
+    read_servers_block,
+    write_servers_block,
+)
+from app.core.mcp.manifests import slug
+from app.core.mcp.status import ServerState, Status
+from app.core.paths import mcp_path
+from app.core.runtime import Runtime
+from app.core.settings import Settings
+from app.ui.settings.account_list import DETAIL_ROLE, AccountDelegate
+from app.ui.settings.page import Patch, SettingsPage, in_thread
+from app.ui.settings.widgets import (
+    ROW_HEIGHT,
+    form_label,
+    form_layout,
+    muted_label,
+    plural,
+    role_label,
+)
+from tools.redact import is_credential_key
+
+log = logging.getLogger(__name__)
+
+Rule = Literal["ask", "allow", "deny"]
+RULES: list[tuple[Rule, str]] = [
+    ("ask", "Ask every time"),
+    ("allow", "Always allow"),
+    ("deny", "Deny"),
+]
+LIST_WIDTH = 220
+LABEL_WIDTH = 110
+CONNECT_WAIT = 20.0
+STDERR_LINES = 12
+SET_PLACEHOLDER = "•••••••• set (type to replace)"
+
+
+def rule_pattern(server: str) -> str:
+    return f"mcp__{slug(server, camel=False)}__*"
+
+
+def current_rule(server: str, settings: Settings) -> Rule:
+    pattern = rule_pattern(server)
+    if pattern in settings.approvals.deny:
+        return "deny"
+    if pattern in settings.approvals.always_allow:
+        return "allow"
+    return "ask"
+
+
+def confirm(parent: QWidget, title: str, text: str) -> bool:
+    """A Yes/No question (tests replace this)."""
+    answer = QMessageBox.question(
+        parent,
+        title,
+        text,
+        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+        QMessageBox.StandardButton.No,
+    )
+    return answer == QMessageBox.StandardButton.Yes
+
+
+def choose_config_file(parent: QWidget, start: Path) -> Path | None:
+    """The file picker for importing (tests replace this)."""
+    path, _ = QFileDialog.getOpenFileName(
+        parent, "Import MCP servers", str(start), "JSON files (*.json);;All files (*)"
+    )
+    return Path(path) if path else None
+
+
+# ---- the servers' stderr, kept per server for the status line ------------------------------
+
+
+class _StderrTail(logging.Handler):
+    """The last lines each stdio server wrote to stderr (logged as `deskhand.mcp.<name>`)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: dict[str, collections.deque[str]] = {}
+        self._lines_lock = threading.Lock()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        server = record.name.removeprefix("deskhand.mcp.")
+        try:
+            text = record.getMessage()
+        except Exception:
+            return
+        text = text.removeprefix(f"[{server}] ")
+        with self._lines_lock:
+            self.lines.setdefault(server, collections.deque(maxlen=STDERR_LINES)).append(text)
+
+    def clear(self, server: str) -> None:
+        with self._lines_lock:
+            self.lines.pop(server, None)
+
+    def tail(self, server: str) -> list[str]:
+        with self._lines_lock:
+            return list(self.lines.get(server, ()))
+
+
+_tail: _StderrTail | None = None
+
+
+def stderr_tail() -> _StderrTail:
+    global _tail
+    if _tail is None:
+        _tail = _StderrTail()
+        logger = logging.getLogger("deskhand.mcp")
+        logger.addHandler(_tail)
+        if logger.getEffectiveLevel() > logging.INFO:
+            logger.setLevel(logging.INFO)
+    return _tail
+
+
+# ---- the form's text <-> mcp.json entries -----------------------------------------------
+
+
+def parse_pairs(text: str, sep: str) -> dict[str, str]:
+    """`KEY=VALUE` (or `Name: value`) lines; blank lines and `#` comments are skipped."""
+    out: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if sep not in line:
+            raise ValueError(f"line {number} needs '{sep}': {line!r}")
+        key, value = line.split(sep, 1)
+        if not key.strip():
+            raise ValueError(f"line {number} has no name")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def quote_arg(arg: str) -> str:
+    """Like shlex.quote, but readable for arguments that contain single quotes."""
+    quoted = shlex.quote(arg)
+    if quoted != arg and "'" in arg and not any(c in arg for c in '"$`\\!'):
+        return f'"{arg}"'
+    return quoted
+
+
+def format_pairs(values: dict[str, str], sep: str) -> str:
+    joiner = f"{sep} " if sep == ":" else sep
+    return "\n".join(f"{k}{joiner}{v}" for k, v in values.items())
+
+
+def status_text(state: ServerState | None, tail: list[str]) -> tuple[str, str]:
+    """(text, role) for a server's state."""
+    if state is None:
+        return "Not connected", "muted"
+    if state.status is Status.READY:
+        return f"Ready · {plural(len(state.tools), 'tool')}", "ok"
+    if state.status is Status.STARTING:
+        return "Connecting…", "muted"
+    if state.status is Status.RESTARTING:
+        why = f": {state.error}" if state.error else ""
+        return f"Reconnecting{why}", "muted"
+    if state.status is Status.FAILED:
+        text = f"Failed: {state.error or 'unknown error'}"
+        if tail:
+            text += "\n\nServer output (last lines):\n" + "\n".join(tail)
+        return text, "error"
+    if state.status is Status.DISABLED:
+        return "Disabled", "muted"
+    return "Not connected", "muted"
+
+
+class _Bridge(QObject):
+    """Carries state changes from the MCP thread to the GUI thread."""
+
+    changed = Signal(object)
+
+
+class ServerEditor(QWidget):
+    """The form for one server."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.setSpacing(8)
+        self.heading = role_label("", "section")
+        outer.addWidget(self.heading)
+        box = QWidget()
+        form = form_layout(box, margins=(0, 0, 0, 0), spacing=(14, 8))
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.form = form
+        self.name_edit = QLineEdit()
+        self.name_edit.setPlaceholderText("e.g. filesystem")
+        form.addRow(form_label("Name *", LABEL_WIDTH), self.name_edit)
+        self.enabled_check = QCheckBox("Start this server")
+        self.enabled_check.setChecked(True)
+        self.enabled_check.setMinimumHeight(ROW_HEIGHT)
+        form.addRow(form_label("Enabled", LABEL_WIDTH), self.enabled_check)
+        self.transport_combo = QComboBox()
+        self.transport_combo.addItem("Local command (stdio)", "stdio")
+        self.transport_combo.addItem("Remote URL (HTTP / SSE)", "http")
+        self.transport_combo.currentIndexChanged.connect(lambda _: self._show_transport())
+        form.addRow(form_label("Runs as", LABEL_WIDTH), self.transport_combo)
+
+        self.command_edit = QLineEdit()
+        self.command_edit.setPlaceholderText("e.g. npx")
+        self.args_edit = QLineEdit()
+        self.args_edit.setPlaceholderText("e.g. -y @modelcontextprotocol/server-filesystem ~/Notes")
+        self.env_edit = QPlainTextEdit()
+        self.env_edit.setPlaceholderText("KEY=value, one per line")
+        self.env_edit.setFixedHeight(72)
+        self.env_edit.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.url_edit = QLineEdit()
+        self.url_edit.setPlaceholderText("https://example.com/mcp")
+        self.headers_edit = QPlainTextEdit()
+        self.headers_edit.setPlaceholderText("Header-Name: value, one per line")
+        self.headers_edit.setFixedHeight(60)
+        self.headers_edit.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.token_edit = QLineEdit()
+        self.token_edit.setEchoMode(QLineEdit.EchoMode.Password)
+        self.token_edit.setPlaceholderText("Sent as “Authorization: Bearer …”")
+        self._stdio_rows: list[QWidget] = []
+        self._http_rows: list[QWidget] = []
+        for text, widget, rows in [
+            ("Command *", self.command_edit, self._stdio_rows),
+            ("Arguments", self.args_edit, self._stdio_rows),
+            ("Environment", self.env_edit, self._stdio_rows),
+            ("URL *", self.url_edit, self._http_rows),
+            ("Headers", self.headers_edit, self._http_rows),
+            ("OAuth token", self.token_edit, self._http_rows),
+        ]:
+            label = form_label(text, LABEL_WIDTH)
+            if isinstance(widget, QPlainTextEdit):
+                label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
+            form.addRow(label, widget)
+            rows.append(widget)
+        self.secrets_hint = muted_label(
+            "Secret-looking values (…TOKEN, …KEY, PASSWORD, Authorization) go to the system "
+            "keyring when you save; mcp.json keeps a keyring: reference."
+        )
+        self.rule_combo = QComboBox()
+        for rule, text in RULES:
+            self.rule_combo.addItem(text, rule)
+        self.rule_combo.setToolTip("Applies to every tool of this server (saved with Save)")
+        form.addRow(form_label("Approval", LABEL_WIDTH), self.rule_combo)
+        outer.addWidget(box)
+        # below the form, not in it: QFormLayout sizes a wrapped label by its widest hint
+        self.secrets_hint.setContentsMargins(LABEL_WIDTH + form.horizontalSpacing(), 0, 0, 0)
+        outer.addWidget(self.secrets_hint)
+
+        self.error_label = role_label("", "error", wrap=True)
+        self.error_label.hide()
+        outer.addWidget(self.error_label)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        self.cancel_button = QPushButton("Cancel")
+        self.save_button = QPushButton("Save server")
+        self.save_button.setProperty("accent", True)
+        buttons.addWidget(self.cancel_button)
+        buttons.addWidget(self.save_button)
+        outer.addLayout(buttons)
+        self.original: str | None = None
+        self.token_stored = False
+        self._show_transport()
+
+    def transport(self) -> str:
+        return str(self.transport_combo.currentData())
+
+    def _show_transport(self) -> None:
+        stdio = self.transport() == "stdio"
+        for w in self._stdio_rows:
+            self.form.setRowVisible(w, stdio)
+        for w in self._http_rows:
+            self.form.setRowVisible(w, not stdio)
+
+    def open(self, name: str | None, raw: dict[str, Any], rule: Rule) -> None:
+        self.original = name
+        self.heading.setText(f"Edit “{name}”" if name else "New MCP server")
+        self.name_edit.setText(name or "")
+        self.enabled_check.setChecked(not raw.get("disabled", False))
+        is_http = bool(raw.get("url")) and not raw.get("command")
+        self.transport_combo.setCurrentIndex(1 if is_http else 0)
+        self.command_edit.setText(str(raw.get("command") or ""))
+        self.args_edit.setText(" ".join(quote_arg(str(a)) for a in raw.get("args") or []))
+        self.env_edit.setPlainText(format_pairs(dict(raw.get("env") or {}), "="))
+        self.url_edit.setText(str(raw.get("url") or ""))
+        headers = {str(k): str(v) for k, v in (raw.get("headers") or {}).items()}
+        auth = headers.get("Authorization", "")
+        self.token_stored = auth.startswith(KEYRING_PREFIX) and auth.endswith("/oauth_token")
+        if self.token_stored:
+            headers.pop("Authorization")
+        self.headers_edit.setPlainText(format_pairs(headers, ":"))
+        self.token_edit.clear()
+        self.token_edit.setPlaceholderText(
+            SET_PLACEHOLDER if self.token_stored else "Sent as “Authorization: Bearer …”"
+        )
+        self.rule_combo.setCurrentIndex(max(0, self.rule_combo.findData(rule)))
+        self.show_error("")
+        self._show_transport()
+        self.name_edit.setFocus()
+
+    def entry(self) -> tuple[str, dict[str, Any], str | None]:
+        """(name, the mcp.json entry with secrets still literal, a new OAuth token or None).
+        Raises ValueError for what the user must fix."""
+        name = self.name_edit.text().strip()
+        if not name:
+            raise ValueError("Give this server a name.")
+        entry: dict[str, Any] = {}
+        token = None
+        if self.transport() == "stdio":
+            command = self.command_edit.text().strip()
+            if not command:
+                raise ValueError("Command is required.")
+            try:
+                args = shlex.split(self.args_edit.text())
+            except ValueError as exc:
+                raise ValueError(f"Arguments: {exc}") from None
+            entry["command"] = command
+            entry["args"] = args
+            env = parse_pairs(self.env_edit.toPlainText(), "=")
+            if env:
+                entry["env"] = env
+        else:
+            url = self.url_edit.text().strip()
+            if not url.startswith(("http://", "https://")):
+                raise ValueError("URL must start with http:// or https://.")
+            entry["url"] = url
+            if url.rstrip("/").endswith("/sse"):
+                entry["type"] = "sse"
+            headers = parse_pairs(self.headers_edit.toPlainText(), ":")
+            token = self.token_edit.text().strip() or None
+            if self.token_stored and token is None and "Authorization" not in headers:
+                headers["Authorization"] = KEYRING_PREFIX + keyring_key(
+                    self.original or name, "oauth_token"
+                )
+            if headers:
+                entry["headers"] = headers
+        if not self.enabled_check.isChecked():
+            entry["disabled"] = True
+        ServerConfig.from_json(name, entry)  # the same checks as loading
+        return name, entry, token
+
+    def rule(self) -> Rule:
+        return self.rule_combo.currentData()  # type: ignore[no-any-return]
+
+    def show_error(self, text: str) -> None:
+        self.error_label.setText(text)
+        self.error_label.setVisible(bool(text))
+
+
+class McpPage(SettingsPage):
+    title = "MCP servers"
+    subtitle = (
+        "Model Context Protocol servers give the assistant more tools. Server changes are "
+        "saved to mcp.json right away; tokens are kept in the system keyring."
+    )
+
+    def __init__(self, runtime: Runtime, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.runtime = runtime
+        self.path = mcp_path(runtime.home)
+        self.servers: dict[str, dict[str, Any]] = {}
+        self.states: dict[str, ServerState] = {}
+        self.rules: dict[str, Rule] = {}
+        self._saved_rules: dict[str, Rule] = {}
+        self._removed_entries: dict[str, dict[str, Any]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tail = stderr_tail()
+        self._bridge = _Bridge(self)
+        self._bridge.changed.connect(self._on_state)
+        self._subscribed = False
+        self._build()
+        self.load_error = ""
+        self._loaded: asyncio.Task[None] | None = None
+        self._fill()
+
+    # -- layout --
+
+    def _build(self) -> None:
+        root = QHBoxLayout(self)
+        root.setContentsMargins(0, 0, 0, 0)
+        root.setSpacing(18)
+
+        left = QVBoxLayout()
+        left.setSpacing(6)
+        self.server_list = QListWidget()
+        self.server_list.setObjectName("mcpServerList")
+        self.server_list.setFixedWidth(LIST_WIDTH)
+        self.server_list.setItemDelegate(AccountDelegate(self.server_list))
+        self.server_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.server_list.currentRowChanged.connect(lambda _: self._show_current())
+        left.addWidget(self.server_list, 1)
+        row = QHBoxLayout()
+        row.setSpacing(6)
+        self.add_button = QPushButton("Add…")
+        self.add_button.clicked.connect(self.add_server)
+        self.remove_button = QPushButton("Remove")
+        self.remove_button.clicked.connect(lambda: self._spawn(self.remove_selected()))
+        row.addWidget(self.add_button)
+        row.addWidget(self.remove_button)
+        left.addLayout(row)
+        self.import_button = QPushButton("Import from file…")
+        self.import_button.setToolTip("The mcpServers block of a claude_desktop_config.json")
+        self.import_button.clicked.connect(lambda: self._spawn(self.import_from_file()))
+        self.import_claude_button = QPushButton("Import from Claude Desktop")
+        self.import_claude_button.setToolTip(str(claude_desktop_config_path()))
+        self.import_claude_button.clicked.connect(lambda: self._spawn(self.import_from(None)))
+        left.addWidget(self.import_button)
+        left.addWidget(self.import_claude_button)
+        root.addLayout(left)
+
+        right = QVBoxLayout()
+        right.setSpacing(8)
+        self.editor = ServerEditor()
+        self.editor.save_button.clicked.connect(lambda: self._spawn(self.save_editor()))
+        self.editor.cancel_button.clicked.connect(self._show_current)
+        right.addWidget(self.editor)
+        right.addSpacing(6)
+        right.addWidget(role_label("Status", "section"))
+        self.status_label = QLabel("")
+        self.status_label.setWordWrap(True)
+        self.status_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        right.addWidget(self.status_label)
+        status_row = QHBoxLayout()
+        self.message = muted_label("")
+        status_row.addWidget(self.message, 1)
+        self.connect_button = QPushButton("Connect")
+        self.connect_button.setToolTip("Start the enabled servers and list their tools")
+        self.connect_button.clicked.connect(lambda: self._spawn(self.connect_servers()))
+        status_row.addWidget(self.connect_button)
+        right.addLayout(status_row)
+        right.addStretch(1)
+        root.addLayout(right, 1)
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- loading and showing --
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self.ensure_loaded()
+
+    def ensure_loaded(self) -> asyncio.Task[None]:
+        """Read mcp.json once (a task; tests await it). Started when first shown."""
+        if self._loaded is None:
+            self._loaded = asyncio.ensure_future(self.reload())
+        return self._loaded
+
+    async def reload(self) -> None:
+        """Read mcp.json (and the manager's states, if it runs) in a thread, then show them."""
+
+        def work() -> tuple[dict[str, Any], str, list[ServerState]]:
+            try:
+                servers, error = read_servers_block(self.path), ""
+            except McpConfigError as exc:
+                servers, error = {}, str(exc)
+            running = "mcp" in self.runtime.__dict__
+            return servers, error, self.runtime.mcp.states() if running else []
+
+        self.servers, self.load_error, states = await in_thread(work)
+        settings = self.runtime.settings
+        self.rules = {name: current_rule(name, settings) for name in self.servers}
+        self._saved_rules = dict(self.rules)
+        if "mcp" in self.runtime.__dict__:  # the manager exists: follow it
+            self._subscribe()
+        for state in states:
+            self.states[state.name] = state
+        self._fill()
+        self.set_message(self.load_error, error=bool(self.load_error))
+
+    def _fill(self, select: str | None = None) -> None:
+        current = select or self.current_name()
+        self.server_list.blockSignals(True)
+        self.server_list.clear()
+        for name, raw in self.servers.items():
+            item = QListWidgetItem(name)
+            item.setData(Qt.ItemDataRole.UserRole, name)
+            item.setData(DETAIL_ROLE, self._detail(name, raw))
+            self.server_list.addItem(item)
+        self.server_list.blockSignals(False)
+        names = list(self.servers)
+        if current in names:
+            self.server_list.setCurrentRow(names.index(current))
+        elif names:
+            self.server_list.setCurrentRow(0)
+        self._show_current()
+
+    def _detail(self, name: str, raw: dict[str, Any]) -> str:
+        if raw.get("disabled"):
+            return "Disabled"
+        state = self.states.get(name)
+        if state is None:
+            return "Not connected"
+        if state.status is Status.READY:
+            return f"Ready · {plural(len(state.tools), 'tool')}"
+        return state.status.value.capitalize()
+
+    def current_name(self) -> str | None:
+        item = self.server_list.currentItem()
+        return item.data(Qt.ItemDataRole.UserRole) if item is not None else None
+
+    def select(self, name: str) -> None:
+        names = list(self.servers)
+        if name in names:
+            self.server_list.setCurrentRow(names.index(name))
+
+    def _show_current(self) -> None:
+        name = self.current_name()
+        self.remove_button.setEnabled(name is not None)
+        if name is None:
+            self.editor.open(None, {}, "ask")
+            self.editor.heading.setText("New MCP server" if not self.servers else "")
+        else:
+            self.editor.open(name, self.servers[name], self.rules.get(name, "ask"))
+        self._show_status()
+
+    def _show_status(self) -> None:
+        name = self.current_name()
+        raw = self.servers.get(name or "", {})
+        state = self.states.get(name or "")
+        if raw.get("disabled"):
+            text, role = "Disabled", "muted"
+        else:
+            text, role = status_text(state, self._tail.tail(name or ""))
+        if name is None:
+            text, role = "", "muted"
+        self.status_label.setText(text)
+        tools = state.tools if state is not None and state.status is Status.READY else []
+        self.status_label.setToolTip(", ".join(tools))
+        self.status_label.setProperty("role", role)
+        self.status_label.style().unpolish(self.status_label)
+        self.status_label.style().polish(self.status_label)
+
+    def status_line(self, name: str) -> str:
+        state = self.states.get(name)
+        return status_text(state, self._tail.tail(name))[0]
+
+    def set_message(self, text: str, *, error: bool = False) -> None:
+        self.message.setText(text)
+        self.message.setProperty("role", "error" if error else "muted")
+        self.message.style().unpolish(self.message)
+        self.message.style().polish(self.message)
+
+    # -- live status --
+
+    def _subscribe(self) -> None:
+        if self._subscribed:
+            return
+        self._subscribed = True
+        bridge = self._bridge
+
+        def listener(state: ServerState) -> None:  # on the MCP thread
+            with contextlib.suppress(RuntimeError):  # the page is gone
+                bridge.changed.emit(state)
+
+        self.runtime.mcp.subscribe(listener)
+
+    def _on_state(self, state: ServerState) -> None:
+        if state.name not in self.servers:
+            return
+        self.states[state.name] = state
+        for row in range(self.server_list.count()):
+            item = self.server_list.item(row)
+            if item.data(Qt.ItemDataRole.UserRole) == state.name:
+                item.setData(DETAIL_ROLE, self._detail(state.name, self.servers[state.name]))
+        if state.name == self.current_name():
+            self._show_status()
+
+    async def connect_servers(self) -> None:
+        """Start every enabled server not running yet; statuses follow as they change."""
+        self.connect_button.setEnabled(False)
+        self.set_message("Connecting…")
+        try:
+            await in_thread(self._reload_manager, dict(self.servers), set())
+            self._subscribe()
+            states = await in_thread(self.runtime.mcp.start, CONNECT_WAIT)
+            for state in states:  # signals already delivered are as new or newer
+                if state.name not in self.states:
+                    self._on_state(state)
+            self.set_message("")
+        except Exception as exc:
+            log.warning("connecting MCP servers failed: %s", exc)
+            self.set_message(f"Could not start the servers: {exc}", error=True)
+        finally:
+            self.connect_button.setEnabled(True)
+
+    def _reload_manager(self, servers: dict[str, dict[str, Any]], changed: set[str]) -> None:
+        """(worker thread) Make the manager read mcp.json again; stop the servers whose
+        entry changed or went away so that the next connect starts them as configured.
+        The manager has no public reload yet, hence its private fields here."""
+        for name in changed:
+            self._tail.clear(name)
+        if "mcp" not in self.runtime.__dict__:
+            return
+        manager = self.runtime.mcp
+        connections = getattr(manager, "_connections", {})
+        for name in list(connections):
+            if name in changed or name not in servers or servers[name].get("disabled"):
+                conn = connections.pop(name)
+                try:
+                    manager.submit(conn.stop()).result(15)
+                except Exception as exc:
+                    log.warning("stopping MCP server %s: %s", name, exc)
+        manager._configs = []
+        manager.config_error = None
+
+    # -- changes to mcp.json --
+
+    def add_server(self) -> None:
+        self.server_list.clearSelection()
+        self.server_list.setCurrentRow(-1)
+        self.editor.open(None, {}, "ask")
+        self.remove_button.setEnabled(False)
+        self.status_label.setText("")
+
+    def _store_secrets(self, name: str, entry: dict[str, Any], token: str | None) -> None:
+        """(worker thread) Move secret-looking literal values and the token to the keyring."""
+        secrets = self.runtime.secrets
+        for section in ("env", "headers"):
+            values = entry.get(section) or {}
+            for key, value in values.items():
+                if value and not value.startswith(KEYRING_PREFIX) and is_credential_key(key):
+                    ref = keyring_key(name, key)
+                    secrets.set(ref, value)
+                    values[key] = KEYRING_PREFIX + ref
+        if token is not None:
+            ref = keyring_key(name, "oauth_token")
+            secrets.set(ref, f"Bearer {token}")
+            entry.setdefault("headers", {})["Authorization"] = KEYRING_PREFIX + ref
+
+    def _write(self, servers: dict[str, dict[str, Any]], changed: set[str]) -> None:
+        """(worker thread) Write mcp.json and let the manager see it."""
+        write_servers_block(self.path, servers)
+        self._reload_manager(servers, changed)
+
+    async def _written(self, servers: dict[str, dict[str, Any]]) -> None:
+        """mcp.json now holds `servers`; once servers were connected, start the changed
+        ones again (statuses follow through the subscription)."""
+        self.servers = servers
+        if not self._subscribed:
+            return
+        try:
+            await in_thread(self.runtime.mcp.start, 0.0)
+        except Exception as exc:
+            self.set_message(f"Could not start the servers: {exc}", error=True)
+
+    async def save_editor(self) -> bool:
+        editor = self.editor
+        try:
+            name, entry, token = editor.entry()
+        except (ValueError, McpConfigError) as exc:
+            editor.show_error(str(exc))
+            return False
+        original = editor.original
+        if name != original and name in self.servers:
+            editor.show_error(f"There is already a server named “{name}”.")
+            return False
+        servers = dict(self.servers)
+        old = servers.get(original or "", {})
+        for key in ("cwd", "timeout"):  # fields the form does not show are kept
+            if key in old:
+                entry[key] = old[key]
+        if original is not None and original != name:
+            servers = {(name if k == original else k): v for k, v in servers.items()}
+        servers[name] = entry
+        rule = editor.rule()
+        try:
+            await in_thread(self._store_secrets, name, entry, token)
+            await in_thread(self._write, servers, {name, original or name})
+        except Exception as exc:
+            editor.show_error(f"Could not save: {exc}")
+            return False
+        if original is not None and original != name:
+            self.rules.pop(original, None)
+            self.states.pop(original, None)
+        self.rules[name] = rule
+        # what settings hold for this name's pattern now (a renamed server starts afresh)
+        self._saved_rules.setdefault(name, current_rule(name, self.runtime.settings))
+        self.states.pop(name, None)
+        await self._written(servers)
+        self._fill(select=name)
+        self.set_message(f"Saved “{name}” to {self.path.name}.")
+        return True
+
+    async def set_enabled(self, name: str, enabled: bool) -> None:
+        servers = {k: dict(v) for k, v in self.servers.items()}
+        if enabled:
+            servers[name].pop("disabled", None)
+        else:
+            servers[name]["disabled"] = True
+        await in_thread(self._write, servers, {name})
+        self.states.pop(name, None)
+        await self._written(servers)
+        self._fill(select=name)
+
+    async def remove_selected(self) -> bool:
+        name = self.current_name()
+        if name is None or not confirm(
+            self, "Remove MCP server", f"Remove “{name}” from mcp.json? Its tools go away."
+        ):
+            return False
+        servers = {k: v for k, v in self.servers.items() if k != name}
+        self._removed_entries[name] = self.servers[name]
+        try:
+            await in_thread(self._write, servers, {name})
+        except Exception as exc:
+            self.set_message(f"Could not remove: {exc}", error=True)
+            return False
+        self.rules.pop(name, None)
+        self.states.pop(name, None)
+        await self._written(servers)
+        await in_thread(self._forget_secrets, self.servers_before_remove(name), servers)
+        self._fill()
+        self.set_message(f"Removed “{name}”.")
+        return True
+
+    def servers_before_remove(self, name: str) -> dict[str, Any]:
+        return self._removed_entries.pop(name, {})
+
+    def _forget_secrets(self, entry: dict[str, Any], remaining: dict[str, Any]) -> None:
+        """(worker thread) Delete the `mcp/…` keyring entries this entry referred to and no
+        remaining server does."""
+        still = {
+            value
+            for other in remaining.values()
+            for section in ("env", "headers")
+            for value in (other.get(section) or {}).values()
+        }
+        for section in ("env", "headers"):
+            for value in (entry.get(section) or {}).values():
+                if not isinstance(value, str) or value in still:
+                    continue
+                if value.startswith(KEYRING_PREFIX + "mcp/"):
+                    try:
+                        self.runtime.secrets.delete(value.removeprefix(KEYRING_PREFIX))
+                    except Exception as exc:
+                        log.warning("could not delete %s from the keyring: %s", value, exc)
+
+    async def import_from_file(self) -> None:
+        start = claude_desktop_config_path()
+        path = choose_config_file(self, start.parent if start.parent.is_dir() else Path.home())
+        if path is not None:
+            await self.import_from(path)
+
+    async def import_from(self, source: Path | None) -> None:
+        """Import the mcpServers of `source` (None: Claude Desktop's config here)."""
+
+        def work() -> tuple[Any, dict[str, Any]]:
+            report = import_servers(self.path, source, set_secret=self.runtime.secrets.set)
+            servers = read_servers_block(self.path)
+            self._reload_manager(servers, set())
+            return report, servers
+
+        try:
+            report, servers = await in_thread(work)
+        except (McpConfigError, OSError, json.JSONDecodeError) as exc:
+            self.set_message(f"Could not import: {exc}", error=True)
+            return
+        await self._written(servers)
+        settings = self.runtime.settings
+        for name in report.added:
+            self.rules.setdefault(name, current_rule(name, settings))
+            self._saved_rules.setdefault(name, self.rules[name])
+        parts = [f"Imported {plural(len(report.added), 'server')}"]
+        if report.skipped:
+            parts.append(f"kept existing {', '.join(report.skipped)}")
+        if report.moved_to_keyring:
+            parts.append(f"{plural(len(report.moved_to_keyring), 'secret')} moved to the keyring")
+        self._fill(select=report.added[0] if report.added else None)
+        self.set_message("; ".join(parts) + ".")
+
+    # -- the dialog's Save: approval rules --
+
+    def _current_rules(self) -> dict[str, Rule]:
+        rules = dict(self.rules)
+        name = self.editor.original
+        if name is not None and name in rules:
+            rules[name] = self.editor.rule()
+        return rules
+
+    def patch(self) -> Patch:
+        rules = self._current_rules()
+        changed = {n: r for n, r in rules.items() if r != self._saved_rules.get(n, "ask")}
+        for name, rule in self._saved_rules.items():  # removed servers: drop their rule
+            if name not in rules and rule != "ask":
+                changed[name] = "ask"
+
+        def apply(settings: Settings) -> None:
+            approvals = settings.approvals
+            for name, rule in changed.items():
+                pattern = rule_pattern(name)
+                approvals.always_allow = [p for p in approvals.always_allow if p != pattern]
+                approvals.deny = [p for p in approvals.deny if p != pattern]
+                if rule == "deny":
+                    approvals.deny.append(pattern)
+                elif rule == "allow":
+                    approvals.always_allow.append(pattern)
+
+        return apply
+
+    def mark_saved(self, settings: Settings) -> None:
+        self.rules = self._current_rules()
+        self._saved_rules = dict(self.rules)
