@@ -62,16 +62,36 @@ echo "== one tool per category from the installed copy"
 "$PY" packaging/check_installed.py tools /usr/bin/deskhand
 
 echo "== the installed app under Xvfb"
-# -displayfd: Xvfb picks a free display itself and writes its number when it is ready.
-rm -f "$OUT/display"
-Xvfb -displayfd 5 -screen 0 1280x800x24 -nolisten tcp 5>"$OUT/display" >/dev/null 2>&1 &
-XVFB_PID=$!
+XVFB_PID=""
 trap 'kill $XVFB_PID 2>/dev/null || true; $SUDO dpkg --purge deskhand >/dev/null 2>&1 || true' EXIT
-for _ in $(seq 100); do [ -s "$OUT/display" ] && break; sleep 0.1; done
-[ -s "$OUT/display" ] || { echo "FAIL: Xvfb did not start" >&2; exit 1; }
-export DISPLAY=":$(head -n1 "$OUT/display")"
-echo "Xvfb on $DISPLAY"
-"$PY" packaging/check_installed.py window /usr/bin/deskhand "$OUT/window.png"
+
+# Starts Xvfb on a free display and waits until a client can really connect (a display
+# number can be reported by an Xvfb that then loses its socket to a stale one).
+start_xvfb() {
+  rm -f "$OUT/display"
+  # -displayfd: Xvfb picks a free display itself and writes its number when it is ready.
+  Xvfb -displayfd 5 -screen 0 1280x800x24 -nolisten tcp 5>"$OUT/display" >/dev/null 2>&1 &
+  XVFB_PID=$!
+  for _ in $(seq 100); do [ -s "$OUT/display" ] && break; sleep 0.1; done
+  [ -s "$OUT/display" ] || return 1
+  export DISPLAY=":$(head -n1 "$OUT/display")"
+  for _ in $(seq 50); do xdotool getdisplaygeometry >/dev/null 2>&1 && return 0; sleep 0.1; done
+  return 1
+}
+
+window_ok=""
+for attempt in 1 2 3; do
+  if start_xvfb; then
+    echo "Xvfb on $DISPLAY (attempt $attempt)"
+    if "$PY" packaging/check_installed.py window /usr/bin/deskhand "$OUT/window.png"; then
+      window_ok=1
+      break
+    fi
+  fi
+  kill "$XVFB_PID" 2>/dev/null || true
+  wait "$XVFB_PID" 2>/dev/null || true
+done
+[ -n "$window_ok" ] || { echo "FAIL: the installed app showed no window" >&2; exit 1; }
 "$PY" packaging/check_installed.py startup /usr/bin/deskhand 5 | tee "$OUT/startup.txt"
 kill "$XVFB_PID" 2>/dev/null || true
 
