@@ -104,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     from app.core.mcp.cli import add_parser as add_mcp_parser
 
     add_mcp_parser(sub)
+    from app.core.cli_trust import add_parsers as add_trust_parsers
+
+    add_trust_parsers(sub)
     return parser
 
 
@@ -132,6 +135,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from app.core.mcp.cli import run_mcp
 
             return run_mcp(args, runtime)
+        if args.command in ("rules", "sources"):
+            from app.core.cli_trust import run_trust
+
+            return run_trust(args, runtime)
         if args.tools_command == "list":
             return _tools_list(args, runtime)
         return _run_async(_tools_call(args, runtime))
@@ -169,7 +176,7 @@ def _run_async(coro: Any) -> int:
 
 
 async def _ask(args: argparse.Namespace, runtime: Runtime) -> int:
-    from app.core.approval import allow_all, deny_all
+    from app.core.approval import deny_all
     from app.core.cli_output import JsonPrinter, TextPrinter, interactive_approver
     from app.core.providers import make_provider
     from app.core.providers.base import ProviderError
@@ -189,16 +196,12 @@ async def _ask(args: argparse.Namespace, runtime: Runtime) -> int:
                 return EXIT_USAGE
             config.model = models[0]
             print(f"deskhand: using model {config.model}", file=sys.stderr)
-        if args.yes:
-            approver = allow_all
-        elif sys.stdin.isatty() and not args.json:
-            approver = interactive_approver
-        else:
-            approver = deny_all
+        approver = interactive_approver if _can_ask(args) else deny_all
+        _folder_note(runtime)
         conversation = runtime.open_conversation(args.conversation)
         if not args.conversation:
             runtime.store.auto_title(conversation.id, args.prompt)
-        agent = runtime.make_agent(provider, approver)
+        agent = runtime.make_agent(provider, approver, auto_approve=args.yes)
         async for event in agent.run(conversation, args.prompt):
             printer.handle(event)
         printer.close()
@@ -210,13 +213,32 @@ async def _ask(args: argparse.Namespace, runtime: Runtime) -> int:
 # ---- tools -------------------------------------------------------------------------------
 
 
+def _can_ask(args: argparse.Namespace) -> bool:
+    """Someone is at a terminal to answer approval questions."""
+    return sys.stdin.isatty() and sys.stderr.isatty() and not args.json
+
+
+def _folder_note(runtime: Runtime) -> None:
+    """Says once per run when file tools fall back to the current folder."""
+    import os
+    from pathlib import Path
+
+    try:
+        from tools.fs.sandbox import effective_roots
+    except ImportError:
+        return
+    _, note = effective_roots(runtime.settings, Path(os.getcwd()))
+    if note:
+        print(f"deskhand: {note}", file=sys.stderr)
+
+
 def _tools_list(args: argparse.Namespace, runtime: Runtime) -> int:
-    registry = runtime.registry
+    registry = runtime.listing_registry()
     infos = registry.infos(args.category)
     if args.json:
         print(json.dumps([i.to_json() for i in infos], ensure_ascii=False))
         return EXIT_OK
-    if not infos:
+    if not infos and not registry.packs:
         print(f"no tools in category {args.category!r}", file=sys.stderr)
         return EXIT_USAGE if args.category else EXIT_OK
     current = None
@@ -228,18 +250,21 @@ def _tools_list(args: argparse.Namespace, runtime: Runtime) -> int:
         ops = "/".join(sorted(m.operations))
         state = "" if info.available else f"  [unavailable: {info.unavailable_reason}]"
         print(f"  {m.name:<28} {ops:<22} {m.summary}{state}")
+    if registry.packs and args.category is None:
+        from app.core.cli_trust import print_packs
+
+        print_packs(registry.packs, runtime.trust)
     for error in registry.errors:
         print(f"deskhand: skipped tool pack {error.source}: {error.message}", file=sys.stderr)
     return EXIT_OK
 
 
 async def _tools_call(args: argparse.Namespace, runtime: Runtime) -> int:
-    from app.core.approval import ApprovalRequest, Decision, Verdict
+    from app.core.approval import deny_all
     from app.core.cli_output import interactive_approver
-    from tools.runner import InvalidCall
-    from tools.spec import ToolContext, ToolResult
+    from app.core.events import ApprovalDecided, ApprovalRequested, ToolProgress
+    from tools.spec import ToolResult
 
-    runner = runtime.runner
     if args.name.startswith("mcp__") and args.name not in runtime.registry:
         import asyncio
 
@@ -247,50 +272,28 @@ async def _tools_call(args: argparse.Namespace, runtime: Runtime) -> int:
         hint = None if args.name in runtime.registry else runtime.mcp.missing_tool_hint(args.name)
         if hint:
             return _print_result(ToolResult.failure(hint), args.json, EXIT_USAGE)
-    try:
-        manifest, params = runner.validate(args.name, args.args)
-    except InvalidCall as exc:
-        return _print_result(ToolResult.failure(str(exc)), args.json, EXIT_USAGE)
-    verdict = runtime.policy().verdict(manifest)
-    session = runtime.new_session()
-    ctx = ToolContext(
-        call_id="cli",
-        home=runtime.home,
-        settings=runtime.settings,
-        registry=runtime.registry,
-        session=session,
-        integration=manifest.integration,
-        account_resolver=runtime.resolve_account,
-        accounts=runtime.accounts,
-        services=runtime.services(),
-        progress_sink=lambda p: print(f"… {p.message}", file=sys.stderr),
+    _folder_note(runtime)
+    approver = interactive_approver if _can_ask(args) else deny_all
+    pipeline = runtime.make_pipeline(approver, auto_approve=args.yes, record=False)
+
+    def show(event: Any) -> None:
+        if isinstance(event, ToolProgress):
+            print(f"… {event.message}", file=sys.stderr)
+        elif isinstance(event, ApprovalDecided) and event.source == "yes":
+            print(f"deskhand: {event.tool} approved by --yes", file=sys.stderr)
+        elif isinstance(event, ApprovalRequested) and not _can_ask(args):
+            print(f"deskhand: {event.request.tool} needs approval: {event.request.reason}",
+                  file=sys.stderr)
+
+    outcome = await pipeline.call(
+        "cli", args.name, args.args, session=runtime.new_session(), emit=show, for_model=False
     )
-    if verdict is Verdict.ALLOW and await runner.escalation(manifest, params, ctx):
-        verdict = Verdict.ASK
-    if verdict is Verdict.DENY:
-        return _print_result(
-            ToolResult.failure("this tool is blocked by a deny rule in Deskhand's settings"),
-            args.json,
-            EXIT_TOOL_FAILED,
-        )
-    if verdict is Verdict.ASK and not args.yes:
-        decision = Decision.DENY
-        if sys.stdin.isatty() and not args.json:
-            request = ApprovalRequest(
-                "cli",
-                manifest.name,
-                manifest.category,
-                sorted(manifest.operations),
-                params.model_dump(mode="json"),
-                await runner.preview(manifest, params, ctx),
-            )
-            decision = await interactive_approver(request)
-        if decision is Decision.DENY:
-            message = f"{manifest.name} changes things and was not approved (pass --yes to approve)"
-            return _print_result(ToolResult.failure(message), args.json, EXIT_TOOL_FAILED)
-        if decision is Decision.ALWAYS_ALLOW:
-            runtime.persist_always_allow(manifest.name)
-    result = await runner.run_validated(manifest, params, ctx)
+    result = outcome.result
+    if outcome.status == "invalid":
+        return _print_result(result, args.json, EXIT_USAGE)
+    if outcome.status == "denied" and result.error and "declined" in result.error:
+        hint = "" if args.yes else " (pass --yes to approve)"
+        result = ToolResult.failure(f"{args.name} was not approved{hint}")
     return _print_result(result, args.json, EXIT_OK if result.ok else EXIT_TOOL_FAILED)
 
 

@@ -7,7 +7,8 @@
 #   ./scripts/package-test.sh            build, then test
 #   ./scripts/package-test.sh --reuse    reuse build/dist/deskhand when present
 #
-# Needs root (or sudo) for dpkg, plus Xvfb, xdotool and ImageMagick. Downloads nothing.
+# Needs root (or sudo) for dpkg, plus Xvfb, xdotool, ImageMagick and desktop-file-utils
+# (installed here when missing). Downloads nothing else.
 # Artifacts: dist/*.deb, dist/*.tar.gz, build/package-test/window.png.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"  # ROOT, VENV, ensure_apt
@@ -15,7 +16,7 @@ PY="$VENV/bin/python"
 cd "$ROOT"
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-ensure_apt xvfb xdotool imagemagick
+ensure_apt xvfb xdotool imagemagick desktop-file-utils
 # PyInstaller comes with the packaging extra (the test extras do not include it).
 if [ ! -x "$VENV/bin/pyinstaller" ]; then
   "$PY" -m pip install -q --disable-pip-version-check -e "$ROOT[packaging]"

@@ -4,7 +4,17 @@
 # test fixtures themselves.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
-ensure_apt python3-venv git gnome-keyring dbus dbus-x11 docker.io busybox-static iptables chromium build-essential "${QT_RUNTIME_PACKAGES[@]}"
+# Every program the tests start must come from these packages, the venv or Python itself:
+# tests/program_guard.py fails the CI run on any other (tests/test_ci_programs.py tests it).
+TEST_PACKAGES=(
+  python3-venv git build-essential  # the venv; llama-cpp-python builds from source
+  dbus dbus-x11 gnome-keyring       # dbus-daemon + gnome-keyring-daemon: a private Secret Service
+  libsecret-tools                   # secret-tool, which test_secrets.py reads the keyring with
+  docker.io iptables busybox-static # a private dockerd and its busybox test image
+  chromium                          # the browser tools' tests, through Playwright
+  desktop-file-utils                # desktop-file-validate (test_packaging.py, package-test.sh)
+)
+ensure_apt "${TEST_PACKAGES[@]}" "${QT_RUNTIME_PACKAGES[@]}"
 ensure_venv gui,test
 cd "$ROOT"
 echo "== ruff"

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.program_guard import ProgramRecorder, Provenance, Verdict, report
+from tests.setup_packages import ROOT, allowed_packages
 
 pytest_plugins = [
     "tests.fixtures_llm",
@@ -55,3 +59,56 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> objec
         reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"
         report.longrepr = f"skipped in CI (not allowed): {reason}"
+
+
+# ---- the program guard: every program a test starts must come from the set-up scripts ----
+
+PROGRAMS = ProgramRecorder()
+_guard_lines: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    PROGRAMS.start()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> object:
+    """Programs started during set-up, call and teardown are noted under the test's id."""
+    PROGRAMS.test = item.nodeid
+    yield
+    PROGRAMS.test = "(session teardown)"
+
+
+def judge_programs() -> tuple[list[Verdict], list[str]]:
+    """Where each program the tests started comes from, and the guard's own errors."""
+    venv = Path(os.environ.get("DESKHAND_VENV", ROOT / ".venv"))
+    provenance = Provenance(allowed_packages(), venv)
+    return provenance.judge(PROGRAMS.started.values()), list(PROGRAMS.errors)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """In CI a program the set-up scripts do not install turns the run red."""
+    PROGRAMS.stop()
+    if not PROGRAMS.started and not PROGRAMS.errors:
+        return
+    try:
+        verdicts, errors = judge_programs()
+    except (OSError, ValueError, subprocess.CalledProcessError) as exc:  # no dpkg, bad script
+        verdicts, errors = [], [f"could not check the programs the tests started: {exc}"]
+    bad = [v for v in verdicts if not v.ok]
+    if IN_CI or bad or errors:
+        _guard_lines[:] = report(verdicts, errors)
+    if (bad or errors) and IN_CI:
+        _guard_lines.append(
+            f"CI fails: {len(bad)} program(s) not installed by scripts/test.sh, "
+            f"{len(errors)} guard error(s)"
+        )
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _guard_lines:
+        terminalreporter.section("programs the tests started (tests/program_guard.py)")
+        for line in _guard_lines:
+            terminalreporter.write_line(line, red=not line.startswith("ok "))

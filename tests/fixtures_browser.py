@@ -304,6 +304,14 @@ class BrowserDriver:
         self.runner = ToolRunner(self.registry)
         self.session = ToolSession(self.registry)
         self.progress: list[str] = []
+        #: What the browser asked the user from inside running calls: (summary, detail).
+        self.asked: list[tuple[str, str]] = []
+        #: The answer to those questions; None: nobody can be asked (ctx.confirm → False).
+        self.answer: bool | None = None
+
+    def _confirm(self, summary: str, detail: str) -> bool:
+        self.asked.append((summary, detail))
+        return bool(self.answer)
 
     def context(self, name: str) -> Any:
         from tools.spec import ToolContext
@@ -315,15 +323,30 @@ class BrowserDriver:
             session=self.session,
             registry=self.registry,
             progress_sink=lambda p: self.progress.append(p.message),
+            confirm=None if self.answer is None else self._confirm,
         )
 
     def call(self, name: str, ctx: Any = None, **args: Any) -> Any:
         """Run a tool (no approval step; tests check approval separately)."""
         return asyncio.run(self.runner.run(name, args, ctx or self.context(name)))
 
-    def escalation(self, name: str, **args: Any) -> str | None:
+    def escalate(self, name: str, **args: Any) -> Any:
+        """The tool's own escalate hook's answer (an Escalation, a str or None)."""
         manifest, params = self.runner.validate(name, args)
         return asyncio.run(self.runner.escalation(manifest, params, self.context(name)))
+
+    def escalation(self, name: str, **args: Any) -> str | None:
+        """Why the call must ask, in words (None: it need not)."""
+        found = self.escalate(name, **args)
+        return getattr(found, "reason", found)
+
+    def hook(self, name: str, kind: str, **args: Any) -> Any:
+        """Run the tool's `subject` or `summary_line` hook."""
+        import importlib
+
+        manifest, params = self.runner.validate(name, args)
+        module, _, func = str(getattr(manifest, kind)).partition(":")
+        return getattr(importlib.import_module(module), func)(params, self.context(name))
 
     def preview(self, name: str, **args: Any) -> str | None:
         manifest, params = self.runner.validate(name, args)

@@ -112,8 +112,9 @@ def _static_busybox() -> Path | None:
     return BUSYBOX
 
 
-def busybox_tar(busybox: Path) -> bytes:
-    """A root file system: /bin/busybox, applet symlinks, and an empty /tmp."""
+def busybox_tar(busybox: Path, applets: tuple[str, ...] = BUSYBOX_APPLETS) -> bytes:
+    """A root file system: /bin/busybox, applet symlinks, and an empty /tmp. Fewer
+    `applets` make images like the minimal ones people run (no shell, no kill)."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         for folder in ("bin", "tmp", "etc"):
@@ -121,7 +122,7 @@ def busybox_tar(busybox: Path) -> bytes:
             info.type, info.mode = tarfile.DIRTYPE, 0o1777 if folder == "tmp" else 0o755
             tar.addfile(info)
         tar.add(str(busybox), arcname="bin/busybox")
-        for applet in BUSYBOX_APPLETS:
+        for applet in applets:
             link = tarfile.TarInfo(f"bin/{applet}")
             link.type, link.linkname = tarfile.SYMTYPE, "busybox"
             tar.addfile(link)

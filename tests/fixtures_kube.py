@@ -34,7 +34,9 @@ import json
 import os
 import re
 import secrets
+import signal
 import socket
+import subprocess
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -238,8 +240,22 @@ class Route:
 ExecFn = Callable[[list[str]], tuple[str, str, int]]
 
 
+#: What a container runtime answers when the program to exec does not exist in the image.
+NO_SUCH_PROGRAM = (
+    "OCI runtime exec failed: exec failed: unable to start container process: exec: "
+    '"{0}": stat {0}: no such file or directory: unknown'
+)
+
+
+class NotStarted(Exception):
+    """The runtime could not start the program (the Status is a Failure with no exit code)."""
+
+
 def _echo(command: list[str]) -> tuple[str, str, int]:
-    """The default exec behaviour: `echo …` prints, `false` fails, anything else is unknown."""
+    """The default exec behaviour, a container without a shell: `echo …` prints, `false`
+    fails, a shell cannot start, anything else is unknown."""
+    if command[0] in ("/bin/sh", "sh"):
+        raise NotStarted(NO_SUCH_PROGRAM.format(command[0]))
     if command[:1] == ["echo"]:
         return " ".join(command[1:]) + "\n", "", 0
     if command[:1] == ["false"]:
@@ -258,6 +274,12 @@ class FakeKube:
     objects: dict[tuple[str, str, str, str], Obj] = field(default_factory=dict)
     logs: dict[tuple[str, str, str], str] = field(default_factory=dict)
     exec_fn: ExecFn = _echo
+    #: Exec runs the command as a real process on this machine (the "container"), streaming
+    #: its output; like a real kubelet, a closed exec stream does not end it.
+    exec_processes: bool = False
+    #: With exec_processes: False makes the "image" shell-less (/bin/sh cannot be started).
+    exec_shell: bool = True
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     requests: list[Recorded] = field(default_factory=list)
     _forbidden: list[tuple[str, str, str | None]] = field(default_factory=list)
     _lock: threading.RLock = field(default_factory=threading.RLock)
@@ -283,6 +305,11 @@ class FakeKube:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
+        for proc in self.processes:  # what a test left running in the "container"
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
 
     def __enter__(self) -> FakeKube:
         return self.start()
@@ -794,24 +821,73 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Sec-WebSocket-Accept", accept)
         self.send_header("Sec-WebSocket-Protocol", "v4.channel.k8s.io")
         self.end_headers()
-        stdout, stderr, code = fake.exec_fn(command)
-        if code == 0:
-            status: Obj = {"metadata": {}, "status": "Success"}
-        else:
-            status = {
-                "metadata": {},
-                "status": "Failure",
-                "message": f"command terminated with non-zero exit code: {code}",
-                "reason": "NonZeroExitCode",
-                "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]},
-            }
+        run = self._exec_process if fake.exec_processes else self._exec_fn
+        status = run(command)
+        self.close_connection = True
+        with contextlib.suppress(OSError):  # the client may have gone (a cancelled exec)
+            self.wfile.write(_frame(b"\x03" + json.dumps(status).encode()))
+            self.wfile.write(_frame(b"\x03\xe8", opcode=0x8))  # close, 1000
+            self.wfile.flush()
+
+
+    def _exec_fn(self, command: list[str]) -> Obj:
+        try:
+            stdout, stderr, code = self.server_fake.exec_fn(command)
+        except NotStarted as exc:
+            return {"metadata": {}, "status": "Failure", "message": str(exc)}
         for channel, data in ((1, stdout.encode()), (2, stderr.encode())):
             if data:
                 self.wfile.write(_frame(bytes([channel]) + data))
-        self.wfile.write(_frame(b"\x03" + json.dumps(status).encode()))
-        self.wfile.write(_frame(b"\x03\xe8", opcode=0x8))  # close, 1000
-        self.wfile.flush()
-        self.close_connection = True
+        return _exit_status(code)
+
+    def _exec_process(self, command: list[str]) -> Obj:
+        """Runs `command` for real and streams its output as it comes; a client that goes
+        away stops the streaming, never the process."""
+        if not self.server_fake.exec_shell and command[0] in ("/bin/sh", "sh"):
+            message = NO_SUCH_PROGRAM.format(command[0])
+            return {"metadata": {}, "status": "Failure", "message": message}
+        try:
+            proc = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError:
+            message = NO_SUCH_PROGRAM.format(command[0])
+            return {"metadata": {}, "status": "Failure", "message": message}
+        self.server_fake.processes.append(proc)
+        lock = threading.Lock()
+
+        def pump(pipe: Any, channel: int) -> None:
+            for chunk in iter(lambda: pipe.read1(4096), b""):
+                with lock, contextlib.suppress(OSError):
+                    self.wfile.write(_frame(bytes([channel]) + chunk))
+                    self.wfile.flush()
+
+        readers = [
+            threading.Thread(target=pump, args=(proc.stdout, 1), daemon=True),
+            threading.Thread(target=pump, args=(proc.stderr, 2), daemon=True),
+        ]
+        for reader in readers:
+            reader.start()
+        code = proc.wait()
+        for reader in readers:
+            reader.join()
+        return _exit_status(code if code >= 0 else 128 - code)
+
+
+def _exit_status(code: int) -> Obj:
+    if code == 0:
+        return {"metadata": {}, "status": "Success"}
+    return {
+        "metadata": {},
+        "status": "Failure",
+        "message": f"command terminated with non-zero exit code: {code}",
+        "reason": "NonZeroExitCode",
+        "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]},
+    }
 
 
 def _frame(payload: bytes, opcode: int = 0x2) -> bytes:

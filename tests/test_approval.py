@@ -49,9 +49,3 @@ def test_deny_beats_allow_even_for_reads():
     assert ApprovalPolicy(deny=["category:fs"]).verdict(READ) is Verdict.DENY
 
 
-def test_allow_always_is_remembered_once():
-    policy = ApprovalPolicy()
-    policy.allow_always("fs_write_file")
-    policy.allow_always("fs_write_file")
-    assert policy.always_allow == ["fs_write_file"]
-    assert policy.verdict(WRITE) is Verdict.ALLOW

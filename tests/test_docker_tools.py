@@ -203,7 +203,7 @@ def test_inspect_summarises_and_hides_credential_values(tools: Tools, client: An
     assert result.ok, result.error
     info = result.data["container"]
     assert info["name"] == "api" and info["image"] == TEST_IMAGE and info["state"] == "running"
-    assert "MODE=prod" in info["env"] and "API_TOKEN=••••••" in info["env"]
+    assert "MODE=prod" in info["env"] and "API_TOKEN=[redacted]" in info["env"]
     assert "running (started" in result.content
     assert "tok-9f8e7d6c" not in result.content + json.dumps(result.data)
     full = tools.call("docker_inspect_container", {"container": "api", "full": True})
@@ -407,7 +407,7 @@ def test_run_preview_shows_the_full_command_line(tools: Tools):
     }
     preview = tools.preview("docker_run_container", args)
     assert preview.splitlines()[0] == (
-        "docker run --rm --name demo -e MODE=prod -e 'DB_PASSWORD=••••••' -p 8080:80 "
+        "docker run --rm --name demo -e MODE=prod -e 'DB_PASSWORD=[redacted]' -p 8080:80 "
         f"-v /srv/data:/data:ro {TEST_IMAGE} echo 'hello world'"
     )
     assert "in the foreground" in preview and tools.account.fields["host"] in preview
@@ -457,12 +457,214 @@ def test_exec_gives_up_at_its_timeout(tools: Tools, client: Any):
     assert time.monotonic() - began < 20
     assert not result.ok and "timed out" in result.error
     assert "did not finish within 1 s" in result.content and "waiting" in result.content
+    assert "the command was ended in box" in result.content
 
 
 def test_exec_in_a_stopped_container_says_to_start_it(tools: Tools, client: Any):
     finished(client, "done", "true")
     result = tools.call("docker_exec", {"container": "done", "command": "ls"})
     assert not result.ok and "docker_start_container" in result.error
+
+
+# ---- credentials under innocent names ------------------------------------------------------------
+
+GHP = "ghp_" + "Zq8Xw2Lk9Mn4Pv7Rt1Ys5Ub3Ce6Df0Gh2Jk4"
+DB_URL = "postgres://app:pg-s3cret-99@db:5432/shop"
+
+
+def test_credential_shaped_values_are_masked_under_innocent_names(tools: Tools, client: Any):
+    """A token in `NOTE`, a password in a URL or on the command line: none reaches the model."""
+    client.containers.run(
+        TEST_IMAGE,
+        ["sh", "-c", "sleep 600", "app", "--password=hunter2-pw", "--token", "t0k-77aa", GHP],
+        name="leaky",
+        detach=True,
+        network_mode="none",
+        environment={"NOTE": GHP, "DATABASE": DB_URL, "MODE": "prod"},
+        labels={"contact": "ops", "backup-url": DB_URL},
+    )
+    leaks = (GHP, "pg-s3cret-99", "hunter2-pw", "t0k-77aa")
+    summary = tools.call("docker_inspect_container", {"container": "leaky"})
+    full = tools.call("docker_inspect_container", {"container": "leaky", "full": True})
+    listing = tools.call("docker_list_containers")
+    for result in (summary, full, listing):
+        assert result.ok, result.error
+        shown = result.content + json.dumps(result.data)
+        assert not [leak for leak in leaks if leak in shown], result.content
+    info = summary.data["container"]
+    assert "NOTE=[redacted]" in info["env"] and "MODE=prod" in info["env"]
+    assert "DATABASE=postgres://app:[redacted]@db:5432/shop" in info["env"]
+    assert "--password=[redacted]" in info["command"] and "--token" in info["command"]
+    assert info["labels"] == {"contact": "ops", "backup-url": "postgres://app:[redacted]@db:5432/shop"}
+    config = full.data["container"]["Config"]
+    assert "NOTE=[redacted]" in config["Env"] and "[redacted]" in config["Cmd"]
+    assert "sleep 600" in summary.content  # the rest of the command line is still shown
+
+
+def test_run_and_exec_previews_mask_credentials_in_env_and_command(tools: Tools, client: Any):
+    args = {
+        "image": TEST_IMAGE,
+        "command": ["app", "--password", "hunter2-pw", f"--url={DB_URL}"],
+        "env": {"NOTE": GHP, "MODE": "prod"},
+    }
+    preview = tools.preview("docker_run_container", args)
+    assert GHP not in preview and "hunter2-pw" not in preview and "pg-s3cret-99" not in preview
+    assert "-e 'NOTE=[redacted]' -e MODE=prod" in preview
+    assert "app --password '[redacted]' '--url=postgres://app:[redacted]@db:5432/shop'" in preview
+    start(client, "box")
+    exec_preview = tools.preview(
+        "docker_exec", {"container": "box", "command": f"curl -u bob:x https://h -H 'X: {GHP}'"}
+    )
+    assert GHP not in exec_preview and "[redacted]" in exec_preview
+
+
+# ---- stopping docker_exec ---------------------------------------------------------------------
+
+
+def processes(client: Any, name: str) -> list[str]:
+    """The command lines running in a container, as the engine lists them (`docker top`)."""
+    top = client.api.top(name)
+    column = top["Titles"].index("CMD")
+    return [row[column] for row in top["Processes"]]
+
+
+def cancel_when_running(client: Any, name: str, command: str, cancel: threading.Event) -> None:
+    """Sets `cancel` once `command` shows up in the container (what Stop does mid-call)."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not cancel.is_set():
+            if command in processes(client, name):
+                cancel.set()
+                return
+            time.sleep(0.05)  # polls the engine's real process list
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def test_cancelled_exec_ends_the_command_and_its_children_in_the_container(
+    tools: Tools, client: Any
+):
+    box = start(client, "box", "sleep 700")
+    cancel = threading.Event()
+
+    def on_progress(progress: Progress) -> None:
+        if progress.message == "started":
+            cancel.set()
+
+    ctx = tools.context(cancel_event=cancel, progress_sink=on_progress)
+    args = {"container": "box", "command": "echo started; sleep 600"}
+    result = tools.call("docker_exec", args, ctx)
+    assert not result.ok and result.error == "cancelled", result.content
+    assert "the command was ended in box" in result.content
+    assert result.data["stopped"] is True
+    assert result.data["output"] == "started"  # the PID line never shows
+    listing = box.exec_run(["ps", "-o", "pid,args"]).output.decode()
+    assert "sleep 600" not in listing and "sleep 700" in listing
+    # a list command, cancelled while it runs: the same
+    cancel = threading.Event()
+    cancel_when_running(client, "box", "sleep 650", cancel)
+    args = {"container": "box", "command": ["sleep", "650"]}
+    argv = tools.call("docker_exec", args, tools.context(cancel_event=cancel))
+    assert argv.error == "cancelled" and argv.data["stopped"] is True
+    assert "sleep 650" not in box.exec_run(["ps", "-o", "args"]).output.decode()
+
+
+def test_exec_that_times_out_is_ended_too(tools: Tools, client: Any):
+    box = start(client, "box", "sleep 700")
+    args = {"container": "box", "command": ["sleep", "640"], "timeout": 1}
+    result = tools.call("docker_exec", args)
+    assert not result.ok and "timed out" in result.error
+    assert "the command was ended in box" in result.content
+    assert "sleep 640" not in box.exec_run(["ps", "-o", "args"]).output.decode()
+
+
+def shell_less_container(client: Any, name: str, applets: tuple[str, ...]) -> Any:
+    """A running container from an image with only `applets` (no /bin/sh)."""
+    reference = f"deskhand-test/{name}:latest"
+    client.api.import_image_from_data(
+        busybox_tar(BUSYBOX, applets), repository=reference.split(":")[0], tag="latest"
+    )
+    return client.containers.run(
+        reference, ["sleep", "700"], name=name, detach=True, network_mode="none"
+    )
+
+
+def test_exec_without_a_shell_is_ended_through_its_pid_on_a_local_engine(
+    tools: Tools, client: Any
+):
+    shell_less_container(client, "minimal", ("sleep", "kill"))
+    cancel = threading.Event()
+    cancel_when_running(client, "minimal", "sleep 600", cancel)
+    args = {"container": "minimal", "command": ["sleep", "600"]}
+    result = tools.call("docker_exec", args, tools.context(cancel_event=cancel))
+    assert result.error == "cancelled" and result.data["stopped"] is True, result.content
+    assert "sleep 600" not in processes(client, "minimal")
+    assert "sleep 700" in processes(client, "minimal")
+
+
+def test_exec_that_cannot_be_ended_says_so_plainly(tools: Tools, client: Any):
+    """No shell and no `kill` in the image: Deskhand cannot end the command and says so."""
+    shell_less_container(client, "distroless", ("sleep",))
+    cancel = threading.Event()
+    cancel_when_running(client, "distroless", "sleep 600", cancel)
+    args = {"container": "distroless", "command": ["sleep", "600"]}
+    result = tools.call("docker_exec", args, tools.context(cancel_event=cancel))
+    assert not result.ok and result.data["stopped"] is False
+    assert result.error.startswith("cancelled; the command may still be running in distroless")
+    assert "may still be running in distroless" in result.content
+    assert "sleep 600" in processes(client, "distroless")  # the message tells the truth
+
+
+# ---- approval: host and one-line summary --------------------------------------------------------
+
+
+def test_changing_tools_name_their_host_and_summarise_the_call(tools: Tools):
+    registry = tools.registry
+    manifests = {m.name: m for m in registry.manifests() if m.category == "docker"}
+    for name in CHANGES:
+        assert manifests[name].subject and manifests[name].summary_line, name
+    for name in READS:
+        assert manifests[name].summary_line is None, name
+    ctx = tools.context(account=Account("work", "docker", "work", {"host": "tcp://10.0.0.9:2376"}))
+
+    def hooks(tool: str, args: dict[str, Any]) -> tuple[Any, str]:
+        _, params = tools.runner.validate(tool, args)
+        subject = registry.resolve_hook(tool, "subject")(params, ctx)
+        return subject, registry.resolve_hook(tool, "summary_line")(params, ctx)
+
+    subject, line = hooks("docker_remove_container", {"container": "web-1"})
+    assert subject.account == "Docker · work" and subject.target == "Docker · work"
+    assert line == "Delete container web-1 on host work"
+    _, stop = hooks("docker_stop_container", {"container": "db", "timeout": 5})
+    assert stop == "Stop container db on host work (killed after 5 s)"
+    _, run = hooks(
+        "docker_run_container",
+        {"image": "nginx:1.27", "name": "web", "command": ["app", f"--token={GHP}"], "detach": 1},
+    )
+    assert run == (
+        "Run image nginx:1.27 as container web with command `app '--token=[redacted]'` "
+        "on host work, in the background"
+    )
+    _, prune = hooks("docker_prune", {"targets": ["containers", "volumes"]})
+    assert prune == (
+        "Remove stopped containers and unused volumes (their data is lost) on host work"
+    )
+    _, pull = hooks("docker_pull_image", {"image": "library/nginx"})
+    assert pull == "Download image library/nginx:latest to host work"
+
+
+def test_approval_hooks_do_not_contact_the_engine(tools: Tools, tmp_path: Path):
+    """Hooks run before the user decides: they must work (and change nothing) even when the
+    host is unreachable."""
+    gone = Account("gone", "docker", "Gone host", {"host": f"unix://{tmp_path}/none.sock"})
+    ctx = tools.context(account=gone)
+    command = f"ls /data; export T={GHP}"
+    _, params = tools.runner.validate("docker_exec", {"container": "x", "command": command})
+    line = tools.registry.resolve_hook("docker_exec", "summary_line")(params, ctx)
+    assert line == "Run `ls /data; export T=[redacted]` in container x on host Gone host"
+    subject = tools.registry.resolve_hook("docker_exec", "subject")(params, ctx)
+    assert subject.target == "Docker · Gone host"
 
 
 # ---- images, volumes, networks, prune ------------------------------------------------------------

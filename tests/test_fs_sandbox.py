@@ -375,10 +375,32 @@ def test_tilde_expands_to_home(env: FsEnv) -> None:
     [None, SimpleNamespace(), SimpleNamespace(files=SimpleNamespace(allowed_roots=[]))],
     ids=["no settings", "no files section", "empty roots"],
 )
-def test_default_root_is_home(env: FsEnv, settings: object) -> None:
-    sandbox = Sandbox.from_context(ToolContext(home=env.tmp, settings=settings))
-    assert sandbox.allowed_roots == (env.home,)
+def test_without_folders_the_current_folder_is_the_only_root(
+    env: FsEnv, settings: object
+) -> None:
+    ctx = ToolContext(home=env.tmp / "deskhand-home", settings=settings)
+    sandbox = Sandbox.from_context(ctx, cwd=env.root)
+    assert sandbox.allowed_roots == (env.root,)
+    assert sandbox.note == (
+        f"No folders are set up for Deskhand yet, so file tools work only in {env.root}. "
+        "Choose folders in Settings → Tools."
+    )
+    (env.home / "notes.txt").write_text(SECRET)
+    with pytest.raises(SandboxError, match="work only in") as refused:
+        sandbox.resolve("~/notes.txt")
+    assert SECRET not in str(refused.value)
     assert env.home / ".ssh" in sandbox.denied
+
+
+def test_without_folders_a_run_from_home_gets_no_folder(env: FsEnv) -> None:
+    """The default is never the whole home, even when started from it."""
+    (env.home / "notes.txt").write_text(SECRET)
+    for cwd in (env.home, env.tmp, Path("/")):
+        ctx = ToolContext(home=env.tmp / "deskhand-home", settings=None)
+        sandbox = Sandbox.from_context(ctx, cwd=cwd)
+        assert sandbox.allowed_roots == ()
+        with pytest.raises(SandboxError, match="file tools are off"):
+            sandbox.resolve(str(env.home / "notes.txt"))
 
 
 def test_settings_as_a_mapping_are_understood(env: FsEnv) -> None:

@@ -43,6 +43,7 @@ def no_dbus(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(CryptFileKeyring, "memory_cost", 8 * 1024)
     monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
     monkeypatch.delenv(PASSPHRASE_ENV, raising=False)
+    keyring_fallback.forget_env_passphrase()  # taken from the environment by an earlier test
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
     saved = keyring.get_keyring()
     keyring.set_keyring(fail.Keyring())
@@ -50,6 +51,7 @@ def no_dbus(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         yield
     finally:
         keyring.set_keyring(saved)
+        keyring_fallback.forget_env_passphrase()
 
 
 class Asked:
@@ -243,3 +245,122 @@ def test_gui_asks_for_the_passphrase_on_the_gui_thread_once(
     finally:
         keyring_fallback.install_prompts(previous)
     assert threads == [threading.main_thread()]
+
+
+# ---- the passphrase never reaches a child process ----------------------------------------
+
+
+STRONG = "violet anchor mosaic"
+
+
+def test_env_passphrase_leaves_the_environment_once_read(
+    no_dbus: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import subprocess
+
+    from app.core.secrets import known_secret_values
+
+    monkeypatch.setenv(PASSPHRASE_ENV, STRONG)
+    store = SecretStore(mode="encrypted_file", home=tmp_path, prompts=CLI)
+    value = _value()
+    store.set(KEY, value)
+    assert PASSPHRASE_ENV not in os.environ
+    child = subprocess.run(
+        [sys.executable, "-c", f"import os; print(os.environ.get({PASSPHRASE_ENV!r}))"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    assert child.stdout.strip() == "None"
+    assert STRONG in known_secret_values()  # and a log line holding it is redacted
+    # Still usable by this process (a second store, as the CLI's runtime makes one).
+    assert SecretStore(mode="encrypted_file", home=tmp_path, prompts=CLI).get(KEY) == value
+
+
+def test_a_child_started_right_after_start_up_does_not_inherit_the_passphrase(
+    tmp_path: Path,
+) -> None:
+    """Deskhand started with the variable set; a tool starts a program before any secret
+    was read. Neither subprocess (os.environ) nor os.system (the C environment) passes it."""
+    import os
+    import subprocess
+
+    out = tmp_path / "child-env"
+    code = (
+        "import os, subprocess, sys\n"
+        "import app.core.runtime\n"
+        "a = subprocess.run(['env'], capture_output=True, text=True).stdout\n"
+        f"os.system('env > {out}')\n"
+        "print(a)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[1],
+        env={**os.environ, PASSPHRASE_ENV: STRONG},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert "PATH=" in done.stdout  # the child did print its environment
+    assert STRONG not in done.stdout and PASSPHRASE_ENV not in done.stdout
+    assert STRONG not in out.read_text() and "PATH=" in out.read_text()
+
+
+# ---- a new store needs a strong passphrase ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "weak",
+    [
+        "short",
+        "elevenchars",  # 11
+        "aaaaaaaaaaaaaaaa",
+        "abababababababab",
+        "abcdefghijklmnop",
+        "123456789012",
+        "zyxwvutsrqponm",
+        "qwertyuiopasdf",
+        "Password2024!",
+        "passwordpassword",
+        "123123123123",
+        "iloveyou1234",
+    ],
+)
+def test_a_weak_passphrase_is_refused_with_what_is_required(
+    no_dbus: None, tmp_path: Path, weak: str
+) -> None:
+    store = SecretStore(mode="encrypted_file", home=tmp_path, prompts=Asked(weak).prompts())
+    with pytest.raises(SecretStoreError) as err:
+        store.set(KEY, _value())
+    message = str(err.value)
+    assert "too weak" in message and "at least 12 characters" in message
+    assert weak not in message
+    assert not (tmp_path / "secrets.cfg").exists()
+    assert keyring_fallback.passphrase_problem(weak)
+
+
+@pytest.mark.parametrize(
+    "strong", [STRONG, "correct horse", "tram 7 unlikely sofa", "Zq8#mW2!vR5p"]
+)
+def test_a_reasonable_passphrase_is_accepted(no_dbus: None, tmp_path: Path, strong: str) -> None:
+    assert keyring_fallback.passphrase_problem(strong) is None
+    store = SecretStore(mode="encrypted_file", home=tmp_path, prompts=Asked(strong).prompts())
+    store.set(KEY, "value-1234")
+    assert store.get(KEY) == "value-1234"
+
+
+def test_an_existing_store_with_an_old_weak_passphrase_still_opens(
+    no_dbus: None, tmp_path: Path
+) -> None:
+    """The rule is for new stores: nobody is locked out of secrets saved before it."""
+    from keyrings.cryptfile.cryptfile import CryptFileKeyring
+
+    old = CryptFileKeyring()
+    old.file_path = str(tmp_path / "secrets.cfg")
+    old.keyring_key = "weak"
+    old.set_password("deskhand", KEY, "saved-before")
+    store = SecretStore(mode="encrypted_file", home=tmp_path, prompts=Asked("weak").prompts())
+    assert store.get(KEY) == "saved-before"

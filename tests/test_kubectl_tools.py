@@ -5,21 +5,26 @@ failures)."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from app.core.approval import ApprovalPolicy, Verdict
 from tests.fakellm import ScriptedLLM, text, tool_calls
-from tests.fixtures_kube import KubeEnv
+from tests.fixtures_kube import FakeKube, KubeEnv
 from tools.registry import ToolRegistry
-from tools.spec import Operation
+from tools.spec import Operation, ToolContext
 
 REPO = Path(__file__).resolve().parents[1]
 READS = {
@@ -523,6 +528,239 @@ def test_exec_forbidden_is_explained(web: KubeEnv):
     res = web.run("kubectl_exec", pod="logger", command=["echo", "x"])
     assert not res.ok
     assert "forbidden: cannot create pods/exec in namespace default" in res.content
+
+
+# ---- stopping kubectl_exec ----------------------------------------------------------------
+
+
+def run_with_cancel(kube: KubeEnv, cancel: threading.Event, **args: Any) -> Any:
+    ctx = ToolContext(
+        home=kube.home,
+        account_resolver=kube.account,
+        integration="kubernetes",
+        cancel_event=cancel,
+    )
+    return asyncio.run(kube.runner.run("kubectl_exec", args, ctx))
+
+
+def cancel_once_started(fake: FakeKube, cancel: threading.Event, count: int = 1) -> None:
+    """Sets `cancel` once the "container" runs the exec'd process (what Stop does mid-call)."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + 30
+        while len(fake.processes) < count and time.monotonic() < deadline:
+            time.sleep(0.02)  # polls the fake's real process list
+        cancel.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def session_members(sid: int) -> list[int]:
+    """Live processes of session `sid` (the exec'd command and everything it started)."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":
+            members.append(int(stat.parent.name))
+    return members
+
+
+def test_cancelled_exec_ends_the_command_and_its_children(web: KubeEnv):
+    """Closing the exec stream does not end the command; Deskhand kills it through a second
+    exec, using the PID the container's shell reported."""
+    fake = web.need_fake("runs the exec'd command as a real process")
+    fake.exec_processes = True
+    cancel = threading.Event()
+    cancel_once_started(fake, cancel)
+    res = run_with_cancel(
+        web, cancel, pod="logger", command=["sh", "-c", "sleep 600; echo never"]
+    )
+    assert not res.ok and res.error == "cancelled", res.content
+    assert res.data["stopped"] is True and "the command was ended in pod logger" in res.content
+    command = fake.processes[0]
+    assert command.poll() is not None
+    assert session_members(command.pid) == []  # the inner `sleep` is gone too
+    assert res.data["stdout"] == ""  # the PID line is not output
+
+
+def test_exec_that_times_out_is_ended(web: KubeEnv):
+    fake = web.need_fake("runs the exec'd command as a real process")
+    fake.exec_processes = True
+    res = web.run("kubectl_exec", pod="logger", command=["sh", "-c", "echo hi; sleep 600"],
+                  timeout_seconds=1)
+    assert not res.ok and res.error == "timed out" and res.data["timed_out"]
+    assert res.data["stdout"] == "hi\n"
+    assert "stopped waiting after 1s; the command was ended in pod logger" in res.content
+    assert fake.processes[0].poll() is not None
+
+
+def test_exec_in_a_container_without_a_shell_says_plainly_it_may_still_run(web: KubeEnv):
+    fake = web.need_fake("runs the exec'd command as a real process")
+    fake.exec_processes, fake.exec_shell = True, False
+    done = web.run("kubectl_exec", pod="logger", command=["echo", "no", "shell"])
+    assert done.ok and done.data["stdout"] == "no shell\n"  # the command ran once, as given
+    cancel = threading.Event()
+    cancel_once_started(fake, cancel, count=2)
+    res = run_with_cancel(web, cancel, pod="logger", command=["sleep", "600"])
+    assert not res.ok and res.data["stopped"] is False
+    assert res.error.startswith("cancelled; the command may still be running in pod logger")
+    assert "no shell" in res.error
+    assert fake.processes[1].poll() is None  # true: it still runs (the fake ends it later)
+
+
+# ---- credentials in objects ------------------------------------------------------------------
+
+GHP = "ghp_" + "Zq8Xw2Lk9Mn4Pv7Rt1Ys5Ub3Ce6Df0Gh2Jk4"
+DB_URL = "postgres://app:pg-s3cret-99@db:5432/shop"
+
+
+def leaky_pod() -> dict:
+    obj = pod("leaky", {"app": "leaky"})
+    container = obj["spec"]["containers"][0]
+    container["command"] = ["server", "--password=hunter2-pw", "--token", "t0k-77aa"]
+    container["env"] = [
+        {"name": "NOTE", "value": GHP},
+        {"name": "DB_PASSWORD", "value": "plain-words"},
+        {"name": "DATABASE", "value": DB_URL},
+        {"name": "MODE", "value": "prod"},
+    ]
+    obj["metadata"]["annotations"] = {
+        "kubectl.kubernetes.io/last-applied-configuration": json.dumps({"env": GHP}),
+        "deploy/notes": f"pushed with {GHP}",
+    }
+    return obj
+
+
+LEAKS = (GHP, "pg-s3cret-99", "hunter2-pw", "t0k-77aa", "plain-words")
+
+
+def test_get_and_describe_mask_credentials_under_any_name(web: KubeEnv):
+    web.seed(
+        leaky_pod(),
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "settings"},
+            "data": {"database": DB_URL, "note": GHP, "mode": "prod"},
+        },
+    )
+    results = [
+        web.run("kubectl_get", kind="pods", name="leaky", output="yaml"),
+        web.run("kubectl_get", kind="pods", output="json"),
+        web.run("kubectl_describe", kind="pod", name="leaky"),
+        web.run("kubectl_get", kind="configmap", name="settings", output="json"),
+        web.run("kubectl_describe", kind="cm", name="settings"),
+    ]
+    for res in results:
+        assert res.ok, res.content
+        shown = res.content + json.dumps(res.data)
+        assert not [leak for leak in LEAKS if leak in shown], res.content
+    env = results[0].data["objects"][0]["spec"]["containers"][0]["env"]
+    assert env == [
+        {"name": "NOTE", "value": "[redacted]"},
+        {"name": "DB_PASSWORD", "value": "[redacted]"},
+        {"name": "DATABASE", "value": "postgres://app:[redacted]@db:5432/shop"},
+        {"name": "MODE", "value": "prod"},
+    ]
+    command = results[0].data["objects"][0]["spec"]["containers"][0]["command"]
+    assert command == ["server", "--password=[redacted]", "--token", "[redacted]"]
+    assert results[3].data["objects"][0]["data"]["mode"] == "prod"
+
+
+def test_secret_values_stay_hidden_in_every_output(web: KubeEnv):
+    value = base64.b64encode(b"s3cret-value-1").decode()
+    web.seed(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": "db",
+                "annotations": {
+                    "kubectl.kubernetes.io/last-applied-configuration": json.dumps(
+                        {"stringData": {"password": "s3cret-value-1"}}
+                    )
+                },
+            },
+            "type": "Opaque",
+            "data": {"password": value},
+        }
+    )
+    for res in (
+        web.run("kubectl_get", kind="secrets", output="json"),
+        web.run("kubectl_get", kind="secret", name="db", output="yaml"),
+        web.run("kubectl_describe", kind="secret", name="db"),
+        web.run("kubectl_get", kind="secrets"),
+    ):
+        assert res.ok, res.content
+        shown = res.content + json.dumps(res.data)
+        assert value not in shown and "s3cret-value-1" not in shown, res.content
+
+
+def test_apply_preview_masks_credentials_in_the_diff(web: KubeEnv):
+    manifest = yaml.safe_dump(leaky_pod() | {"status": {}})
+    preview = web.preview("kubectl_apply", manifest=manifest)
+    assert preview is not None and "create pods/leaky" in preview
+    assert not [leak for leak in LEAKS if leak in preview], preview
+    assert "--password=[redacted]" in preview
+
+
+# ---- approval: cluster, namespace and one-line summary ------------------------------------------
+
+
+def test_changing_tools_name_their_cluster_and_summarise_the_call(kube: KubeEnv):
+    registry = kube.runner.registry
+    manifests = {m.name: m for m in registry.manifests() if m.category == "kubectl"}
+    for name in CHANGES:
+        assert manifests[name].subject and manifests[name].summary_line, name
+    for name in READS:
+        assert manifests[name].summary_line is None, name
+    ctx = kube.tool_context()
+
+    def hooks(tool: str, **args: Any) -> tuple[Any, str]:
+        _, params = kube.runner.validate(tool, args)
+        subject = registry.resolve_hook(tool, "subject")(params, ctx)
+        return subject, registry.resolve_hook(tool, "summary_line")(params, ctx)
+
+    subject, line = hooks("kubectl_scale", name="api", replicas=3, namespace="staging")
+    assert subject.account == f"Kubernetes · {kube.context}"
+    assert subject.target == f"Kubernetes · {kube.context} · namespace staging"
+    assert line == f"Scale deployment api to 3 replicas in {kube.context}/staging"
+    _, delete = hooks("kubectl_delete", kind="deployment.apps", name="web")
+    assert delete == f"Delete deployment web in {kube.context}/{kube.namespace}"
+    subject, gone = hooks("kubectl_delete", kind="ns", name="shop")
+    assert gone == f"Delete ns shop on {kube.context}" and "namespace" not in subject.target
+    _, restart = hooks("kubectl_rollout_restart", name="api")
+    assert restart == f"Restart the pods of deployment api in {kube.context}/{kube.namespace}"
+    _, run = hooks("kubectl_exec", pod="web-1", command=["psql", f"--password={GHP}"])
+    assert run == (
+        f"Run `psql '--password=[redacted]'` in pod web-1 in {kube.context}/{kube.namespace}"
+    )
+    manifest = yaml.safe_dump_all([deployment("api"), deployment("worker")])
+    _, apply = hooks("kubectl_apply", manifest=manifest)
+    assert apply == (
+        f"Create or update Deployment api, Deployment worker in {kube.context}/{kube.namespace}"
+    )
+    subject, other = hooks("kubectl_scale", name="api", replicas=1, context="expired")
+    assert subject.account == "Kubernetes · expired" and "1 replica in expired/" in other
+
+
+def test_approval_hooks_send_nothing_to_the_cluster(web: KubeEnv):
+    fake = web.need_fake("counts requests")
+    before = len(fake.requests)
+    ctx = web.tool_context()
+    registry = web.runner.registry
+    for tool, args in (
+        ("kubectl_delete", {"kind": "pod", "name": "logger"}),
+        ("kubectl_exec", {"pod": "logger", "command": ["rm", "-rf", "/"]}),
+    ):
+        _, params = web.runner.validate(tool, args)
+        registry.resolve_hook(tool, "subject")(params, ctx)
+        registry.resolve_hook(tool, "summary_line")(params, ctx)
+    assert len(fake.requests) == before
+    assert fake.get("pods", web.namespace, "logger") is not None
 
 
 def test_top_without_metrics_says_so(kube: KubeEnv):

@@ -64,8 +64,11 @@ def window(runtime, qtbot, qloop):
 
 
 def buttons(win: MainWindow, label: str) -> list[QPushButton]:
+    """The visible approval buttons whose label (the text without its shortcut) is `label`."""
     return [
-        b for b in win.chat_view.findChildren(QPushButton) if b.text() == label and b.isVisible()
+        b
+        for b in win.chat_view.findChildren(QPushButton)
+        if b.property("choice_label") == label and b.isVisible()
     ]
 
 

@@ -543,9 +543,15 @@ def test_cli_mcp_list_and_tools_call(
     assert server["name"] == "test" and server["status"] == "ready"
     assert "echo" in server["tools"] and server["resources"] == ["note://hello"]
 
+    # the server says echo is read-only, but it is not trusted yet: the call asks, and
+    # without a terminal or --yes it is refused
+    assert main(["tools", "call", "mcp__test__echo", "--args", '{"text": "cli"}', "--json"]) == 1
+    assert "not approved" in json.loads(capsys.readouterr().out)["error"]
+    assert main(["sources", "trust", "mcp:test"]) == 0
+    assert "trusted" in capsys.readouterr().out
     assert main(["tools", "call", "mcp__test__echo", "--args", '{"text": "cli"}', "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["content"] == "cli"
-    # EXECUTE asks; without --yes a non-interactive call is denied.
+    # EXECUTE asks even from a trusted server; without --yes a non-interactive call is denied.
     assert main(["tools", "call", "mcp__test__add", "--args", '{"a": 1, "b": 2}', "--json"]) == 1
     capsys.readouterr()
     assert main(["tools", "call", "mcp__test__add", "--args", '{"a":1,"b":2}', "--yes"]) == 0

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.core.mcp.status import Status
 from app.core.paths import mcp_path
+from app.core.rules import RuleDecision, rule_from_legacy_pattern
 from app.core.runtime import Runtime
 from app.ui.settings import mcp_page
 from app.ui.settings.mcp_page import McpPage
@@ -180,28 +181,38 @@ def test_edit_validation_and_rule(
         assert await page.save_editor()
         assert mcp_json(runtime)["remote"]["headers"]["Authorization"].startswith("keyring:")
 
-        # the rule is saved with the dialog's Save, as a pattern for every tool
-        page.patch()(runtime.settings)
-        assert "mcp__remote__*" in runtime.settings.approvals.deny
-        page.mark_saved(runtime.settings)
+        # the rule is saved with the dialog's Save, as a rule for every tool of the server
+        def server_rules(name: str) -> set[tuple[str, str, str]]:
+            return {
+                (r.tool, r.decision.value, r.matcher.kind)
+                for r in runtime.rules.rules()
+                if r.source == f"mcp:{name}"
+            }
+
+        def save() -> None:
+            page.patch()(runtime.settings)
+            page.commit()
+            page.mark_saved(runtime.settings)
+
+        save()
+        assert server_rules("remote") == {("*", "deny", "any")}
+        assert runtime.settings.approvals.deny == []  # not the lists of earlier versions
         page.editor.rule_combo.setCurrentIndex(page.editor.rule_combo.findData("allow"))
-        page.patch()(runtime.settings)
-        assert "mcp__remote__*" not in runtime.settings.approvals.deny
-        assert "mcp__remote__*" in runtime.settings.approvals.always_allow
-        page.mark_saved(runtime.settings)
-        # renaming moves the rule to the new name's pattern
+        save()
+        assert server_rules("remote") == {("*", "allow", "any")}
+        # renaming moves the rule to the new name
         page.editor.name_edit.setText("remote2")
         assert await page.save_editor()
         assert list(mcp_json(runtime)) == ["remote2"]
-        page.patch()(runtime.settings)
-        assert runtime.settings.approvals.always_allow == ["mcp__remote2__*"]
-        page.mark_saved(runtime.settings)
+        save()
+        assert server_rules("remote2") == {("*", "allow", "any")}
+        assert server_rules("remote") == set()
         # removing the server drops its rule (at the dialog's Save) and its token
         page.select("remote2")
         assert await page.remove_selected()
         assert runtime.secrets.get("mcp/remote/oauth_token") is None
-        page.patch()(runtime.settings)
-        assert runtime.settings.approvals.always_allow == []
+        save()
+        assert server_rules("remote2") == set()
 
     run(qloop, body())
 
@@ -281,7 +292,8 @@ def test_opens_with_existing_servers_and_rules(
             }
         )
     )
-    runtime.settings.approvals.deny.append("mcp__web__*")
+    # a rule kept from an earlier version's per-tool list
+    runtime.rules.add(rule_from_legacy_pattern("mcp__web__*", RuleDecision.DENY))
     page = McpPage(runtime)
     qtbot.addWidget(page)
     page.show()
@@ -293,5 +305,7 @@ def test_opens_with_existing_servers_and_rules(
     assert page.editor.url_edit.text() == "https://example.com/sse"
     assert page.editor.rule() == "deny"
     assert not page.editor.command_edit.isVisible()
+    before = runtime.rules.rules()
     page.patch()(runtime.settings)  # nothing changed, nothing moves
-    assert runtime.settings.approvals.deny == ["mcp__web__*"]
+    page.commit()
+    assert runtime.rules.rules() == before

@@ -43,9 +43,20 @@ def test_drop_in_packs_load_and_broken_ones_are_skipped(tmp_path: Path, caplog):
     (tools_dir / "broken.py").write_text("raise RuntimeError('pack is broken')\n")
     (tools_dir / "empty.py").write_text("X = 1\n")
     with caplog.at_level(logging.WARNING):
-        registry = ToolRegistry.default(tmp_path, entry_points=False)
+        listed = ToolRegistry.default(tmp_path, entry_points=False)
+    # found but not imported: disabled until the user enables them
+    assert "pack_hello" not in listed and not listed.errors
+    assert {p.source.id: p.enabled for p in listed.packs} == {
+        "pack:broken.py": False,
+        "pack:empty.py": False,
+        "pack:good.py": False,
+    }
+    assert "deskhand_pack_good" not in sys.modules
+    with caplog.at_level(logging.WARNING):
+        registry = ToolRegistry.default(tmp_path, entry_points=False, pack_enabled=lambda s: True)
     assert "pack_hello" in registry
-    sources = {Path(e.source).name: e.message for e in registry.errors}
+    assert registry.source_of("pack_hello").kind == "pack"
+    sources = {e.source.removeprefix("pack:"): e.message for e in registry.errors}
     assert "pack is broken" in sources["broken.py"]
     assert "MANIFESTS" in sources["empty.py"]
     assert "skipped" in caplog.text
@@ -63,8 +74,13 @@ def test_entry_point_packs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         "[deskhand.tools]\ndemo = ep_pack_demo:MANIFESTS\nbroken = ep_pack_demo:NOPE\n"
     )
     monkeypatch.syspath_prepend(str(site))
+    listed = ToolRegistry()
+    listed.load_entry_points()
+    assert "ep_hello" not in listed and "ep_pack_demo" not in sys.modules
+    demo = next(p.source for p in listed.packs if p.source.id.endswith(":demo"))
+    assert demo.fingerprint == "ep-pack-demo==1.0" and demo.kind == "entrypoint"
     registry = ToolRegistry()
-    registry.load_entry_points()
+    registry.load_entry_points(lambda s: True)
     assert "ep_hello" in registry
     assert any("broken" in e.source for e in registry.errors)
 
@@ -73,8 +89,9 @@ def test_duplicate_names_are_reported_not_overwritten(tmp_path: Path):
     tools_dir = tmp_path / "tools"
     tools_dir.mkdir()
     (tools_dir / "dup.py").write_text(PACK.replace("{name}", "fs_read_file"))
-    registry = ToolRegistry.default(tmp_path, entry_points=False)
+    registry = ToolRegistry.default(tmp_path, entry_points=False, pack_enabled=lambda s: True)
     assert registry.get("fs_read_file").category == "fs"
+    assert registry.source_of("fs_read_file").builtin
     assert any("duplicate" in e.message for e in registry.errors)
 
 

@@ -57,12 +57,28 @@ def test_an_unusable_keyring_is_a_warning_not_a_failure(runtime, monkeypatch, ca
     assert "continuing without an API key" in caplog.text
 
 
-def test_always_allow_is_persisted_once(runtime, home):
-    runtime.persist_always_allow("fs_write_file")
-    runtime.persist_always_allow("fs_write_file")
+def test_old_per_tool_lists_become_rules_once_and_the_user_is_told(home):
+    from app.core.runtime import Runtime
+
+    (home / "settings.json").write_text(
+        json.dumps({"approvals": {"always_allow": ["fs_write_file", "category:docker"],
+                                  "deny": ["mcp__github__delete_repo"]}})
+    )
+    first = Runtime(home)
+    rules = {(r.tool, r.source, r.decision.value) for r in first.rules.rules()}
+    assert rules == {
+        ("fs_write_file", "builtin", "allow"),
+        ("docker_*", "builtin", "allow"),
+        ("mcp__github__delete_repo", "mcp:*", "deny"),
+    }
     saved = json.loads((home / "settings.json").read_text())
-    assert saved["approvals"]["always_allow"] == ["fs_write_file"]
-    assert runtime.policy().always_allow == ["fs_write_file"]
+    assert saved["approvals"] == {"always_allow": [], "deny": []}
+    [notice] = first.take_notices()
+    assert "now rules" in notice and "deskhand rules list" in notice
+    first.close()
+    again = Runtime(home)
+    assert len(again.rules.rules()) == 3 and again.take_notices() == []
+    again.close()
 
 
 def test_conversations_round_trip_with_active_tools(runtime):

@@ -15,8 +15,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
-from app.core.approval import Verdict
 from app.core.local_servers import Candidate
+from app.core.rules import Rule, RuleDecision
 from app.core.runtime import Runtime
 from app.core.secrets import SERVICE, SecretStore, secret_key
 from app.ui import theme
@@ -299,7 +299,7 @@ def test_tool_toggles_rules_and_folders_persist(
     assert dialog.current_page() == "tools"
     assert tools.rule("fs_read_file") == "allow"  # READ runs by default
     assert tools.rule("fs_delete") == "ask"
-    assert [tools.rule_combo("fs_read_file").itemText(i) for i in range(2)] == ["Allow", "Deny"]
+    assert [tools.rule_combo("fs_read_file").itemText(i) for i in range(2)] == ["Allow", "Never"]
 
     tools.set_enabled("fs_move", False)
     tools.set_rule("fs_delete", "deny")
@@ -307,7 +307,7 @@ def test_tool_toggles_rules_and_folders_persist(
     tools.set_rule("fs_read_file", "deny")
     tools.add_root(str(tmp_path))
     # Meanwhile the chat grants "always allow" for another tool: saving must keep it.
-    runtime.persist_always_allow("fs_copy")
+    runtime.rules.add(Rule(tool="fs_copy", decision=RuleDecision.ALLOW, origin="a card"))
 
     async def body() -> None:
         saved = await click_save(qtbot, dialog)
@@ -316,12 +316,34 @@ def test_tool_toggles_rules_and_folders_persist(
     run(qloop, body())
     data = saved_json(runtime)
     assert data["tools"]["disabled"] == ["fs_move"]
-    assert sorted(data["approvals"]["deny"]) == ["fs_delete", "fs_read_file"]
-    assert sorted(data["approvals"]["always_allow"]) == ["fs_copy", "fs_write_file"]
+    # rules, not the per-tool lists of earlier versions
+    assert data["approvals"] == {"always_allow": [], "deny": []}
+    stored = json.loads((runtime.home / "rules.json").read_text())["rules"]
+    got = {(r["tool"], r["source"], r["decision"], r["matcher"]["kind"]) for r in stored}
+    assert got == {
+        ("fs_delete", "builtin", "deny", "any"),
+        ("fs_read_file", "builtin", "deny", "any"),
+        ("fs_write_file", "builtin", "allow", "any"),
+        ("fs_copy", "builtin", "allow", "any"),
+    }
     assert data["files"]["allowed_roots"] == [str(tmp_path)]
-    policy = runtime.policy()
-    assert policy.verdict(runtime.registry.get("fs_delete")) == Verdict.DENY  # type: ignore[arg-type]
+    assert data["files"]["folders_chosen"] is True
     assert runtime.new_session().enabled("fs_move") is False
+    # back to "Ask": the tool's rule goes away, nothing else does
+    reopened = open_dialog(runtime, page="tools")
+    assert reopened.tools.rule("fs_delete") == "deny"
+    reopened.tools.set_rule("fs_delete", "ask")
+
+    async def again() -> None:
+        saved = await click_save(qtbot, reopened)
+        await wait_until(lambda: saved, what="settingsChanged")
+
+    run(qloop, again())
+    assert {(r.tool, r.decision.value) for r in runtime.rules.rules()} == {
+        ("fs_read_file", "deny"),
+        ("fs_write_file", "allow"),
+        ("fs_copy", "allow"),
+    }
 
 
 def test_category_checkbox_disables_all_its_tools(

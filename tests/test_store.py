@@ -554,3 +554,31 @@ def test_committed_messages_survive_sigkill(home: Path) -> None:
         assert [m.content for m in messages] == [f"message {i}" for i in range(n)]
         assert [bool(m.tool_calls) for m in messages] == [i % 3 == 0 for i in range(n)]
         assert len(s.search("message", limit=n + 10)) == n  # the index survived too
+
+
+def test_approvals_of_a_version_4_history_survive_the_trust_core_upgrade(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = db_path(home)
+    monkeypatch.setattr(store_mod, "MIGRATIONS", store_mod.MIGRATIONS[:4])
+    with Store(path) as s:
+        conv = s.create_conversation("before")
+    with _raw(path) as raw:  # a row as version 4 wrote it
+        raw.execute(
+            "INSERT INTO approvals (conversation_id, call_id, tool_name, decision, decided_at)"
+            " VALUES (?, 'c1', 'fs_write_file', 'always_allow', 1.0)",
+            (conv,),
+        )
+        raw.commit()
+    monkeypatch.undo()
+    with Store(path) as s:
+        [old] = s.list_approvals(conv)
+        assert (old.tool_name, old.decision, old.how) == ("fs_write_file", "always_allow", "user")
+        s.record_approval(conv, "c2", "fs_write_file", "always_allow_any", "user")
+        s.record_approval(conv, "c3", "docker_remove_container", "allow_once", "yes")
+        assert [(a.decision, a.how) for a in s.list_approvals(conv)][1:] == [
+            ("always_allow_any", "user"),
+            ("allow_once", "yes"),
+        ]
+        with pytest.raises(sqlite3.IntegrityError):
+            s.record_approval(conv, "c4", "x", "made_up")  # type: ignore[arg-type]

@@ -7,6 +7,7 @@ first called.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
@@ -14,8 +15,8 @@ import logging
 import pkgutil
 import sys
 import threading
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -31,6 +32,51 @@ ENTRY_POINT_GROUP = "deskhand.tools"
 class PackError:
     source: str
     message: str
+
+
+SourceKind = str  # "builtin", "mcp", "pack", "entrypoint", "skill"
+
+
+@dataclass(frozen=True)
+class ToolSource:
+    """Where a tool really comes from, assigned by whoever loads it (never by the tool).
+
+    `fingerprint` is what would change the source's behaviour (a pack's file hash, a
+    package's version, an MCP server's command, arguments and environment keys); trust is
+    lost when it changes. `tools` maps tool name → a hash of its definition for sources whose
+    tools can change on their own (MCP): a new or changed tool is untrusted again.
+    """
+
+    kind: SourceKind
+    id: str
+    fingerprint: str = ""
+    origin: str = ""
+    tools: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def builtin(self) -> bool:
+        return self.kind == "builtin"
+
+
+BUILTIN_SOURCE = ToolSource("builtin", "builtin", origin="part of Deskhand")
+
+
+@dataclass
+class PackInfo:
+    """A third-party tool pack found on this machine; imported only once enabled."""
+
+    source: ToolSource
+    enabled: bool = False
+    loaded: bool = False
+    error: str | None = None
+    tools: list[str] = field(default_factory=list)
+
+
+def file_fingerprint(path: Path) -> str:
+    try:
+        return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:
+        return f"unreadable:{exc.errno}"
 
 
 @dataclass(frozen=True)
@@ -73,36 +119,86 @@ class ToolRegistry:
         self._impls: dict[str, ImplFn] = {}
         self._hooks: dict[tuple[str, str], ImplFn] = {}
         self._availability: dict[str, str | None] = {}
+        self._sources: dict[str, ToolSource] = {}
         self._lock = threading.Lock()
         self.errors: list[PackError] = []
+        self.packs: list[PackInfo] = []
 
     # ---- loading -------------------------------------------------------------
 
     @classmethod
-    def default(cls, home: Path | None = None, *, entry_points: bool = True) -> ToolRegistry:
-        """Built-in categories, installed packs and the user's drop-in files."""
+    def default(
+        cls,
+        home: Path | None = None,
+        *,
+        entry_points: bool = True,
+        pack_enabled: Callable[[ToolSource], bool] = lambda _source: False,
+    ) -> ToolRegistry:
+        """Built-in categories, then the installed packs and the user's drop-in files —
+        the packs only listed, and imported only where `pack_enabled` says the user
+        enabled exactly this version of them."""
         registry = cls()
         registry.load_builtin()
         if entry_points:
-            registry.load_entry_points()
+            registry.load_entry_points(pack_enabled)
         if home is not None:
-            registry.load_directory(home / "tools")
+            registry.load_directory(home / "tools", pack_enabled)
         return registry
 
-    def add(self, manifests: Iterable[ToolManifest], source: str = "code") -> None:
-        for manifest in manifests:
-            if manifest.name in self._manifests:
-                self.errors.append(PackError(source, f"duplicate tool name {manifest.name}"))
-                log.warning("%s: duplicate tool name %s skipped", source, manifest.name)
-                continue
-            self._manifests[manifest.name] = manifest
+    def add(
+        self, manifests: Iterable[ToolManifest], source: str | ToolSource = BUILTIN_SOURCE
+    ) -> list[str]:
+        """Registers manifests as coming from `source` (a plain string means Deskhand's own
+        code). Returns the names added; duplicates of existing names are skipped."""
+        origin = source if isinstance(source, ToolSource) else BUILTIN_SOURCE
+        label = origin.id if isinstance(source, ToolSource) else source
+        added: list[str] = []
+        with self._lock:
+            for manifest in manifests:
+                if manifest.name in self._manifests:
+                    self.errors.append(PackError(label, f"duplicate tool name {manifest.name}"))
+                    log.warning("%s: duplicate tool name %s skipped", label, manifest.name)
+                    continue
+                self._manifests[manifest.name] = manifest
+                self._sources[manifest.name] = origin
+                added.append(manifest.name)
+        return added
 
-    def _add_from(self, source: str, loader: Any) -> None:
+    def remove(self, names: Iterable[str]) -> None:
+        """Drops tools (e.g. of an MCP server that was removed or changed its tools)."""
+        with self._lock:
+            for name in names:
+                self._manifests.pop(name, None)
+                self._sources.pop(name, None)
+                self._impls.pop(name, None)
+                self._availability.pop(name, None)
+                for key in [k for k in self._hooks if k[0] == name]:
+                    del self._hooks[key]
+
+    def source_of(self, name: str) -> ToolSource:
+        """Where a registered tool comes from; unknown names count as untrusted."""
+        return self._sources.get(name) or ToolSource("unknown", f"unknown:{name}")
+
+    def _add_from(self, source: str, loader: Any, origin: ToolSource = BUILTIN_SOURCE) -> list[str]:
         try:
-            self.add(_manifests_of(loader()), source)
+            return self.add(_manifests_of(loader()), origin if not origin.builtin else source)
         except Exception as exc:  # a broken pack must never take the others down
             self.errors.append(PackError(source, f"{type(exc).__name__}: {exc}"))
             log.warning("tool pack %s failed to load and was skipped: %s", source, exc)
+            return []
+
+    def _load_pack(
+        self, source: ToolSource, loader: Any, pack_enabled: Callable[[ToolSource], bool]
+    ) -> None:
+        info = PackInfo(source, enabled=pack_enabled(source))
+        self.packs.append(info)
+        if not info.enabled:
+            return
+        before = len(self.errors)
+        info.tools = self._add_from(source.id, loader, source)
+        info.loaded = len(self.errors) == before
+        if not info.loaded:
+            info.error = self.errors[-1].message
 
     def load_builtin(self) -> None:
         import tools
@@ -115,15 +211,34 @@ class ToolRegistry:
                 continue
             self._add_from(module_name, lambda m=module_name: importlib.import_module(m))
 
-    def load_entry_points(self) -> None:
+    def load_entry_points(
+        self, pack_enabled: Callable[[ToolSource], bool] = lambda _source: False
+    ) -> None:
         for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-            self._add_from(f"entry point {ep.name}", ep.load)
+            dist = getattr(ep, "dist", None)
+            dist_name = getattr(dist, "name", None) or ep.value.split(":")[0]
+            version = getattr(dist, "version", None) or "unknown"
+            source = ToolSource(
+                "entrypoint",
+                f"entrypoint:{dist_name}:{ep.name}",
+                fingerprint=f"{dist_name}=={version}",
+                origin=f"the installed package {dist_name} {version} (entry point {ep.name})",
+            )
+            self._load_pack(source, ep.load, pack_enabled)
 
-    def load_directory(self, folder: Path) -> None:
+    def load_directory(
+        self, folder: Path, pack_enabled: Callable[[ToolSource], bool] = lambda _source: False
+    ) -> None:
         if not folder.is_dir():
             return
         for path in sorted(folder.glob("*.py")):
-            self._add_from(str(path), lambda p=path: _import_file(p))
+            source = ToolSource(
+                "pack",
+                f"pack:{path.name}",
+                fingerprint=file_fingerprint(path),
+                origin=f"the file {path}",
+            )
+            self._load_pack(source, lambda p=path: _import_file(p), pack_enabled)
 
     # ---- queries ---------------------------------------------------------------
 
@@ -134,13 +249,15 @@ class ToolRegistry:
         return self._manifests.get(name)
 
     def names(self) -> list[str]:
-        return sorted(self._manifests)
+        with self._lock:
+            return sorted(self._manifests)
 
     def manifests(self) -> list[ToolManifest]:
-        return [self._manifests[n] for n in self.names()]
+        with self._lock:
+            return [self._manifests[n] for n in sorted(self._manifests)]
 
     def categories(self) -> list[str]:
-        return sorted({m.category for m in self._manifests.values()})
+        return sorted({m.category for m in self.manifests()})
 
     def unavailable_reason(self, manifest: ToolManifest) -> str | None:
         """Why a tool cannot run (a missing optional dependency), without importing it."""
@@ -198,6 +315,14 @@ class ToolRegistry:
 
     def resolve_escalate(self, name: str) -> ImplFn | None:
         return self._resolve_hook(name, "escalate")
+
+    def resolve_hook(self, name: str, hook: str) -> ImplFn:
+        """A manifest hook ("preview", "escalate", "subject", "summary_line"), imported on
+        first use; raises LookupError when the tool has none."""
+        fn = self._resolve_hook(name, hook)
+        if fn is None:
+            raise LookupError(f"{name} has no {hook} hook")
+        return fn
 
     def _resolve_hook(self, name: str, hook: str) -> ImplFn | None:
         ref = getattr(self._manifests[name], hook)

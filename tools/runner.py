@@ -8,18 +8,27 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import difflib
 import json
 import logging
 import threading
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from pydantic import ValidationError
 
 from tools.redact import Redactor
 from tools.registry import ToolRegistry
-from tools.spec import ToolCancelled, ToolContext, ToolError, ToolManifest, ToolResult
+from tools.spec import (
+    Escalation,
+    ToolCancelled,
+    ToolContext,
+    ToolError,
+    ToolManifest,
+    ToolResult,
+)
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +184,8 @@ class ToolRunner:
             self.executor_for(manifest), self._call_sync, manifest, params, ctx
         )
         try:
-            result = await asyncio.wait_for(future, timeout=limit)
+            # shielded: a Stop must not orphan the body's future, whose last word we keep
+            result = await asyncio.wait_for(asyncio.shield(future), timeout=limit)
         except TimeoutError:
             ctx.cancel_event.set()
             result = ToolResult.failure(
@@ -183,6 +193,11 @@ class ToolRunner:
             )
         except asyncio.CancelledError:
             ctx.cancel_event.set()  # cooperative: the body sees it at its next check
+            # give the body a moment to stop what it started (a remote command…) and say
+            # how that went; its last word is kept for the history
+            with contextlib.suppress(BaseException):
+                late = await asyncio.wait_for(asyncio.shield(future), manifest.stop_grace)
+                ctx.late_result = self.finish(late)
             raise
         return self.finish(result)
 
@@ -203,8 +218,16 @@ class ToolRunner:
             return ToolResult.failure(f"{manifest.name} failed: {type(exc).__name__}: {exc}")
 
     def finish(self, result: ToolResult) -> ToolResult:
-        """Output cap, then the secret tripwire. Every result passes here."""
-        result = cap_output(result, self.output_cap)
+        """The secret tripwire, then the output cap (a cap must never cut a secret in two,
+        leaving a part the tripwire no longer recognises). Every result passes here."""
+        return cap_output(self.redact(result), self.output_cap)
+
+    def refresh_secrets(self) -> Redactor:
+        """The tripwire, knowing every secret known so far."""
+        self.redactor.update(self._secrets())
+        return self.redactor
+
+    def redact(self, result: ToolResult) -> ToolResult:
         self.redactor.update(self._secrets())
         result.content = self.redactor.text(result.content)
         result.data = self.redactor.data(result.data)
@@ -212,21 +235,27 @@ class ToolRunner:
             result.error = self.redactor.text(result.error)
         return result
 
-    async def escalation(self, manifest: ToolManifest, params: Any, ctx: ToolContext) -> str | None:
+    async def escalation(
+        self, manifest: ToolManifest, params: Any, ctx: ToolContext
+    ) -> Escalation | None:
         """Why this call must ask although its operations would not; None when it need not.
         A hook that fails asks (the safe side)."""
         try:
             fn = self.registry.resolve_escalate(manifest.name)
         except Exception as exc:
-            return f"could not check whether {manifest.name} needs approval ({exc})"
+            return Escalation(f"could not check whether {manifest.name} needs approval ({exc})")
         if fn is None:
             return None
         loop = asyncio.get_running_loop()
         try:
             reason = await loop.run_in_executor(self._pool, fn, params, ctx)
         except Exception as exc:
-            return f"could not check whether {manifest.name} needs approval ({exc})"
-        return str(reason) if reason else None
+            return Escalation(f"could not check whether {manifest.name} needs approval ({exc})")
+        if not reason:
+            return None
+        if isinstance(reason, Escalation):
+            return replace(reason, reason=self.redactor.text(reason.reason))
+        return Escalation(self.redactor.text(str(reason)))
 
     async def preview(self, manifest: ToolManifest, params: Any, ctx: ToolContext) -> str | None:
         """What a call will do, for the approval prompt; None when the tool offers nothing."""

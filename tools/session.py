@@ -25,6 +25,13 @@ class ToolSession:
     active: set[str] = field(default_factory=set)
     #: Per-conversation state tools may keep (e.g. the browser's visited sites).
     notes: dict[str, Any] = field(default_factory=dict)
+    #: Set by the call pipeline once the conversation has read private data (files, mail,
+    #: calendar, chat history, secrets-bearing tools): a destination "visited before" is then
+    #: no longer enough for data to leave the machine. Holds what was read, in plain words.
+    private_data_read: str | None = None
+    #: Set by the call pipeline after a result carrying untrusted external content (web
+    #: pages, MCP results, files, logs...): where the latest such content came from.
+    last_untrusted_origin: str | None = None
 
     def enabled(self, name: str) -> bool:
         manifest = self.registry.get(name)

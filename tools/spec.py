@@ -40,6 +40,45 @@ ImplFn = Callable[[Any, "ToolContext"], Any]
 
 
 @dataclass(frozen=True)
+class Escalation:
+    """Why one call must ask although its operations would not (returned by an `escalate`
+    hook; a plain string means the same as `Escalation(reason)`).
+
+    `coverable`: an allow rule with an argument matcher that matches this call (this folder,
+    this site, this account, this command) may waive it; a broad "any arguments" rule never
+    does. `never_covered`: no rule and no `--yes` waives it (e.g. making a file executable);
+    without a person at a terminal or window it is refused.
+    `egress`: the call sends data out of the machine (to `site`).
+    """
+
+    reason: str
+    never_covered: bool = False
+    egress: bool = False
+    site: str | None = None
+
+    @property
+    def coverable(self) -> bool:
+        return not self.never_covered
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What a call acts on, for rules with argument matchers and for the approval card.
+
+    Returned by a manifest's `subject` hook (built-in tools only); Deskhand derives it from
+    well-known argument names otherwise. `paths` are resolved absolute paths, `site` is
+    scheme://host:port, `account` is "<integration> · <account label>" style text.
+    """
+
+    paths: tuple[str, ...] = ()
+    site: str | None = None
+    account: str | None = None
+    command: str | None = None
+    #: Plain words: where the call acts ("Docker · prod-host", "GitHub · work").
+    target: str | None = None
+
+
+@dataclass(frozen=True)
 class ToolManifest:
     """A cheap declaration of one tool. `impl` is "module:function" or a callable."""
 
@@ -54,6 +93,9 @@ class ToolManifest:
     timeout: float = 60.0
     #: Run on a dedicated thread instead of the shared pool (e.g. "browser").
     thread: str | None = None
+    #: After Stop, how long the body may take to end what it started elsewhere (a command
+    #: in a container) and say how that went; the turn waits that long at most.
+    stop_grace: float = 0.5
     #: Optional "module:function" (args, ctx) -> str describing exactly what a call will
     #: do (e.g. a diff); shown when asking the user for approval. Must not change anything.
     preview: str | ImplFn | None = None
@@ -61,6 +103,13 @@ class ToolManifest:
     #: must ask the user even though its operations would not (e.g. a browser navigating to
     #: a site not visited before). It can only make a call stricter, never looser.
     escalate: str | ImplFn | None = None
+    #: Optional "module:function" (args, ctx) -> Subject: what the call acts on (paths, site,
+    #: account, command), for argument rules and the approval card. Honoured for built-in
+    #: tools only; third-party sources cannot describe their own calls into a rule's reach.
+    subject: str | ImplFn | None = None
+    #: Optional "module:function" (args, ctx) -> str: a one-line plain-language summary of
+    #: the call for the approval card ("Remind you 'Stretch' at 20:15 today").
+    summary_line: str | ImplFn | None = None
 
     def __post_init__(self) -> None:
         if not _NAME_RE.match(self.name):
@@ -135,8 +184,12 @@ class ToolContext:
         session: Any = None,
         accounts: Any = None,
         services: dict[str, Any] | None = None,
+        confirm: Callable[[str, str], bool] | None = None,
     ) -> None:
         self.call_id = call_id
+        self._confirm = confirm
+        #: What the tool reported after it was stopped (set by the runner), if anything.
+        self.late_result: ToolResult | None = None
         self.home = home
         self.settings = settings
         self._progress_sink = progress_sink
@@ -162,6 +215,22 @@ class ToolContext:
     def progress(self, message: str, fraction: float | None = None) -> None:
         if self._progress_sink is not None:
             self._progress_sink(Progress(self.call_id, message, fraction))
+
+    def confirm(self, summary: str, detail: str = "") -> bool:
+        """Asks the user, from inside a running tool (a pool thread), whether something the
+        call is about to do may happen (e.g. a page sending a form during a click). Blocks
+        until the user answers; False when nobody can be asked. Never call it from the loop."""
+        if self._confirm is None:
+            return False
+        return bool(self._confirm(summary, detail))
+
+    #: Set by the call pipeline: site → whether an allow rule naming that site covers this
+    #: tool (so a redirect or a page's POST there need not ask).
+    _egress_rule: Callable[[str], bool] | None = None
+
+    def egress_covered(self, site: str) -> bool:
+        """True when the user has a rule allowing this tool to send data to `site`."""
+        return bool(self._egress_rule and self._egress_rule(site))
 
     def service(self, name: str) -> Any:
         """An app service a tool category needs (e.g. "reminders"), handed in by the app."""

@@ -9,26 +9,24 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from app.core import compaction
-from app.core.approval import ApprovalPolicy, ApprovalRequest, Approver, Decision, Verdict
+from app.core.approval import ApprovalPolicy, Approver
 from app.core.events import (
     AgentEvent,
-    ApprovalDecided,
-    ApprovalRequested,
     Error,
     Notice,
     ReasoningDelta,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
-    ToolProgress,
     TurnFinished,
 )
 from app.core.memory import ConversationServices
+from app.core.pipeline import CallPipeline, ToolEnvironment
 from app.core.providers.base import (
     BadRequestError,
     ChatMessage,
@@ -46,16 +44,16 @@ from app.core.providers.base import (
     UnreachableError,
     Usage,
 )
+from app.core.rules import RuleBook, RuleDecision, rule_from_legacy_pattern
+from app.core.sources import TrustStore
 from tools.runner import InvalidCall, ToolRunner, parse_arguments
 from tools.session import ToolSession
-from tools.spec import Progress, ToolContext, ToolManifest, ToolResult
+from tools.spec import ToolResult
 
 log = logging.getLogger(__name__)
 
 #: After this many model turns in a row whose every tool call was malformed, give up.
 MAX_INVALID_ROUNDS = 3
-DECLINED = "The user declined this call. Do not retry it; ask the user or choose another way."
-DENY_RULE = "This tool is blocked by a deny rule in Deskhand's settings."
 CANCELLED = "Cancelled by the user before it finished."
 
 
@@ -72,8 +70,8 @@ class Recorder(Protocol):
         self, call_id: str, status: str, content: str, data: Any, error: str | None
     ) -> None: ...
     def record_approval(
-        self, conversation_id: str, call_id: str, tool_name: str, decision: str
-    ) -> None: ...
+        self, conversation_id: str, call_id: str, tool_name: str, decision: str, how: str = ...
+    ) -> Any: ...
 
 
 @dataclass
@@ -110,11 +108,13 @@ class Agent:
         settings: Any = None,
         system_prompt: str | None = None,
         max_steps: int = 25,
-        on_always_allow: Callable[[str], None] | None = None,
         account_resolver: Callable[[str], Any] | None = None,
         accounts: Any = None,
         services: dict[str, Any] | None = None,
+        pipeline: CallPipeline | None = None,
     ) -> None:
+        """`pipeline` is how tool calls run (the runtime builds one from the user's rules and
+        trusted sources); without one, `policy`'s per-tool lists become in-memory rules."""
         self.provider = provider
         self.runner = runner
         self.home = home
@@ -124,10 +124,10 @@ class Agent:
         self.settings = settings
         self.system_prompt = system_prompt
         self.max_steps = max_steps
-        self.on_always_allow = on_always_allow
         self.account_resolver = account_resolver
         self.accounts = accounts
         self.services = services
+        self.pipeline = pipeline or self._pipeline_from_policy()
         #: Calls of the current round whose start reached the store.
         self._started_rows: set[str] = set()
         self._save_failures: list[str] = []
@@ -136,9 +136,37 @@ class Agent:
         #: Summarising failed once this turn: send the full history instead of retrying.
         self._compaction_failed = False
 
+    def _pipeline_from_policy(self) -> CallPipeline:
+        rules = [rule_from_legacy_pattern(p, RuleDecision.DENY) for p in self.policy.deny] + [
+            rule_from_legacy_pattern(p, RuleDecision.ALLOW) for p in self.policy.always_allow
+        ]
+        env = ToolEnvironment(
+            home=self.home,
+            settings=self.settings,
+            account_resolver=self.account_resolver,
+            accounts=self.accounts,
+            services=self._services_for,
+        )
+        return CallPipeline(
+            self.runner,
+            env,
+            rules=RuleBook(None, rules),
+            trust=TrustStore(None),
+            approver=self.approver,
+            recorder=self.recorder,
+        )
+
+    def _services_for(self, conversation_id: str | None) -> dict[str, Any] | None:
+        if self.services is None:
+            return None
+        return ConversationServices(self.services, conversation_id)
+
     # ---- persistence ----------------------------------------------------------------
 
     def _append(self, conv: Conversation, msg: ChatMessage, usage: Usage | None = None) -> None:
+        """Keeps a message — with every known secret redacted, so none reaches the history
+        or a later model request."""
+        msg = self._redacted(msg)
         conv.messages.append(msg)
         if self.recorder is None or conv.id is None:
             return
@@ -147,6 +175,23 @@ class Agent:
         except Exception as exc:  # e.g. a full disk: keep the turn going, warn once
             log.error("could not save a message: %s", exc)
             self._save_failures.append(str(exc))
+
+    def _redacted(self, msg: ChatMessage) -> ChatMessage:
+        redactor = self.runner.refresh_secrets()
+        content = redactor.text(msg.content)
+        calls = [
+            replace(c, arguments=redactor.text(c.arguments)) if isinstance(c.arguments, str) else c
+            for c in msg.tool_calls
+        ]
+        if content == msg.content and calls == msg.tool_calls:
+            return msg
+        return replace(msg, content=content, tool_calls=calls)
+
+    async def _secrets_known(self) -> None:
+        """Model requests wait until the tripwire knows every stored secret."""
+        ready = self.pipeline.env.secrets_ready
+        if ready is not None:
+            await asyncio.get_running_loop().run_in_executor(None, ready)
 
     def _save_warning(self) -> Notice | None:
         """One readable warning per failed stretch of saving (then quiet until it recovers)."""
@@ -187,11 +232,12 @@ class Agent:
             specs = [] if self._tools_unsupported else self._tool_specs(conv)
             async for notice in self._compact(conv):
                 yield notice
+            await self._secrets_known()
             try:
                 async for event in self.provider.stream(
-                    compaction.request_view(conv.messages),
+                    self._request_messages(conv),
                     specs,
-                    system=self._system_for(conv),
+                    system=self.system_prompt,
                     known_tools={m.name for m in conv.session.enabled_manifests()},
                 ):
                     if isinstance(event, TextChunk):
@@ -243,11 +289,16 @@ class Agent:
 
     # ---- context: memories and compaction ---------------------------------------------
 
-    def _system_for(self, conv: Conversation) -> str | None:
-        """The system prompt plus the memories chosen for this conversation."""
+    def _request_messages(self, conv: Conversation) -> list[ChatMessage]:
+        """The history as the model gets it, led by the memories chosen for this
+        conversation — as the user's labelled notes (data), never as system instructions.
+        The note is not stored: it is chosen again when the conversation is reopened."""
         if conv.memory_note is None:
             conv.memory_note = self._memory_note(conv)
-        return "\n\n".join(p for p in (self.system_prompt, conv.memory_note) if p) or None
+        view = compaction.request_view(conv.messages)
+        if not conv.memory_note:
+            return view
+        return [ChatMessage("user", conv.memory_note), *view]
 
     def _memory_note(self, conv: Conversation) -> str:
         if self.services is None:
@@ -256,13 +307,16 @@ class Agent:
             memory = self.services["memory"]
         except KeyError:
             return ""
+        bind = getattr(memory, "for_conversation", None)
+        if callable(bind):
+            memory = bind(conv.id)
         budget = getattr(getattr(self.settings, "memory", None), "inject_chars", 2000)
         query = next(
             (m.content for m in conv.messages if m.role == "user" and not compaction.is_summary(m)),
             "",
         )
         try:
-            return str(memory.prompt_block(query, budget))
+            return str(memory.context_message(query, budget))
         except Exception:  # memories are a help, never a reason to fail a turn
             log.exception("could not read memories")
             return ""
@@ -334,7 +388,8 @@ class Agent:
                 await asyncio.gather(*tasks, waiter, return_exceptions=True)
             for call in calls:  # every call keeps an answer, so the history stays valid
                 if call.id not in finished:
-                    self._finish(conv, call, ToolResult.failure(CANCELLED), "cancelled")
+                    said = self.pipeline.stopped_results.pop(call.id, None)
+                    self._finish(conv, call, ToolResult.failure(_stopped(said)), "cancelled")
 
     async def _one_call(
         self,
@@ -386,94 +441,18 @@ class Agent:
         queue: asyncio.Queue[AgentEvent | _Done],
         outcome: _RoundOutcome,
     ) -> tuple[ToolResult, str]:
-        try:
-            if call.name in conv.session.registry and not conv.session.enabled(call.name):
-                raise InvalidCall(f"{call.name} is turned off in Deskhand's settings")
-            manifest, params = self.runner.validate(call.name, call.arguments)
-        except InvalidCall as exc:
-            outcome.invalid += 1
-            return self.runner.finish(ToolResult.failure(str(exc))), "error"
-        conv.session.activate([manifest.name])
-        ctx = self._context(conv, manifest, call.id, queue)
-        verdict = self.policy.verdict(manifest)
-        if verdict is Verdict.ALLOW and await self.runner.escalation(manifest, params, ctx):
-            verdict = Verdict.ASK  # e.g. a site not visited before; rules cannot waive it
-        if verdict is Verdict.DENY:
-            self._note_decision(conv, call, Decision.DENY, "rule", queue)
-            return ToolResult.failure(DENY_RULE), "denied"
-        if verdict is Verdict.ASK:
-            decision = await self._ask(conv, call, manifest, params, ctx, queue)
-            if decision is Decision.DENY:
-                return ToolResult.failure(DECLINED), "denied"
-        result = await self.runner.run_validated(manifest, params, ctx)
-        return result, "ok" if result.ok else "error"
-
-    async def _ask(
-        self,
-        conv: Conversation,
-        call: ToolCallRequest,
-        manifest: ToolManifest,
-        params: Any,
-        ctx: ToolContext,
-        queue: asyncio.Queue[AgentEvent | _Done],
-    ) -> Decision:
-        preview = await self.runner.preview(manifest, params, ctx)
-        request = ApprovalRequest(
-            call_id=call.id,
-            tool=manifest.name,
-            category=manifest.category,
-            operations=sorted(manifest.operations),
-            arguments=self.runner.redactor.data(params.model_dump(mode="json")),
-            preview=preview,
-        )
-        await queue.put(ApprovalRequested(request))
-        decision = Decision(await self.approver(request))
-        if decision is Decision.ALWAYS_ALLOW:
-            self.policy.allow_always(manifest.name)
-            if self.on_always_allow is not None:
-                self.on_always_allow(manifest.name)
-        self._note_decision(conv, call, decision, "user", queue)
-        return decision
-
-    def _note_decision(
-        self,
-        conv: Conversation,
-        call: ToolCallRequest,
-        decision: Decision,
-        source: str,
-        queue: asyncio.Queue[AgentEvent | _Done],
-    ) -> None:
-        queue.put_nowait(ApprovalDecided(call.id, call.name, decision, source))
-        if conv.id is not None:
-            self._record("record_approval", conv.id, call.id, call.name, decision.value)
-
-    def _context(
-        self,
-        conv: Conversation,
-        manifest: ToolManifest,
-        call_id: str,
-        queue: asyncio.Queue[AgentEvent | _Done],
-    ) -> ToolContext:
-        loop = asyncio.get_running_loop()
-
-        def sink(p: Progress) -> None:  # called from pool threads
-            event = ToolProgress(p.call_id, self.runner.redactor.text(p.message), p.fraction)
-            loop.call_soon_threadsafe(queue.put_nowait, event)
-
-        return ToolContext(
-            call_id=call_id,
-            home=self.home,
-            settings=self.settings,
-            progress_sink=sink,
-            account_resolver=self.account_resolver,
-            integration=manifest.integration,
-            registry=self.runner.registry,
+        done = await self.pipeline.call(
+            call.id,
+            call.name,
+            call.arguments,
             session=conv.session,
-            accounts=self.accounts,
-            services=ConversationServices(self.services, conv.id)
-            if self.services is not None
-            else None,
+            conversation_id=conv.id,
+            emit=queue.put_nowait,
         )
+        if done.status == "invalid":
+            outcome.invalid += 1
+            return done.result, "error"
+        return done.result, done.status
 
     def _finish(
         self, conv: Conversation, call: ToolCallRequest, result: ToolResult, status: str
@@ -504,6 +483,15 @@ class _RoundOutcome:
 async def _signal_when_done(tasks: Iterable[asyncio.Task[None]], queue: asyncio.Queue[Any]) -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
     await queue.put(_DONE)
+
+
+def _stopped(said: ToolResult | None) -> str:
+    """What the history says of a call stopped mid-way, with the tool's own last word when
+    it has one (e.g. "the command may still be running in web-1")."""
+    detail = (said.error or said.content) if said is not None else ""
+    if not detail or detail.strip().lower() in {"cancelled", "error: cancelled"}:
+        return CANCELLED
+    return f"{CANCELLED} {detail}"
 
 
 def _rejects_tools(exc: ProviderError) -> bool:

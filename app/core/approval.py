@@ -1,7 +1,9 @@
-"""The approval policy: which calls run, which ask the user, which are refused.
+"""What an approval question carries and what the user can answer.
 
 Only the user (through an approver) can grant approval; nothing a tool returns or a web
-page says reaches this module.
+page says reaches this module. The decision itself is made by the call pipeline
+(app/core/pipeline.py) from the rules (app/core/rules.py) and the trust in the tool's
+source (app/core/sources.py).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from app.core.rules import Rule
 from tools.spec import Operation, ToolManifest
 
 
@@ -23,38 +26,27 @@ class Verdict(StrEnum):
 
 class Decision(StrEnum):
     ALLOW_ONCE = "allow_once"
+    #: Allow calls like this one (the narrowest proposal) for the rest of the conversation.
+    ALLOW_CONVERSATION = "allow_conversation"
+    #: Always allow calls like this one: the narrowest proposal (this folder, this site…).
     ALWAYS_ALLOW = "always_allow"
+    #: Always allow this tool with any arguments: the deliberate broad choice.
+    ALWAYS_ALLOW_ANY = "always_allow_any"
+    #: Trust the tool's source (this version of the MCP server or pack) and allow this call.
+    TRUST_SOURCE = "trust_source"
     DENY = "deny"
 
-
-def _matches(manifest: ToolManifest, patterns: Iterable[str]) -> bool:
-    """A rule names a tool, a glob over names ("docker_*"), or a category ("category:fs")."""
-    for pattern in patterns:
-        if pattern.startswith("category:"):
-            if fnmatch.fnmatchcase(manifest.category, pattern.removeprefix("category:")):
-                return True
-        elif fnmatch.fnmatchcase(manifest.name, pattern):
-            return True
-    return False
+    @property
+    def allows(self) -> bool:
+        return self is not Decision.DENY
 
 
-@dataclass
-class ApprovalPolicy:
-    always_allow: list[str] = field(default_factory=list)
-    deny: list[str] = field(default_factory=list)
+@dataclass(frozen=True)
+class Proposal:
+    """A rule an approval card offers, with what it covers in plain words."""
 
-    def verdict(self, manifest: ToolManifest) -> Verdict:
-        if _matches(manifest, self.deny):  # deny wins over everything
-            return Verdict.DENY
-        if manifest.operations <= {Operation.READ}:
-            return Verdict.ALLOW
-        if _matches(manifest, self.always_allow):
-            return Verdict.ALLOW
-        return Verdict.ASK
-
-    def allow_always(self, name: str) -> None:
-        if name not in self.always_allow:
-            self.always_allow.append(name)
+    label: str
+    rule: Rule
 
 
 @dataclass
@@ -65,6 +57,38 @@ class ApprovalRequest:
     operations: list[str]
     arguments: dict[str, Any]
     preview: str | None = None
+    #: One plain-language line on top of the card ("Delete container web-1 on host work").
+    summary: str = ""
+    #: The account, host or cluster the call acts on ("Docker · prod-host").
+    target: str | None = None
+    #: Where the tool comes from, in plain words, and whether the user trusts that source.
+    source: str = "Deskhand"
+    source_id: str = "builtin"
+    trusted: bool = True
+    #: Why this call asks (a new site, an untrusted source, a rule that says ask…).
+    reason: str | None = None
+    #: Rules an "always" answer would add, narrowest first; empty when none may cover it.
+    proposals: list[Proposal] = field(default_factory=list)
+    #: No rule and no --yes covers this call (it makes something executable, …).
+    never_covered: bool = False
+    #: The full arguments as JSON, control characters made visible.
+    arguments_text: str = ""
+    conversation_id: str | None = None
+
+    def choices(self) -> list[Decision]:
+        """What the user may answer to this request, in the order cards show them."""
+        if self.never_covered:
+            return [Decision.ALLOW_ONCE, Decision.DENY]
+        if not self.trusted:
+            return [Decision.ALLOW_ONCE, Decision.TRUST_SOURCE, Decision.DENY]
+        choices = [Decision.ALLOW_ONCE]
+        if self.proposals:
+            choices.append(Decision.ALLOW_CONVERSATION)
+            choices.append(Decision.ALWAYS_ALLOW)
+            if self.proposals[-1].rule.matcher.narrow is False and len(self.proposals) > 1:
+                choices.append(Decision.ALWAYS_ALLOW_ANY)
+        choices.append(Decision.DENY)
+        return choices
 
 
 Approver = Callable[[ApprovalRequest], Awaitable[Decision]]
@@ -76,5 +100,39 @@ async def deny_all(_: ApprovalRequest) -> Decision:
 
 
 async def allow_all(_: ApprovalRequest) -> Decision:
-    """--yes: the user approved everything up front."""
+    """--yes: the user approved everything up front (the pipeline never lets it cover what
+    no rule may cover)."""
     return Decision.ALLOW_ONCE
+
+
+# ---- the per-tool lists of earlier versions ------------------------------------------------
+
+
+def _legacy_matches(manifest: ToolManifest, patterns: Iterable[str]) -> bool:
+    for pattern in patterns:
+        if pattern.startswith("category:"):
+            if fnmatch.fnmatchcase(manifest.category, pattern.removeprefix("category:")):
+                return True
+        elif fnmatch.fnmatchcase(manifest.name, pattern):
+            return True
+    return False
+
+
+@dataclass
+class ApprovalPolicy:
+    """Per-tool allow and deny lists, as earlier versions kept them (and as tests and
+    embedders still pass them to `Agent`). The pipeline turns them into rules
+    (`rules.rule_from_legacy_pattern`); `verdict` is the baseline for Deskhand's own tools
+    without argument rules: deny list, read-only runs, allow list, else ask."""
+
+    always_allow: list[str] = field(default_factory=list)
+    deny: list[str] = field(default_factory=list)
+
+    def verdict(self, manifest: ToolManifest) -> Verdict:
+        if _legacy_matches(manifest, self.deny):
+            return Verdict.DENY
+        if manifest.operations <= {Operation.READ}:
+            return Verdict.ALLOW
+        if _legacy_matches(manifest, self.always_allow):
+            return Verdict.ALLOW
+        return Verdict.ASK

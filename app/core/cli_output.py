@@ -46,6 +46,12 @@ def event_to_json(event: AgentEvent) -> dict[str, Any] | None:
                 "id": req.call_id,
                 "name": req.tool,
                 "operations": req.operations,
+                "summary": req.summary,
+                "target": req.target,
+                "source": req.source_id,
+                "trusted": req.trusted,
+                "reason": req.reason,
+                "choices": [c.value for c in req.choices()],
             }
         case ApprovalDecided():
             return {
@@ -151,20 +157,48 @@ def _shorten(text: str, limit: int) -> str:
 _prompt_lock = asyncio.Lock()
 
 
+_ANSWERS = {
+    Decision.ALLOW_ONCE: ("y", "[y] once"),
+    Decision.ALLOW_CONVERSATION: ("c", "[c] for this conversation"),
+    Decision.ALWAYS_ALLOW: ("a", "[a] always: {narrow}"),
+    Decision.ALWAYS_ALLOW_ANY: ("A", "[A] always, any arguments"),
+    Decision.TRUST_SOURCE: ("t", "[t] trust {source}"),
+    Decision.DENY: ("n", "[N] deny"),
+}
+
+
+def approval_text(request: ApprovalRequest) -> str:
+    """What the terminal shows: a summary line, where the call acts, why it asks, then
+    everything that will happen — control characters already made visible."""
+    lines = [f"\n{request.summary or request.tool}"]
+    where = f" · acts on {request.target}" if request.target else ""
+    lines.append(f"  {request.tool} from {request.source}{where}")
+    if request.reason:
+        lines.append(f"  Asking because {request.reason}.")
+    if request.arguments_text:
+        lines.append(request.arguments_text)
+    if request.preview:
+        lines.append(request.preview)
+    return "\n".join(lines) + "\n"
+
+
 async def interactive_approver(request: ApprovalRequest) -> Decision:
     """Asks on the terminal; concurrent calls queue up, one question at a time."""
+    choices = request.choices()
+    narrow = request.proposals[0].label if request.proposals else ""
+    source = request.source
     async with _prompt_lock:
         err = sys.stderr
-        err.write(f"\n{request.tool} wants to {'/'.join(request.operations)}:\n")
-        err.write(json.dumps(request.arguments, indent=2, ensure_ascii=False)[:4000] + "\n")
-        if request.preview:
-            err.write(request.preview[:8000] + "\n")
-        err.write("Allow? [y] once  [a] always for this tool  [N] deny: ")
+        err.write(approval_text(request))
+        labels = [_ANSWERS[c][1].format(narrow=narrow, source=source) for c in choices]
+        err.write("Allow? " + "  ".join(labels) + ": ")
         err.flush()
         loop = asyncio.get_running_loop()
-        answer = (await loop.run_in_executor(None, sys.stdin.readline)).strip().lower()
-    if answer in {"y", "yes"}:
-        return Decision.ALLOW_ONCE
-    if answer in {"a", "always"}:
-        return Decision.ALWAYS_ALLOW
+        answer = (await loop.run_in_executor(None, sys.stdin.readline)).strip()
+    for choice in choices:  # exact keys first: "A" is not "a"
+        if answer == _ANSWERS[choice][0]:
+            return choice
+    for choice in choices:
+        if answer.lower() == _ANSWERS[choice][0]:
+            return choice
     return Decision.DENY

@@ -12,6 +12,11 @@
 Who answers the questions is pluggable: the GUI installs dialogs (app/ui/passphrase.py),
 the command line uses `DESKHAND_KEYRING_PASSPHRASE` or a prompt on a terminal.
 Every function here may block (Argon2, file I/O, prompts): call it from a worker thread.
+
+The passphrase never reaches a child process: `DESKHAND_KEYRING_PASSPHRASE` is taken out
+of `os.environ` as soon as this module is imported (and whenever it is read again), and
+kept in this module only. A new store's passphrase must be strong enough
+(`passphrase_problem`).
 """
 
 from __future__ import annotations
@@ -35,6 +40,14 @@ PASSPHRASE_ENV = "DESKHAND_KEYRING_PASSPHRASE"
 FILE_NAME = "secrets.cfg"
 #: Windows Credential Manager: at most 2,560 bytes per credential (CRED_MAX_CREDENTIAL_BLOB_SIZE)
 WINDOWS_MAX_SECRET_BYTES = 2560
+
+#: A new encrypted store's passphrase is at least this long.
+MIN_PASSPHRASE_LENGTH = 12
+PASSPHRASE_RULE = (
+    f"at least {MIN_PASSPHRASE_LENGTH} characters, not one character repeated, not a run "
+    "like 'abcdef' or '123456', and not a common password; a few unrelated words make a "
+    "good one"
+)
 
 NO_PASSPHRASE = (
     "no keyring: set DESKHAND_KEYRING_PASSPHRASE or run the app once to set up the encrypted store"
@@ -65,22 +78,126 @@ class Prompts:
     consent: ConsentProvider
 
 
+# ---- the passphrase from the environment, kept away from child processes --------------------
+
+_env_passphrase: str | None = None
+_env_lock = threading.Lock()
+
+
+def env_passphrase() -> str | None:
+    """`$DESKHAND_KEYRING_PASSPHRASE`, removed from the environment once read (so no tool,
+    MCP server or other child process inherits it) and remembered here instead."""
+    global _env_passphrase
+    with _env_lock:
+        value = os.environ.pop(PASSPHRASE_ENV, None)
+        if value:
+            _env_passphrase = value
+            _notify(value)
+        return _env_passphrase
+
+
+def forget_env_passphrase() -> None:
+    """Drop the remembered passphrase (tests; a session that wants to ask again)."""
+    global _env_passphrase
+    with _env_lock:
+        _env_passphrase = None
+
+
+# ---- who is told the passphrase: the secret tripwire -----------------------------------
+
+_listener: Callable[[str], None] | None = None
+
+
+def set_passphrase_listener(listener: Callable[[str], None]) -> None:
+    """`listener(passphrase)` runs for every passphrase used (so logs can redact it)."""
+    global _listener
+    _listener = listener
+    if _env_passphrase:
+        listener(_env_passphrase)
+
+
+def _notify(passphrase: str) -> None:
+    if _listener is not None:
+        _listener(passphrase)
+
+
+# ---- how strong a new passphrase must be ------------------------------------------------------
+
+_RUNS = (
+    "abcdefghijklmnopqrstuvwxyz",
+    "0123456789",
+    "qwertyuiopasdfghjklzxcvbnm",
+    "qwertzuiopasdfghjklyxcvbnm",
+    "azertyuiopqsdfghjklmwxcvbn",
+    "1qaz2wsx3edc4rfv5tgb6yhn7ujm8ik9ol0p",
+)
+#: Words that make up the passwords people and attackers try first (checked after removing
+#: digits, symbols and repetitions: "Password2024!" and "qwertyqwerty" are both weak).
+_COMMON_WORDS = frozenset(
+    (
+        "password", "passwort", "passwrd", "pssword", "passphrase", "secret", "letmein", "welcome",
+        "admin", "administrator", "root", "toor", "login", "master", "changeme", "default",
+        "iloveyou", "trustno", "monkey", "dragon", "football", "baseball", "soccer", "hockey",
+        "sunshine", "princess", "shadow", "superman", "batman", "starwars", "qwerty", "qwertz",
+        "azerty", "asdf", "zxcvbn", "abc", "abcd", "test", "testing", "guest", "user", "hello",
+        "whatever", "freedom", "deskhand", "keyring", "correcthorsebatterystaple",
+    )
+)
+
+
+def passphrase_problem(passphrase: str) -> str | None:
+    """Why `passphrase` is too weak for a new encrypted store, in plain words; None if fine."""
+    if len(passphrase) < MIN_PASSPHRASE_LENGTH:
+        return f"it is {len(passphrase)} characters long"
+    lowered = passphrase.lower()
+    if len(set(lowered)) <= 3:
+        return "it repeats too few different characters"
+    if any(lowered in run * 3 or lowered in run[::-1] * 3 for run in _RUNS):
+        return "it is a run of neighbouring characters"
+    for size in range(1, len(lowered) // 2 + 1):
+        if len(lowered) % size == 0 and lowered == lowered[:size] * (len(lowered) // size):
+            return f"it repeats {lowered[:size]!r}"
+    letters = "".join(c for c in lowered if c.isalpha())
+    if not letters or letters in _COMMON_WORDS or _repeats_common_word(letters):
+        return "it is a common password with a few digits or symbols added"
+    return None
+
+
+def _repeats_common_word(letters: str) -> bool:
+    for word in _COMMON_WORDS:
+        if len(letters) % len(word) == 0 and letters == word * (len(letters) // len(word)):
+            return True
+    return False
+
+
+def check_new_passphrase(passphrase: str) -> None:
+    """Raise FallbackError, saying what is required, when `passphrase` is too weak."""
+    problem = passphrase_problem(passphrase)
+    if problem:
+        raise FallbackError(
+            f"that passphrase is too weak ({problem}). The passphrase of the encrypted "
+            f"secret store needs {PASSPHRASE_RULE}. Nothing was set up"
+        )
+
+
 def cli_passphrase(creating: bool) -> str | None:
     """`$DESKHAND_KEYRING_PASSPHRASE`, else a prompt on a terminal, else None."""
-    value = os.environ.get(PASSPHRASE_ENV)
+    value = env_passphrase()
     if value:
         return value
     if not _interactive():
         return None
     first = getpass.getpass("Passphrase for Deskhand's encrypted secret store: ")
-    if creating and first and getpass.getpass("Repeat the passphrase: ") != first:
-        raise FallbackError("the two passphrases differ; nothing was set up")
+    if creating and first:
+        check_new_passphrase(first)  # before asking to repeat a passphrase we will refuse
+        if getpass.getpass("Repeat the passphrase: ") != first:
+            raise FallbackError("the two passphrases differ; nothing was set up")
     return first or None
 
 
 def cli_consent(explanation: str) -> bool:
     """Setting the passphrase variable is consent; on a terminal the user is asked."""
-    if os.environ.get(PASSPHRASE_ENV):
+    if env_passphrase():
         return True
     if not _interactive():
         return False
@@ -160,6 +277,8 @@ def open_encrypted_file(path: Path, passphrase: str) -> KeyringBackend:
 
     if not passphrase.strip():
         raise FallbackError("the passphrase of the encrypted secret store cannot be blank")
+    if not path.exists():
+        check_new_passphrase(passphrase)
     backend = CryptFileKeyring()
     backend.file_path = str(path)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -228,5 +347,9 @@ class EncryptedFileOpener:
                 passphrase = self.prompts.passphrase(not path.exists())
                 if not passphrase:
                     raise FallbackError(NO_PASSPHRASE)
+                _notify(passphrase)
                 self._backend = open_encrypted_file(path, passphrase)
             return self._backend
+
+
+env_passphrase()  # at import: before anything in this process can start a child

@@ -1,7 +1,13 @@
-"""Logging with the secret tripwire: every record is scrubbed before any handler sees it."""
+"""Logging with the secret tripwire: every record is scrubbed before any handler sees it.
+
+The filter uses the tools' Redactor (every encoding it knows) and asks for the known
+secrets on every record, so values loaded in the background after start-up, or set during
+the run, are redacted from then on.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import logging.handlers
 from collections.abc import Callable, Iterable
@@ -17,13 +23,22 @@ class RedactingFilter(logging.Filter):
         self._redactor = Redactor()
 
     def filter(self, record: logging.LogRecord) -> bool:
-        self._redactor.update(self._secrets())
-        record.msg = self._redactor.text(record.getMessage())
+        with contextlib.suppress(Exception):  # a broken secret source must not stop logging
+            self._redactor.update(self._secrets())
+        text = self._redactor.text
+        try:
+            message = record.getMessage()
+        except Exception:  # bad %-arguments: log what we have rather than nothing
+            message = f"{record.msg} {record.args!r}"
+        record.msg = text(message)
         record.args = None
         if record.exc_info and record.exc_info[1] is not None:
-            text = logging.Formatter().formatException(record.exc_info)
-            record.exc_text = self._redactor.text(text)
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
             record.exc_info = None
+        if record.exc_text:
+            record.exc_text = text(record.exc_text)
+        if record.stack_info:
+            record.stack_info = text(record.stack_info)
         return True
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from app.core.agent import Agent, Conversation
-from app.core.approval import ApprovalPolicy, Approver
+from app.core.approval import Approver
 from app.core.paths import db_path, deskhand_home, mcp_path, settings_path
 from app.core.providers.base import ProviderConfig
 from app.core.secrets import SecretStore, SecretStoreError, remember_secret
@@ -54,13 +54,53 @@ class Runtime:
         self.settings_store = SettingsStore(settings_path(self.home))
         self.settings: Settings = self.settings_store.load()
         self.secrets = SecretStore(mode=self.settings.security.keyring, home=self.home)
+        # names of stored secrets are known now; values load in the background (no keyring
+        # on the start-up path, none at all when nothing is stored)
+        self.secrets.start_loading()
         self._entry_points = entry_points
 
     @cached_property
     def registry(self) -> ToolRegistry:
         """Every tool's manifest (~100 ms with all categories): built on first use, so the
-        window paints before it."""
+        window paints before it. Third-party packs are imported only if the user enabled
+        exactly this version of them."""
+        return ToolRegistry.default(
+            self.home, entry_points=self._entry_points, pack_enabled=self.trust.is_enabled
+        )
+
+    def reload_registry(self) -> ToolRegistry:
+        """Builds the registry again (a pack was enabled or disabled): the runner and every
+        new conversation use the new one; MCP tools already known join it again."""
+        fresh = ToolRegistry.default(
+            self.home, entry_points=self._entry_points, pack_enabled=self.trust.is_enabled
+        )
+        self.__dict__["registry"] = fresh
+        if "runner" in self.__dict__:
+            self.runner.registry = fresh
+        if "mcp" in self.__dict__ and self.mcp.tool_sources():
+            self.mcp_tools(wait=0)
+        return fresh
+
+    def listing_registry(self) -> ToolRegistry:
+        """The tools as `tools list` shows them: no third-party code imported at all."""
         return ToolRegistry.default(self.home, entry_points=self._entry_points)
+
+    @cached_property
+    def rules(self) -> Any:
+        """The approval rules (app.core.rules.RuleBook), with earlier versions' per-tool
+        lists moved in on first use."""
+        from app.core.rules import RULES_FILE, RuleBook
+
+        book = RuleBook(self.home / RULES_FILE)
+        self._migrate_legacy_rules(book)
+        return book
+
+    @cached_property
+    def trust(self) -> Any:
+        """Which third-party tool sources the user enabled and trusts (app.core.sources)."""
+        from app.core.sources import TRUST_FILE, TrustStore
+
+        return TrustStore(self.home / TRUST_FILE)
 
     @cached_property
     def runner(self) -> ToolRunner:
@@ -113,9 +153,19 @@ class Runtime:
 
     def mcp_tools(self, wait: float = 30.0) -> list[Any]:
         """Start the MCP servers (once; they keep running in the background) and add their
-        tools to the registry. Blocks up to `wait` s per server for the first connection."""
+        tools to the registry, each under its server as an untrusted-until-trusted source.
+        Blocks up to `wait` s per server for the first connection."""
         manifests = self.mcp.tool_manifests(wait)
-        self.registry.add([m for m in manifests if m.name not in self.registry], "mcp")
+        for server, source in self.mcp.tool_sources().items():
+            mine = [m for m in manifests if m.name in source.tools]
+            stale = [
+                m.name
+                for m in mine
+                if m.name in self.registry and self.registry.source_of(m.name) != source
+            ]
+            self.registry.remove(stale)  # the server changed: its tools are re-registered
+            self.registry.add([m for m in mine if m.name not in self.registry], source)
+            log.debug("MCP server %s: %d tools", server, len(mine))
         return manifests
 
     def services(self) -> dict[str, Any]:
@@ -142,16 +192,79 @@ class Runtime:
 
     # ---- approval -----------------------------------------------------------------
 
-    def policy(self) -> ApprovalPolicy:
-        rules = self.settings.approvals
-        return ApprovalPolicy(always_allow=list(rules.always_allow), deny=list(rules.deny))
+    def _migrate_legacy_rules(self, book: Any) -> None:
+        """Per-tool lists of earlier versions become rules, once; the user is told why."""
+        from app.core.rules import RuleDecision, rule_from_legacy_pattern
 
-    def persist_always_allow(self, tool: str) -> None:
-        def add(settings: Settings) -> None:
-            if tool not in settings.approvals.always_allow:
-                settings.approvals.always_allow.append(tool)
+        legacy = self.settings.approvals
+        if not legacy.always_allow and not legacy.deny:
+            return
+        book.add_many(
+            [rule_from_legacy_pattern(p, RuleDecision.DENY) for p in legacy.deny]
+            + [rule_from_legacy_pattern(p, RuleDecision.ALLOW) for p in legacy.always_allow]
+        )
+        count = len(legacy.always_allow) + len(legacy.deny)
 
-        self.settings = self.settings_store.update(add)
+        def clear(settings: Settings) -> None:
+            settings.approvals.always_allow = []
+            settings.approvals.deny = []
+            settings.pending_notices.append(
+                f"Your {count} per-tool approval setting(s) are now rules. Rules can also "
+                "look at what a call touches (a folder, a site, an account), so “Always "
+                "allow” can be narrow. See and remove them in Settings → Rules, or with "
+                "`deskhand rules list`."
+            )
+
+        self.settings = self.settings_store.update(clear)
+
+    def take_notices(self) -> list[str]:
+        """Notices to show once (then forgotten)."""
+        notices = list(self.settings.pending_notices)
+        if notices:
+
+            def clear(settings: Settings) -> None:
+                settings.pending_notices = []
+
+            self.settings = self.settings_store.update(clear)
+        return notices
+
+    def tool_environment(self) -> Any:
+        from app.core.memory import ConversationServices
+        from app.core.pipeline import ToolEnvironment
+
+        services = self.services()
+
+        def skill_folder(name: str) -> Path | None:
+            try:
+                return Path(self.skills.get(name).folder)
+            except Exception:
+                return None
+
+        return ToolEnvironment(
+            home=self.home,
+            settings=self.settings,
+            account_resolver=self.resolve_account,
+            accounts=self.accounts,
+            services=lambda cid: ConversationServices(services, cid),
+            skill_folder=skill_folder,
+            secrets_ready=getattr(self.secrets, "wait_loaded", None),
+        )
+
+    def make_pipeline(
+        self, approver: Approver, *, auto_approve: bool = False, record: bool = True
+    ) -> Any:
+        """The one way tool calls run (app.core.pipeline.CallPipeline)."""
+        from app.core.pipeline import CallPipeline
+
+        return CallPipeline(
+            self.runner,
+            self.tool_environment(),
+            rules=self.rules,
+            trust=self.trust,
+            approver=approver,
+            auto_approve=auto_approve,
+            recorder=self.store if record else None,
+        )
 
     # ---- conversations ----------------------------------------------------------------
 
@@ -245,21 +358,27 @@ class Runtime:
             log.exception("could not list skills")
             return ""
 
-    def make_agent(self, provider: Any, approver: Approver, *, record: bool = True) -> Agent:
+    def make_agent(
+        self,
+        provider: Any,
+        approver: Approver,
+        *,
+        record: bool = True,
+        auto_approve: bool = False,
+    ) -> Agent:
         return Agent(
             provider,
             self.runner,
             home=self.home,
-            policy=self.policy(),
             approver=approver,
             recorder=self.store if record else None,
             settings=self.settings,
             system_prompt=self.system_prompt(),
             max_steps=self.settings.max_steps,
-            on_always_allow=self.persist_always_allow,
             account_resolver=self.resolve_account,
             accounts=self.accounts,
             services=self.services(),
+            pipeline=self.make_pipeline(approver, auto_approve=auto_approve, record=record),
         )
 
 

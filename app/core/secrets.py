@@ -7,15 +7,25 @@ through `loop.run_in_executor(...)` / `asyncio.to_thread(...)`.
 
 `known_values()` feeds the secret tripwire: every secret value this process has read
 or written is remembered so tool output, logs and the store can redact it.
+
+The tripwire must know every stored secret from start-up without the keyring on the
+start-up path, so the store keeps an index of secret NAMES (never values) next to it,
+`<home>/secrets-index.json`: `has_secrets` answers from it, `start_loading()` reads the
+values in a background thread, and `wait_loaded()` blocks until that is done (at once when
+nothing is stored — then the keyring is never touched).
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+import re
+import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from app.core.keyring_fallback import (
     EncryptedFileOpener,
@@ -25,6 +35,7 @@ from app.core.keyring_fallback import (
     check_windows_size,
     configured_mode,
     default_home,
+    set_passphrase_listener,
     system_unusable,
 )
 
@@ -35,7 +46,10 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+log = logging.getLogger(__name__)
+
 SERVICE = "deskhand"
+INDEX_FILE = "secrets-index.json"
 #: Shorter values are not remembered for redaction: they would mask ordinary text.
 MIN_KNOWN_LENGTH = 4
 ENV_API_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -48,11 +62,24 @@ class SecretStoreError(Exception):
     """The keyring could not be used. `str(err)` is for the user and never holds a value."""
 
 
+#: `Bearer <token>`-style values: the token alone travels too (in URLs, in other headers).
+_AUTH_SCHEME = re.compile(r"^(?:bearer|basic|token|bot|digest)\s+(\S+)$", re.IGNORECASE)
+
+
 def remember_secret(value: str | None) -> None:
-    """Add a value to the process-wide set the redaction tripwire masks."""
-    if value and len(value) >= MIN_KNOWN_LENGTH:
-        with _known_lock:
-            _known.add(value)
+    """Add a value to the process-wide set the redaction tripwire masks (an
+    `Authorization`-style value also adds the credential after its scheme)."""
+    if not value or len(value) < MIN_KNOWN_LENGTH:
+        return
+    found = {value}
+    if match := _AUTH_SCHEME.match(value.strip()):
+        found.add(match.group(1))
+    with _known_lock:
+        _known.update(v for v in found if len(v) >= MIN_KNOWN_LENGTH)
+
+
+# The encrypted store's passphrase is a secret too (whichever prompt supplied it).
+set_passphrase_listener(remember_secret)
 
 
 def known_secret_values() -> set[str]:
@@ -68,9 +95,13 @@ def secret_key(integration: str, account_id: str, field: str) -> str:
     return key
 
 
-def _check_key(key: str) -> None:
+def _valid_key(key: str) -> bool:
     parts = key.split("/")
-    if len(parts) != 3 or not all(p.strip() for p in parts):
+    return len(parts) == 3 and all(p.strip() for p in parts)
+
+
+def _check_key(key: str) -> None:
+    if not _valid_key(key):
         raise ValueError(f"secret key must look like '<integration>/<account_id>/<field>': {key!r}")
 
 
@@ -98,6 +129,12 @@ class SecretStore:
         self._mode = mode
         self._home = Path(home) if home is not None else None
         self._fallback = EncryptedFileOpener(self._home, prompts)
+        self._index = SecretIndex(self._home / INDEX_FILE if self._home else None, service)
+        self._loading_lock = threading.Lock()
+        self._loader: threading.Thread | None = None
+        self._loaded = threading.Event()
+        #: Why the background load could not read every stored secret (for the user).
+        self.load_error: str | None = None
 
     @property
     def mode(self) -> KeyringMode:
@@ -130,6 +167,7 @@ class SecretStore:
             kr.set_password(self.service, key, value)
 
         self._call(save, f"save '{key}' to", hide=value)
+        self._index.add(key)
 
     def delete(self, key: str) -> None:
         """Remove a credential; a missing one is not an error."""
@@ -144,6 +182,7 @@ class SecretStore:
                 return
 
         self._call(remove, f"delete '{key}' from")
+        self._index.discard(key)
 
     def _call(self, fn: Callable[[KeyringBackend], T], action: str, hide: str | None = None) -> T:
         """Run `fn` on the keyring in use; in "auto" mode, offer the encrypted file (once)
@@ -177,8 +216,101 @@ class SecretStore:
             and system_unusable(exc)
         )
 
+    # ---- knowing every stored secret without the keyring on the start-up path ----------
+
     def known_values(self) -> set[str]:
+        """Every secret value known so far (never blocks: loading goes on in the background)."""
         return known_secret_values()
+
+    @property
+    def has_secrets(self) -> bool:
+        """Whether anything is stored, from the index of names (no keyring access)."""
+        return bool(self._index.names())
+
+    def stored_names(self) -> set[str]:
+        """The keys of the stored secrets, from the index (no keyring access)."""
+        return self._index.names()
+
+    def start_loading(self) -> None:
+        """Read every stored secret in a background thread, so the tripwire knows them.
+        Returns at once; idempotent. With nothing stored the keyring is not touched."""
+        for var in ENV_API_KEYS.values():
+            remember_secret(os.environ.get(var))
+        with self._loading_lock:
+            if self._loader is not None or self._loaded.is_set():
+                return
+            if not self.has_secrets:
+                self._loaded.set()
+                return
+            self._loader = threading.Thread(
+                target=self._load_all, name="deskhand-secrets", daemon=True
+            )
+            self._loader.start()
+
+    def wait_loaded(self, timeout: float | None = None) -> bool:
+        """Block until the stored secrets are known (True), or `timeout` passed (False).
+        True at once when nothing is stored. A load that failed also counts as done:
+        `load_error` says why (the values it could not read cannot leak from Deskhand's
+        own store either)."""
+        self.start_loading()
+        return self._loaded.wait(timeout)
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded.is_set()
+
+    def _load_all(self) -> None:
+        try:
+            self._read_stored()
+        except Exception as exc:  # never leave waiters hanging
+            self.load_error = f"could not read the stored secrets: {type(exc).__name__}"
+            log.warning("%s", self.load_error)
+        finally:
+            self._loaded.set()
+
+    def _read_stored(self) -> None:
+        names = self._index.names()
+        missing: set[str] = set()
+        for name in sorted(names):
+            try:
+                if self.get(name) is None:
+                    missing.add(name)
+            except SecretStoreError as exc:
+                # The keyring is unusable (locked, declined...): each further read would
+                # fail the same way, and might ask the user again.
+                self.load_error = str(exc)
+                log.warning("secrets not loaded: %s", exc)
+                return
+            except ValueError:
+                missing.add(name)  # not a key this version understands
+        extra = self._listed_names() - names
+        for name in sorted(extra):
+            try:
+                self.get(name)
+            except (SecretStoreError, ValueError):
+                extra.discard(name)
+        self._index.replace((names - missing) | extra)
+        from tools.redact import compile_secrets
+
+        compile_secrets(known_secret_values())  # the first redaction need not build it
+
+    def _listed_names(self) -> set[str]:
+        """Keys the keyring itself lists for our service (Secret Service only; one call,
+        no values read). Catches entries written by another Deskhand process."""
+        try:
+            backend = self._keyring()
+            if type(backend).__module__ != "keyring.backends.SecretService":
+                return set()
+            collection = backend.get_preferred_collection()  # type: ignore[attr-defined]
+            found = set()
+            for item in collection.search_items({"service": self.service}):
+                username = item.get_attributes().get("username", "")
+                if _valid_key(username):
+                    found.add(username)
+            return found
+        except Exception as exc:  # listing is a bonus; the index already has our names
+            log.info("could not list the keyring's entries: %s", type(exc).__name__)
+            return set()
 
     def api_key_for(self, account: ProviderAccount) -> str | None:
         """The account's API key: keyring `provider/<id>/api_key`, else the environment
@@ -244,3 +376,134 @@ def _explain(
     if declined:
         why += ". The encrypted file store was declined, so nothing was stored"
     return SecretStoreError(f"Could not {action} the system keyring: {why}.")
+
+
+# ---- the index of names -------------------------------------------------------------------
+
+_index_file_lock = threading.Lock()  # one writer at a time per process (read-modify-write)
+
+
+class SecretIndex:
+    """The names (never the values) of the secrets stored for one service, in a JSON file
+    of mode 0600: `{"services": {"deskhand": ["provider/ab12/api_key", ...]}}`.
+
+    Without a file (first start after an upgrade, or a fresh home) the names are derived
+    from what Deskhand's own files refer to (providers, integration accounts, mcp.json);
+    the first background load then completes the list from the keyring itself. Without a
+    path (a store with no home) the names live in memory only.
+    """
+
+    def __init__(self, path: Path | None, service: str) -> None:
+        self.path = path
+        self.service = service
+        self._names: set[str] | None = None
+
+    def names(self) -> set[str]:
+        with _index_file_lock:
+            if self._names is None:
+                self._names = self._load()
+            return set(self._names)
+
+    def add(self, key: str) -> None:
+        self._change(lambda names: names | {key})
+
+    def discard(self, key: str) -> None:
+        self._change(lambda names: names - {key})
+
+    def replace(self, names: Iterable[str]) -> None:
+        fresh = set(names)
+        self._change(lambda _names: fresh)
+
+    def _change(self, how: Callable[[set[str]], set[str]]) -> None:
+        with _index_file_lock:
+            # Re-read: another store (another window, the CLI) may have written meanwhile.
+            current = self._load()
+            changed = how(current)
+            self._names = changed
+            if changed != current or self.path is None or not self.path.exists():
+                self._write(changed)
+
+    def _load(self) -> set[str]:
+        if self.path is None:
+            return set(self._names or ())
+        try:
+            data = json.loads(self.path.read_text("utf-8"))
+            listed = data["services"].get(self.service, [])
+            return {n for n in listed if isinstance(n, str) and _valid_key(n)}
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.warning("the secret index %s is unreadable (%s); rebuilding it", self.path, exc)
+        names = derive_names(self.path.parent) if self.service == SERVICE else set()
+        self._write(names)
+        return names
+
+    def _write(self, names: set[str]) -> None:
+        if self.path is None or not self.path.parent.is_dir():
+            return
+        data: dict[str, Any] = {"services": {}}
+        try:
+            loaded = json.loads(self.path.read_text("utf-8"))
+            if isinstance(loaded, dict) and isinstance(loaded.get("services"), dict):
+                data = loaded
+        except (OSError, ValueError):
+            pass
+        data["services"][self.service] = sorted(names)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".secrets-index-", dir=self.path.parent)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump(data, fh, indent=1)
+                os.chmod(tmp, 0o600)
+                os.replace(tmp, self.path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        except OSError as exc:
+            log.warning("could not write the secret index %s: %s", self.path, exc)
+
+
+def derive_names(home: Path) -> set[str]:
+    """The keyring keys Deskhand's own files refer to: provider API keys (settings.json),
+    integration accounts' secret fields (the database) and `keyring:` references in
+    mcp.json. Reads files only — never the keyring."""
+    from app.core.paths import db_path, mcp_path, settings_path
+
+    names: set[str] = set()
+    try:
+        settings = json.loads(settings_path(home).read_text("utf-8"))
+        for provider in settings.get("providers") or []:
+            if isinstance(provider, dict) and isinstance(provider.get("id"), str):
+                names.add(f"provider/{provider['id']}/api_key")
+    except (OSError, ValueError, AttributeError):
+        pass
+    try:
+        text = mcp_path(home).read_text("utf-8")
+        names.update(re.findall(r"keyring:([^\s\"'{}$]+)", text))
+    except OSError:
+        pass
+    names.update(_account_secret_names(db_path(home)))
+    return {n for n in names if _valid_key(n)}
+
+
+def _account_secret_names(db: Path) -> set[str]:
+    if not db.exists():
+        return set()
+    import sqlite3
+
+    from integrations.registry import SPECS
+
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            rows = conn.execute("SELECT id, integration FROM integration_accounts").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return set()
+    names = set()
+    for account_id, integration in rows:
+        spec = SPECS.get(integration)
+        for field in spec.secret_fields if spec else ():
+            names.add(f"{integration}/{account_id}/{field}")
+    return names

@@ -47,13 +47,17 @@ class ProviderAccount(_Model):
 
 
 class FileSettings(_Model):
-    #: Folders file tools may touch; empty means the user's home folder.
+    #: Folders file tools may touch. Empty and not chosen yet: the window asks at first
+    #: run; a headless run works in the current folder only (and says so).
     allowed_roots: list[str] = Field(default_factory=list)
     denied_paths: list[str] = Field(default_factory=list)
+    #: The user answered the folder question (an empty choice stays empty).
+    folders_chosen: bool = False
 
 
 class ApprovalRules(_Model):
-    """Tool names or fnmatch patterns (e.g. "docker_*"). Deny rules win."""
+    """Legacy per-tool lists (tool names or fnmatch patterns). Since rules.json exists they
+    are moved into it at start-up and emptied; see app/core/rules.py."""
 
     always_allow: list[str] = Field(default_factory=list)
     deny: list[str] = Field(default_factory=list)
@@ -118,6 +122,8 @@ class Settings(_Model):
     security: SecuritySettings = Field(default_factory=SecuritySettings)
     max_steps: int = 25
     system_prompt: str | None = None
+    #: Plain-words notices the app shows once (e.g. what changed in an upgrade).
+    pending_notices: list[str] = Field(default_factory=list)
 
     def active_provider_account(self) -> ProviderAccount | None:
         """The provider whose id is `active_provider`; None if unset or no longer configured."""
@@ -217,7 +223,7 @@ class SettingsStore:
             )
         text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
         with self._lock:
-            _atomic_write(self.path, text.encode("utf-8"), mode=0o600)
+            atomic_write(self.path, text.encode("utf-8"), mode=0o600)
 
     def update(self, fn: Callable[[Settings], Settings | None]) -> Settings:
         """Load, let `fn` mutate (or return a replacement), save; returns what was saved."""
@@ -250,7 +256,7 @@ def _first_line(exc: Exception) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-def _atomic_write(path: Path, payload: bytes, *, mode: int) -> None:
+def atomic_write(path: Path, payload: bytes, *, mode: int) -> None:
     """Readers see either the old file or the new one, never a torn write."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

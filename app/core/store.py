@@ -34,7 +34,16 @@ HIGHLIGHT_START = "\u00ab"
 HIGHLIGHT_END = "\u00bb"
 
 ToolCallStatus = Literal["pending", "running", "ok", "error", "denied", "cancelled"]
-ApprovalDecision = Literal["allow_once", "always_allow", "deny", "auto_deny", "auto_allow"]
+ApprovalDecision = Literal[
+    "allow_once",
+    "allow_conversation",
+    "always_allow",
+    "always_allow_any",
+    "trust_source",
+    "deny",
+    "auto_deny",
+    "auto_allow",
+]
 
 _V1 = """
 CREATE TABLE conversations (
@@ -168,8 +177,29 @@ CREATE TRIGGER memories_fts_update AFTER UPDATE OF content ON memories BEGIN
 END;
 """
 
+# The trust core's finer answers (this conversation, any arguments, trust the source) and
+# how each was reached (the user, a rule, --yes, nobody to ask).
+_V5 = """
+CREATE TABLE approvals_v5 (
+    id              INTEGER PRIMARY KEY,
+    conversation_id TEXT REFERENCES conversations (id) ON DELETE CASCADE,
+    call_id         TEXT,
+    tool_name       TEXT NOT NULL,
+    decision        TEXT NOT NULL CHECK (decision IN
+                        ('allow_once', 'allow_conversation', 'always_allow', 'always_allow_any',
+                         'trust_source', 'deny', 'auto_deny', 'auto_allow')),
+    how             TEXT NOT NULL DEFAULT 'user',
+    decided_at      REAL NOT NULL
+);
+INSERT INTO approvals_v5 (id, conversation_id, call_id, tool_name, decision, decided_at)
+    SELECT id, conversation_id, call_id, tool_name, decision, decided_at FROM approvals;
+DROP TABLE approvals;
+ALTER TABLE approvals_v5 RENAME TO approvals;
+CREATE INDEX approvals_by_conversation ON approvals (conversation_id);
+"""
+
 #: MIGRATIONS[i] takes the schema from version i to i + 1. Append only.
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4]
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5]
 
 
 class StoreError(Exception):
@@ -224,6 +254,8 @@ class ApprovalRecord:
     tool_name: str
     decision: ApprovalDecision
     decided_at: datetime
+    #: "user", "rule", "yes" (approved by --yes) or "policy".
+    how: str = "user"
 
 
 @dataclass(frozen=True)
@@ -661,13 +693,15 @@ class Store:
         call_id: str | None,
         tool_name: str,
         decision: ApprovalDecision,
+        how: str = "user",
     ) -> int:
         """Remember an approval decision (conversation/call are None for one-off CLI calls)."""
         with self._write() as db:
             cur = db.execute(
-                """INSERT INTO approvals (conversation_id, call_id, tool_name, decision, decided_at)
-                   VALUES (?,?,?,?,?)""",
-                (conv_id, call_id, tool_name, decision, self._clock()),
+                """INSERT INTO approvals
+                       (conversation_id, call_id, tool_name, decision, how, decided_at)
+                   VALUES (?,?,?,?,?,?)""",
+                (conv_id, call_id, tool_name, decision, how, self._clock()),
             )
             return cast(int, cur.lastrowid)
 
@@ -683,6 +717,7 @@ class Store:
                 tool_name=r["tool_name"],
                 decision=r["decision"],
                 decided_at=_dt(r["decided_at"]),
+                how=r["how"],
             )
             for r in rows
         ]

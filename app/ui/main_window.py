@@ -27,6 +27,7 @@ from app.core.runtime import Runtime
 from app.ui.chat.view import ChatView
 from app.ui.composer import Composer
 from app.ui.controller import ChatController
+from app.ui.folders_dialog import FoldersPrompt, needs_asking
 from app.ui.setup_card import SetupCard
 from app.ui.sidebar import Sidebar
 from app.ui.ui_state import UiState
@@ -105,6 +106,8 @@ class MainWindow(QMainWindow):
         self.composer = Composer()
         self.composer.edit.set_send_key(self.runtime.settings.general.send_key)
         self.setup_card = SetupCard()
+        self.folders_prompt = FoldersPrompt(self.runtime)
+        self.folders_prompt.hide()
         self.undo_bar = UndoBar()
         self.title_label = QLabel("New chat")
         self.title_label.setObjectName("chatTitle")
@@ -140,6 +143,11 @@ class MainWindow(QMainWindow):
         right_layout.setContentsMargins(0, 0, 0, 0)
         right_layout.setSpacing(0)
         right_layout.addWidget(header)
+        prompt_row = QHBoxLayout()
+        prompt_row.setContentsMargins(20, 12, 20, 0)
+        prompt_row.addWidget(self.folders_prompt, 1)
+        self.folders_prompt.setMaximumWidth(860)
+        right_layout.addLayout(prompt_row)
         right_layout.addLayout(self.chat_stack, 1)
         right_layout.addWidget(self.undo_bar)
         right_layout.addWidget(self.composer)
@@ -223,6 +231,21 @@ class MainWindow(QMainWindow):
             self.new_chat()
         self.refresh_provider()
         QTimer.singleShot(300, self.refresh_accounts)  # after the first paint
+        # first run (or an upgrade from an empty folder list): ask, without blocking
+        if needs_asking(self.runtime.settings):
+            self.folders_prompt.show()
+            QTimer.singleShot(300, self.folders_prompt.suggest)  # after the first paint
+        self.show_notices()
+
+    def show_notices(self) -> None:
+        """What changed and why (e.g. after an upgrade), shown once in the conversation."""
+        try:
+            notices = self.runtime.take_notices()
+        except Exception as exc:  # the window must open even if settings cannot be written
+            log.warning("could not read the pending notices: %s", exc)
+            return
+        for text in notices:
+            self.chat_view.handle_event(Notice(text))
 
     def save_state(self) -> None:
         self.ui_state.geometry = base64.b64encode(bytes(self.saveGeometry().data())).decode()

@@ -4,7 +4,7 @@ A scripted model server (tests/fakellm.py) stands in for Ollama, so "Test connec
 runs its real code path before the picture is taken. Keys go to an in-memory keyring.
 
 Run: QT_QPA_PLATFORM=offscreen .venv/bin/python bench/screens/settings_demo.py \
-         --page providers|tools|general [--dark] [--out FILE.png] [--account OpenAI]
+         --page providers|tools|rules|sources|general [--dark] [--out FILE.png] [--account OpenAI]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from keyring.backend import KeyringBackend
 from PySide6.QtWidgets import QApplication
 
-PAGES = ("providers", "tools", "general")
+PAGES = ("providers", "tools", "rules", "sources", "general")
 
 
 class MemoryKeyring(KeyringBackend):
@@ -72,6 +72,38 @@ def example_settings(runtime: object, llm_url: str) -> None:
         s.files.allowed_roots = [str(Path.home() / "Documents"), str(Path.home() / "Projects")]
 
     runtime.settings = runtime.settings_store.update(fill)
+    from app.core.rules import Matcher, Rule, RuleDecision, Scope
+
+    packs = Path(str(runtime.home)) / "tools"  # type: ignore[attr-defined]
+    packs.mkdir(exist_ok=True)
+    for name in ("weather.py", "jira_tools.py"):  # listed, never imported by the listing
+        (packs / name).write_text("MANIFESTS = []\n")
+
+    card = "“Always allow” on an approval card"
+    runtime.rules.add_many(  # (the per-tool lists above become rules here, as on upgrade)
+        [
+            Rule(
+                tool="fs_write_file",
+                matcher=Matcher(kind="path", value=str(Path.home() / "Projects" / "notes")),
+                decision=RuleDecision.ALLOW,
+                origin=card,
+            ),
+            Rule(
+                tool="browser_navigate",
+                matcher=Matcher(kind="site", value="https://docs.python.org:443"),
+                decision=RuleDecision.ALLOW,
+                origin=card,
+            ),
+            Rule(
+                tool="docker_exec",
+                matcher=Matcher(kind="command", value="git status"),
+                decision=RuleDecision.ALLOW,
+                scope=Scope.CONVERSATION,
+                conversation_id="demo",
+                origin=card,
+            ),
+        ]
+    )
     runtime.secrets.set(secret_key("provider", cloud.id, "api_key"), "sk-demo-not-a-real-key")
 
 

@@ -18,6 +18,7 @@ from tools.browser.common import (
     run_job,
     wait_loaded,
 )
+from tools.browser.egress import EgressGuard
 from tools.browser.host import ACTION_TIMEOUT_MS, BrowserSession
 from tools.browser.manifest import (
     Click,
@@ -35,7 +36,6 @@ from tools.browser.policy import (
     click_checked,
     click_reason,
     normalize_url,
-    remember_sites,
     site_of,
 )
 from tools.spec import ToolContext, ToolError, ToolResult
@@ -44,22 +44,31 @@ from tools.spec import ToolContext, ToolError, ToolResult
 _ACTION_BUDGET = ACTION_TIMEOUT_MS / 1000 + SETTLE_SECONDS + 10
 
 
-def open_url(page: Any, url: str, ctx: ToolContext, timeout: float) -> Any:
-    """Navigate `page` to `url` and wait until it has loaded; returns the response."""
+def open_url(
+    page: Any, url: str, ctx: ToolContext, timeout: float, guard: EgressGuard | None = None
+) -> Any:
+    """Navigate `page` to `url` and wait until it has loaded; returns the response. What
+    the browser really loads (each redirect hop) is checked by the call's egress guard."""
     started = time.monotonic()
     ctx.progress(f"Opening {url}")
+    response = None
     try:
         response = page.goto(url, wait_until="commit", timeout=timeout * 1000)
     except PlaywrightTimeout:
-        raise ToolError(
-            f"{url} did not answer within {timeout:g} s — the site seems down or very slow."
-        ) from None
+        if guard is None or not guard.asked_seconds or guard.stopped:
+            raise ToolError(
+                f"{url} did not answer within {timeout:g} s — the site seems down or very slow."
+            ) from None
+        # the time went into asking the user, who let the load go on: keep waiting for it
     except PlaywrightError as exc:
         message = first_line(exc)
+        if guard is not None and guard.stopped:
+            raise ToolError(f"{url} was not opened. {' '.join(guard.stopped)}") from None
         if "Download is starting" in message:
             raise ToolError(f"{url} is a file download; use browser_download for it.") from None
         raise ToolError(f"Could not open {url}: {message}") from None
-    remaining = max(0.5, timeout - (time.monotonic() - started))
+    elapsed = time.monotonic() - started - (guard.asked_seconds if guard else 0.0)
+    remaining = max(0.5, timeout - elapsed)
     wait_loaded(page, ctx, remaining, url, limit=timeout)
     return response
 
@@ -75,25 +84,17 @@ def _lead(verb: str, page: Any, response: Any = None) -> str:
 
 def navigate(args: Navigate, ctx: ToolContext) -> ToolResult:
     url = normalize_url(args.url)
-    remember_sites(ctx, url)  # approved (or allowed by the setting) once we get here
+    # the site was approved (by the user, a rule or the setting) once we get here; a
+    # redirect elsewhere is checked again when the browser makes it
+    guard = EgressGuard.for_call(ctx, [site_of(url)])
 
     def job(session: BrowserSession) -> ToolResult:
         page = session.page()
         session.take_events()
-        response = open_url(page, url, ctx, args.timeout_seconds)
+        response = open_url(page, url, ctx, args.timeout_seconds, guard)
         return page_result(session, page, _lead("Opened", page, response))
 
-    result = run_job(ctx, job, args.timeout_seconds + 15)
-    final = (result.data or {}).get("url", "")
-    if site_of(final) and _same_host(url, final):
-        remember_sites(ctx, final)  # e.g. http → https on the same host
-    return result
-
-
-def _same_host(a: str, b: str) -> bool:
-    from urllib.parse import urlsplit
-
-    return (urlsplit(a).hostname or "") == (urlsplit(b).hostname or "")
+    return run_job(ctx, job, args.timeout_seconds + 15, guard)
 
 
 def snapshot(args: Snapshot, ctx: ToolContext) -> ToolResult:
@@ -105,6 +106,8 @@ def snapshot(args: Snapshot, ctx: ToolContext) -> ToolResult:
 
 
 def _history(args: History, ctx: ToolContext, direction: str) -> ToolResult:
+    guard = EgressGuard.for_call(ctx)
+
     def job(session: BrowserSession) -> ToolResult:
         page = session.page()
         before = page.url
@@ -112,17 +115,26 @@ def _history(args: History, ctx: ToolContext, direction: str) -> ToolResult:
         ctx.progress(f"Going {direction}")
         try:
             response = move(timeout=args.timeout_seconds * 1000, wait_until="commit")
-        except PlaywrightTimeout:
-            raise ToolError(
-                f"Going {direction} did not finish within {args.timeout_seconds:g} s."
-            ) from None
+        except PlaywrightError as exc:
+            if guard.stopped and not isinstance(exc, PlaywrightTimeout):
+                raise ToolError(f"Did not go {direction}. {' '.join(guard.stopped)}") from None
+            if not isinstance(exc, PlaywrightTimeout):
+                raise
+            if guard.asked_seconds and not guard.stopped:
+                response = None  # the time went into asking the user
+            else:
+                raise ToolError(
+                    f"Going {direction} did not finish within {args.timeout_seconds:g} s."
+                ) from None
+        if response is None and page.url == before and guard.stopped:
+            raise ToolError(f"Did not go {direction}. {' '.join(guard.stopped)}")
         if response is None and page.url == before:
             where = "previous" if direction == "back" else "next"
             raise ToolError(f"There is no {where} page in this tab's history.")
         wait_loaded(page, ctx, args.timeout_seconds, page.url)
         return page_result(session, page, _lead(f"Went {direction} to", page, response))
 
-    return run_job(ctx, job, args.timeout_seconds + 15)
+    return run_job(ctx, job, args.timeout_seconds + 15, guard)
 
 
 def back(args: History, ctx: ToolContext) -> ToolResult:
@@ -155,36 +167,49 @@ def _opened_tab_note(session: BrowserSession, before: int, page: Any) -> str:
 
 
 def click(args: Click, ctx: ToolContext) -> ToolResult:
+    """Clicks; whatever the click makes the page load or send is checked by the guard: the
+    site the approval named (a form's, a link's) is approved, others ask."""
     asked = click_checked(ctx)
+    guard = EgressGuard.for_call(ctx, sends=True)
 
-    def job(session: BrowserSession) -> tuple[ToolResult, str | None]:
+    def job(session: BrowserSession) -> ToolResult:
         page = session.page()
         session.new_pages.clear()
         tabs_before = len(session.pages())
         locator = elements.locate(page, args)
         info = locator.evaluate(elements.DESCRIBE_JS)
-        if asked is False and click_reason(info, ctx):
+        escalation = click_reason(info, ctx)
+        if asked is False and escalation is not None:
             raise ToolError(
                 "The page changed after the approval check: this click now "
-                f"{click_reason(info, ctx)}. Call browser_snapshot and try again."
+                f"{escalation.reason}. Call browser_snapshot and try again."
             )
+        if escalation is not None:
+            guard.approve(escalation.site)  # what the user (or a rule) approved
         ctx.check_cancelled()
         locator.click(timeout=ACTION_TIMEOUT_MS)
         current = _settle(session, page, ctx, bool(info.get("new_tab")))
         lead = f"Clicked {elements.label(info)}." + _opened_tab_note(session, tabs_before, current)
-        return page_result(session, current, lead, data={"clicked": info}), info.get("href")
+        return page_result(session, current, lead, data={"clicked": info})
 
-    result, href = run_job(ctx, job, _ACTION_BUDGET)
-    if href:
-        remember_sites(ctx, href)  # a link to a new site asked before it was followed
-    return result
+    return run_job(ctx, job, _ACTION_BUDGET, guard)
+
+
+def _form_site(info: dict[str, Any] | None) -> str | None:
+    if not info or not info.get("in_form"):
+        return None
+    return site_of(info.get("form_action") or info.get("page_url") or "")
 
 
 def fill(args: Fill, ctx: ToolContext) -> ToolResult:
+    guard = EgressGuard.for_call(ctx, sends=True)
+
     def job(session: BrowserSession) -> ToolResult:
         page = session.page()
         locator = elements.locate(page, args)
         info = locator.evaluate(elements.DESCRIBE_JS)
+        if args.submit:
+            guard.approve(_form_site(info))  # approved with the call (it asks: UPDATE)
         locator.fill(args.value, timeout=ACTION_TIMEOUT_MS)
         if not args.submit:
             return ToolResult(
@@ -196,7 +221,7 @@ def fill(args: Fill, ctx: ToolContext) -> ToolResult:
         lead = f"Filled {elements.label(info)} and pressed Enter."
         return page_result(session, current, lead, data={"filled": info})
 
-    return run_job(ctx, job, _ACTION_BUDGET)
+    return run_job(ctx, job, _ACTION_BUDGET, guard)
 
 
 def type_text(args: TypeText, ctx: ToolContext) -> ToolResult:
@@ -213,29 +238,40 @@ def type_text(args: TypeText, ctx: ToolContext) -> ToolResult:
         else:
             page.keyboard.type(args.value, delay=args.delay_ms)
             where = "the focused element"
-        return ToolResult(ok=True, content=f"Typed {len(args.value)} characters into {where}.")
+        notes = "".join(f" {n}" for n in session.guard.notes())
+        return ToolResult(
+            ok=True, content=f"Typed {len(args.value)} characters into {where}.{notes}"
+        )
 
-    return run_job(ctx, job, budget)
+    return run_job(ctx, job, budget, EgressGuard.for_call(ctx, sends=True))
 
 
 def press(args: Press, ctx: ToolContext) -> ToolResult:
     has_target = any(v is not None for v in (args.ref, args.text, args.selector))
+
+    guard = EgressGuard.for_call(ctx, sends=True)
+    enter = args.key.lower().endswith("enter")
 
     def job(session: BrowserSession) -> ToolResult:
         page = session.page()
         tabs_before = len(session.pages())
         if has_target:
             locator = elements.locate(page, args)
-            where = elements.label(locator.evaluate(elements.DESCRIBE_JS))
+            info = locator.evaluate(elements.DESCRIBE_JS)
+            where = elements.label(info)
+            if enter:
+                guard.approve(_form_site(info))  # approved with the call (it asks: UPDATE)
             locator.press(args.key, timeout=ACTION_TIMEOUT_MS)
         else:
             where = "the page"
+            if enter:
+                guard.approve(_form_site(elements.describe_focused(page)))
             page.keyboard.press(args.key)
         current = _settle(session, page, ctx, False)
         lead = f"Pressed {args.key} in {where}." + _opened_tab_note(session, tabs_before, current)
         return page_result(session, current, lead)
 
-    return run_job(ctx, job, _ACTION_BUDGET)
+    return run_job(ctx, job, _ACTION_BUDGET, guard)
 
 
 _MATCH_OPTION_JS = r"""
@@ -270,7 +306,7 @@ def select(args: Select, ctx: ToolContext) -> ToolResult:
             data={"selected": match},
         )
 
-    return run_job(ctx, job, _ACTION_BUDGET)
+    return run_job(ctx, job, _ACTION_BUDGET, EgressGuard.for_call(ctx, sends=True))
 
 
 _SCROLL_JS = r"""

@@ -15,9 +15,10 @@ from urllib.parse import unquote, urlsplit
 
 from tools.browser import elements
 from tools.browser.common import PlaywrightError, PlaywrightTimeout, first_line, run_job
+from tools.browser.egress import EgressGuard
 from tools.browser.host import ACTION_TIMEOUT_MS, BrowserSession
 from tools.browser.manifest import Download, Evaluate, Screenshot
-from tools.browser.policy import jsonable, normalize_url
+from tools.browser.policy import jsonable, normalize_url, site_of
 from tools.browser.snapshot import UNTRUSTED_NOTE, wrap_untrusted
 from tools.fs.sandbox import Sandbox
 from tools.spec import ToolContext, ToolError, ToolResult
@@ -119,6 +120,40 @@ def _chunks(path: Path) -> Iterator[bytes]:
             yield chunk
 
 
+_MAX_REDIRECTS = 10
+
+
+def _get_checked(session: BrowserSession, url: str, guard: EgressGuard, timeout_ms: float) -> Any:
+    """GET `url` following redirects one hop at a time, each hop checked by the guard (the
+    request context would otherwise follow them to any site unseen)."""
+    for _ in range(_MAX_REDIRECTS + 1):
+        try:
+            response = session.context.request.get(url, timeout=timeout_ms, max_redirects=0)
+        except PlaywrightError as exc:
+            raise ToolError(f"Could not download {url}: {first_line(exc)}") from None
+        location = response.headers.get("location")
+        if not (300 <= response.status < 400 and location):
+            return response
+        target = resolve_location(url, location)
+        if not guard.allow_navigation(target, from_url=url):
+            raise ToolError(f"The download was not fetched. {' '.join(guard.stopped)}")
+        url = target
+    raise ToolError(f"The download of {url} redirected more than {_MAX_REDIRECTS} times.")
+
+
+def resolve_location(base: str, location: str) -> str:
+    """An absolute URL for a redirect's Location header. Backslashes count as slashes, as in
+    the browser; whatever this returns is what is requested next (and what was checked)."""
+    from urllib.parse import urljoin
+
+    from tools.browser.urls import clean
+
+    loc = clean(location).replace("\\", "/")
+    if site_of(loc) is not None:
+        return loc
+    return urljoin(base, loc)
+
+
 def download(args: Download, ctx: ToolContext) -> ToolResult:
     sandbox = Sandbox.from_context(ctx)
     folder = destination_folder(args, ctx)
@@ -127,13 +162,12 @@ def download(args: Download, ctx: ToolContext) -> ToolResult:
     staging = staging_dir / f"{secrets.token_hex(8)}.part"
     timeout_ms = args.timeout_seconds * 1000
 
+    guard = EgressGuard.for_call(ctx, [site_of(normalize_url(args.url))] if args.url else [])
+
     def by_url(session: BrowserSession) -> tuple[str, str]:
         url = normalize_url(args.url or "")
         ctx.progress(f"Downloading {url}")
-        try:
-            response = session.context.request.get(url, timeout=timeout_ms)
-        except PlaywrightError as exc:
-            raise ToolError(f"Could not download {url}: {first_line(exc)}") from None
+        response = _get_checked(session, url, guard, timeout_ms)
         if not response.ok:
             raise ToolError(f"{url} answered HTTP {response.status}; nothing was saved.")
         staging.write_bytes(response.body())
@@ -160,7 +194,7 @@ def download(args: Download, ctx: ToolContext) -> ToolResult:
 
     try:
         suggested, source = run_job(
-            ctx, by_url if args.url else by_click, args.timeout_seconds + 15
+            ctx, by_url if args.url else by_click, args.timeout_seconds + 15, guard
         )
         name = safe_filename(args.filename or suggested)
         target = folder / name if args.overwrite else _free_name(folder, name)
@@ -188,7 +222,8 @@ def evaluate(args: Evaluate, ctx: ToolContext) -> ToolResult:
         except PlaywrightError as exc:
             raise ToolError(f"The script failed: {first_line(exc)}") from None
 
-    value, url = run_job(ctx, job, args.timeout_seconds)
+    # a script can make the page send data: state-changing requests ask
+    value, url = run_job(ctx, job, args.timeout_seconds, EgressGuard.for_call(ctx, sends=True))
     text = jsonable(value, EVALUATE_OUTPUT_CAP)
     return ToolResult(
         ok=True,

@@ -10,7 +10,9 @@ from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tools.browser.config import BrowserConfig
+from tools.browser.egress import EgressGuard
 from tools.browser.host import BrowserHost, BrowserSession
+from tools.browser.policy import remember_sites
 from tools.browser.snapshot import PageSnapshot, render, take_snapshot
 from tools.spec import ToolContext, ToolError, ToolResult
 
@@ -24,10 +26,26 @@ SETTLE_SECONDS = 30.0
 __all__ = ["SLICE_MS", "PlaywrightError", "PlaywrightTimeout", "run_job", "wait_loaded"]
 
 
-def run_job(ctx: ToolContext, fn: Callable[[BrowserSession], T], timeout: float) -> T:
-    """Run `fn` on this home's browser thread (starting the browser if needed)."""
+def run_job(
+    ctx: ToolContext,
+    fn: Callable[[BrowserSession], T],
+    timeout: float,
+    guard: EgressGuard | None = None,
+) -> T:
+    """Run `fn` on this home's browser thread (starting the browser if needed), with the
+    call's requests checked by `guard` (default: nothing approved beyond the usual rules,
+    state-changing requests not asked about). Sites the call loaded become visited."""
     host = BrowserHost.for_home(ctx.home)
-    return host.run(fn, config=BrowserConfig.from_context(ctx), ctx=ctx, timeout=timeout)
+    guard = guard or EgressGuard.for_call(ctx)
+
+    def guarded(session: BrowserSession) -> T:
+        with session.guarding(guard):
+            return fn(session)
+
+    try:
+        return host.run(guarded, config=BrowserConfig.from_context(ctx), ctx=ctx, timeout=timeout)
+    finally:
+        remember_sites(ctx, *guard.loaded)
 
 
 def first_line(exc: BaseException) -> str:
@@ -90,7 +108,7 @@ def page_result(
 ) -> ToolResult:
     """The standard answer of a browser tool: status line plus the wrapped snapshot."""
     snap: PageSnapshot = take_snapshot(page, max_chars)
-    all_notes = (notes or []) + page_notes(session)
+    all_notes = (notes or []) + session.guard.notes() + page_notes(session)
     content = render(snap, lead, all_notes)
     payload = {"tab": tab_number(session, page), **snap.to_data(), **(data or {})}
     return ToolResult(ok=True, content=content, data=payload)

@@ -49,8 +49,11 @@ DESCRIBE_JS = r"""
     ref: el.getAttribute('data-deskhand-ref'),
     kind, name, tag: tag.toLowerCase(), type,
     buttonish, submits, in_form: !!form,
-    form_action: form ? (form.action || location.href) : null,
-    form_method: form ? (form.getAttribute('method') || 'get').toUpperCase() : null,
+    // a submit button's formaction/formmethod override the form's own
+    form_action: form ? ((submits && el.hasAttribute('formaction') && el.formAction) ||
+      form.action || location.href) : null,
+    form_method: form ? ((submits && el.getAttribute('formmethod')) ||
+      form.getAttribute('method') || 'get').toUpperCase() : null,
     text_entry: (tag === 'INPUT' && !['submit', 'button', 'reset', 'image', 'checkbox', 'radio',
       'file', 'range', 'color'].includes(type)) || tag === 'TEXTAREA',
     href: link ? link.href : null,
@@ -121,6 +124,19 @@ def locate(page: Any, target: Target) -> Any:
 def describe(page: Any, target: Target) -> dict[str, Any]:
     """What the element is (kind, label, whether it submits a form, where a link goes)."""
     info: dict[str, Any] = locate(page, target).evaluate(DESCRIBE_JS)
+    return info
+
+
+def describe_focused(page: Any) -> dict[str, Any] | None:
+    """The focused element's facts (None when nothing in the page has focus)."""
+    handle = page.evaluate_handle(
+        "() => document.activeElement && document.activeElement !== document.body"
+        " ? document.activeElement : null"
+    )
+    element = handle.as_element()
+    if element is None:
+        return None
+    info: dict[str, Any] = element.evaluate(DESCRIBE_JS)
     return info
 
 

@@ -22,7 +22,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -31,6 +31,7 @@ from typing import Any, ClassVar, TypeVar
 
 from tools.browser.config import BrowserConfig
 from tools.browser.discovery import BrowserChoice, find_browser
+from tools.browser.egress import EgressGuard
 from tools.spec import ToolCancelled, ToolContext, ToolError
 
 log = logging.getLogger(__name__)
@@ -74,9 +75,12 @@ class LaunchSpec:
 
 class BrowserSession:
     """The live browser, used only on the host thread: Playwright, the persistent context,
-    and which tab is current."""
+    which tab is current, and the egress guard of the call being run (every main-frame
+    navigation and state-changing request goes through it, see tools.browser.intercept)."""
 
-    def __init__(self, spec: LaunchSpec) -> None:
+    def __init__(
+        self, spec: LaunchSpec, pause: Callable[[], contextlib.AbstractContextManager[None]]
+    ) -> None:
         from playwright.sync_api import Error as PlaywrightError
         from playwright.sync_api import sync_playwright
 
@@ -84,6 +88,11 @@ class BrowserSession:
         self.closed = False
         self.dialogs: list[str] = []
         self.new_pages: list[Any] = []
+        #: Outside a tool call (approval hooks' jobs) nothing may be asked: unapproved
+        #: navigations are stopped.
+        self.idle_guard = EgressGuard()
+        self.guard = self.idle_guard
+        self._pause = pause
         spec.profile.mkdir(parents=True, exist_ok=True)
         self.playwright = sync_playwright().start()
         options: dict[str, Any] = {
@@ -92,6 +101,8 @@ class BrowserSession:
             "accept_downloads": True,
             "timeout": LAUNCH_TIMEOUT_MS,
             "handle_sigint": False,  # Ctrl-C ends Deskhand, whose shutdown closes the browser
+            # service workers' own requests bypass request interception: none may run
+            "service_workers": "block",
         }
         if spec.choice.executable:
             options["executable_path"] = spec.choice.executable
@@ -108,6 +119,9 @@ class BrowserSession:
             raise ToolError(_launch_error(spec, exc)) from None
         self.context.set_default_timeout(ACTION_TIMEOUT_MS)
         self.context.on("close", lambda _ctx: self._mark_closed())
+        from tools.browser.intercept import Interceptor
+
+        self.interceptor = Interceptor(self.context, lambda: self.guard)
         self.context.on("page", self._on_page)
         for page in self.context.pages:
             self._watch(page)
@@ -120,6 +134,17 @@ class BrowserSession:
 
     def _watch(self, page: Any) -> None:
         page.on("dialog", self._on_dialog)
+        self.interceptor.watch(page)
+
+    @contextlib.contextmanager
+    def guarding(self, guard: EgressGuard) -> Iterator[EgressGuard]:
+        """Check this call's requests with `guard` (asking through its ctx)."""
+        guard.pause = self._pause
+        self.guard = guard
+        try:
+            yield guard
+        finally:
+            self.guard = self.idle_guard
 
     def _on_page(self, page: Any) -> None:
         self._watch(page)
@@ -220,6 +245,7 @@ class BrowserHost:
         self._session: BrowserSession | None = None  # touched only by the host thread
         self._idle_seconds = BrowserConfig().idle_close_seconds
         self._final = False
+        self._asking = 0  # jobs waiting for the user's answer (their deadline waits too)
 
     @classmethod
     def for_home(cls, home: Path) -> BrowserHost:
@@ -307,9 +333,22 @@ class BrowserHost:
                 )
                 self._thread.start()
 
+    @contextlib.contextmanager
+    def waiting_for_user(self) -> Iterator[None]:
+        """While a job asks the user something, its hard deadline does not run out."""
+        with self._lock:
+            self._asking += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._asking -= 1
+
     def _wait(self, job: _Job, ctx: ToolContext | None, timeout: float) -> Any:
         deadline = time.monotonic() + timeout + HARD_DEADLINE_GRACE
         while True:
+            if self._asking:
+                deadline = max(deadline, time.monotonic() + HARD_DEADLINE_GRACE)
             if ctx is not None and ctx.cancelled:
                 job.future.cancel()  # not started yet: skipped; running: it checks ctx itself
                 raise ToolCancelled("cancelled")
@@ -377,7 +416,7 @@ class BrowserHost:
             self._close_session()
             session = None
         if session is None:
-            session = self._session = BrowserSession(spec)
+            session = self._session = BrowserSession(spec, self.waiting_for_user)
         return session
 
     def _close_session(self) -> None:

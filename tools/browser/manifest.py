@@ -1,18 +1,42 @@
 """Browser tools: cheap declarations. Implementations (which import playwright on the browser
 thread) live in tools.browser.actions, tools.browser.tabs and tools.browser.capture.
 
-Approval, by what users expect:
+Approval, by what users expect. Sending data out of the machine is an operation (egress):
+a site is scheme + host + port ("https://example.com:443"), parsed as the browser parses
+addresses (tools.browser.urls: WHATWG rules); an address Deskhand cannot place is refused.
 
-* Looking around is READ and runs: navigate, snapshot, scroll, wait, back, forward, tabs,
-  screenshot. Opening a site (scheme + host + port) not visited before in the conversation
-  asks (escalate hook) unless Settings → Browser → ask_new_sites is off.
-* browser_click is READ with an escalate hook: plain links and buttons run, but a click that
-  submits a form (a submit button, or any button inside a form) or follows a link to a site
-  not visited before asks. A page cannot change this: the hook inspects the element itself.
+* Looking around is READ and runs: snapshot, scroll, wait, back, forward, tabs list/switch,
+  screenshot. Opening an address the model chose (navigate, tabs open) is egress to its
+  site: it asks (Escalation(egress=True, site=…); an allow rule for that site waives it, a
+  broad rule does not) unless the site was visited before in this conversation or
+  Settings → Browser → ask_new_sites is off. Once the conversation has read private data
+  (`ctx.session.private_data_read`, set by the pipeline) neither is enough: every address
+  asks, naming what was read, because the address itself can carry the data out. The
+  setting only ever relaxes the "new site" question.
+* browser_click is READ with an escalate hook: plain links and buttons run, but a click
+  that submits a form (egress to the form's site, a button's formaction included) or
+  follows a link that would ask as an address does asks. A page cannot change this: the
+  hook inspects the element itself, and the click refuses if it changed since.
 * Typing into a page can send data (forms, key handlers), so fill/type/press/select are
-  UPDATE and ask (the user may "always allow" them).
+  UPDATE and ask; fill with submit and press Enter in a form also name the form's site.
 * download is CREATE (the preview shows the destination); evaluate is EXECUTE (the preview
   shows the script) and always asks.
+
+What the browser really sends is checked while each call runs (tools.browser.egress,
+wired in by tools.browser.intercept): every main-frame navigation (first request, each HTTP
+redirect hop, meta refresh, script navigation, history moves) must go to the approved site
+(or its https upgrade) or pass the same test as an address; otherwise `ctx.confirm` asks
+from the browser thread and a "no" (or nobody to ask) stops it. During click, fill, type,
+press, select and evaluate, every state-changing request (non-GET: form posts, fetch/XHR,
+sendBeacon, 307/308 re-posts) to a site not approved for the call asks the same way.
+download by address follows redirects one checked hop at a time. Service workers are
+blocked (their requests would bypass the checks).
+
+Not covered: GET subresources (images, scripts, fetch GETs, iframes) a page loads, which
+can carry data in their query string; WebSocket messages; requests a page makes while
+Deskhand is not running a browser call are held until the next call and then checked like
+that call's. A popup's redirect hops are checked only once its tab is watched, which can
+be after its first request started.
 """
 
 from __future__ import annotations
@@ -226,6 +250,8 @@ MANIFESTS: list[ToolManifest] = [
         Navigate,
         operations=_READ,
         escalate=f"{_POLICY}:new_site",
+        subject=f"{_POLICY}:subject_navigate",
+        summary_line=f"{_POLICY}:summary_navigate",
         timeout=160,
     ),
     _tool(
@@ -246,6 +272,8 @@ MANIFESTS: list[ToolManifest] = [
         operations=_READ,
         escalate=f"{_POLICY}:click_needs_approval",
         preview=f"{_POLICY}:preview_click",
+        subject=f"{_POLICY}:subject_click",
+        summary_line=f"{_POLICY}:summary_click",
         timeout=90,
     ),
     _tool(
@@ -254,6 +282,9 @@ MANIFESTS: list[ToolManifest] = [
         Fill,
         operations=_UPDATE,
         preview=f"{_POLICY}:preview_fill",
+        subject=f"{_POLICY}:subject_page",
+        summary_line=f"{_POLICY}:summary_fill",
+        escalate=f"{_POLICY}:fill_sends",
         timeout=90,
     ),
     _tool(
@@ -264,6 +295,8 @@ MANIFESTS: list[ToolManifest] = [
         operations=_UPDATE,
         impl=f"{_ACTIONS}:type_text",
         preview=f"{_POLICY}:preview_type",
+        subject=f"{_POLICY}:subject_page",
+        summary_line=f"{_POLICY}:summary_type",
         timeout=90,
     ),
     _tool(
@@ -273,6 +306,9 @@ MANIFESTS: list[ToolManifest] = [
         Press,
         operations=_UPDATE,
         preview=f"{_POLICY}:preview_press",
+        subject=f"{_POLICY}:subject_page",
+        summary_line=f"{_POLICY}:summary_press",
+        escalate=f"{_POLICY}:press_sends",
         timeout=90,
     ),
     _tool(
@@ -281,6 +317,8 @@ MANIFESTS: list[ToolManifest] = [
         Select,
         operations=_UPDATE,
         preview=f"{_POLICY}:preview_select",
+        subject=f"{_POLICY}:subject_page",
+        summary_line=f"{_POLICY}:summary_select",
         timeout=60,
     ),
     _tool(
@@ -320,6 +358,8 @@ MANIFESTS: list[ToolManifest] = [
         operations=_READ,
         impl="tools.browser.tabs:tabs",
         escalate=f"{_POLICY}:new_tab_site",
+        subject=f"{_POLICY}:subject_tabs",
+        summary_line=f"{_POLICY}:summary_tabs",
         timeout=160,
     ),
     _tool(
@@ -339,6 +379,9 @@ MANIFESTS: list[ToolManifest] = [
         operations=frozenset({Operation.CREATE}),
         impl="tools.browser.capture:download",
         preview=f"{_POLICY}:preview_download",
+        escalate=f"{_POLICY}:download_makes_something_run",
+        subject=f"{_POLICY}:subject_page",
+        summary_line=f"{_POLICY}:summary_download",
         timeout=660,
     ),
     _tool(
@@ -349,6 +392,8 @@ MANIFESTS: list[ToolManifest] = [
         operations=frozenset({Operation.EXECUTE}),
         impl="tools.browser.capture:evaluate",
         preview=f"{_POLICY}:preview_evaluate",
+        subject=f"{_POLICY}:subject_page",
+        summary_line=f"{_POLICY}:summary_evaluate",
         timeout=160,
     ),
 ]

@@ -6,9 +6,10 @@ from typing import Any
 
 from tools.browser.actions import open_url
 from tools.browser.common import page_result, run_job
+from tools.browser.egress import EgressGuard
 from tools.browser.host import BrowserSession
 from tools.browser.manifest import Tabs
-from tools.browser.policy import normalize_url, remember_sites
+from tools.browser.policy import normalize_url, site_of
 from tools.browser.snapshot import wrap_untrusted
 from tools.spec import ToolContext, ToolError, ToolResult
 
@@ -42,8 +43,8 @@ def _pick(session: BrowserSession, number: int | None) -> Any:
 
 def tabs(args: Tabs, ctx: ToolContext) -> ToolResult:
     url = normalize_url(args.url) if args.url else None
-    if url:
-        remember_sites(ctx, url)  # approved (or allowed by the setting) once we get here
+    # the address was approved (user, rule or setting) once we get here; redirects are not
+    guard = EgressGuard.for_call(ctx, [site_of(url)] if url else [])
 
     def job(session: BrowserSession) -> ToolResult:
         if args.action == "list":
@@ -52,8 +53,9 @@ def tabs(args: Tabs, ctx: ToolContext) -> ToolResult:
         if args.action == "open":
             page = session.context.new_page()
             session.current = page
+            session.interceptor.ensure_watched(page)  # before its first load: redirects too
             if url:
-                open_url(page, url, ctx, args.timeout_seconds)
+                open_url(page, url, ctx, args.timeout_seconds, guard)
             number = session.pages().index(page) + 1
             return page_result(session, page, f"Opened tab {number} at {page.url}.")
         if args.action == "switch":
@@ -72,4 +74,4 @@ def tabs(args: Tabs, ctx: ToolContext) -> ToolResult:
         text, rows = _listing(session)
         return ToolResult(ok=True, content=f"Closed tab {number}. Open tabs:\n{text}", data=rows)
 
-    return run_job(ctx, job, args.timeout_seconds + 15)
+    return run_job(ctx, job, args.timeout_seconds + 15, guard)

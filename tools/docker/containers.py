@@ -6,6 +6,7 @@ import json
 import shlex
 from typing import Any
 
+from tools.credential_values import mask_command, mask_credential_data, mask_credential_values
 from tools.docker.format import ago, counted, mask_env, parse_engine_time, ports_summary, table
 from tools.docker.host import DockerHost, connect
 from tools.docker.manifest import (
@@ -35,7 +36,8 @@ def list_containers(args: ListContainers, ctx: ToolContext) -> ToolResult:
         {
             "name": (c.get("Names") or ["?"])[0].lstrip("/"),
             "id": c["Id"][:12],
-            "image": c.get("Image", ""),
+            "image": mask_credential_values(c.get("Image", "")),
+            "command": mask_credential_values(c.get("Command", "")),
             "state": c.get("State", ""),
             "status": c.get("Status", ""),
             "ports": _list_ports(c.get("Ports") or []),
@@ -86,7 +88,7 @@ def summarize(attrs: dict[str, Any]) -> dict[str, Any]:
         "restart_count": attrs.get("RestartCount", 0),
         "restart_policy": ((attrs.get("HostConfig") or {}).get("RestartPolicy") or {}).get("Name"),
         "created": attrs.get("Created"),
-        "command": [attrs.get("Path", ""), *(attrs.get("Args") or [])],
+        "command": mask_command([attrs.get("Path", ""), *(attrs.get("Args") or [])]),
         "env": mask_env(config.get("Env") or []),
         "ports": ports_summary((attrs.get("NetworkSettings") or {}).get("Ports")),
         "mounts": [
@@ -95,8 +97,32 @@ def summarize(attrs: dict[str, Any]) -> dict[str, Any]:
             for m in attrs.get("Mounts") or []
         ],
         "networks": {name: net.get("IPAddress", "") for name, net in networks.items()},
-        "labels": config.get("Labels") or {},
+        "labels": mask_labels(config.get("Labels") or {}),
     }
+
+
+def mask_labels(labels: dict[str, str]) -> dict[str, str]:
+    """Label values hidden when the label's name or its value looks like a credential."""
+    entries = mask_env([f"{k}={v}" for k, v in labels.items()])
+    return {k: entry.partition("=")[2] for k, entry in zip(labels, entries, strict=True)}
+
+
+def mask_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
+    """The engine's full inspect JSON with credentials hidden: environment entries, command
+    lines (Path/Args, Config.Cmd/Entrypoint), labels, and credential-shaped values anywhere."""
+    attrs = dict(attrs)
+    config = dict(attrs.get("Config") or {})
+    config["Env"] = mask_env(config.get("Env") or [])
+    for key in ("Cmd", "Entrypoint"):
+        if isinstance(config.get(key), list):
+            config[key] = mask_command(config[key])
+    if isinstance(config.get("Labels"), dict):
+        config["Labels"] = mask_labels(config["Labels"])
+    attrs["Config"] = config
+    if isinstance(attrs.get("Args"), list):
+        attrs["Args"] = mask_command([attrs.get("Path", ""), *attrs["Args"]])[1:]
+    masked: dict[str, Any] = mask_credential_data(attrs)
+    return masked
 
 
 def _summary_text(s: dict[str, Any]) -> str:
@@ -124,10 +150,7 @@ def inspect_container(args: InspectContainer, ctx: ToolContext) -> ToolResult:
     attrs = host.container(args.container).attrs
     summary = summarize(attrs)
     if args.full:
-        attrs = dict(attrs)
-        config = dict(attrs.get("Config") or {})
-        config["Env"] = mask_env(config.get("Env") or [])
-        attrs["Config"] = config
+        attrs = mask_attrs(attrs)
         return host.result(json.dumps(attrs, indent=1, default=str), {"container": attrs})
     return host.result(_summary_text(summary), {"container": summary})
 

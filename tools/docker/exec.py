@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import shlex
 
+from tools.credential_values import mask_command
+from tools.docker.exec_stop import ExecStopper, PidLine, has_shell, wrap
 from tools.docker.format import mask_env
-from tools.docker.host import connect
+from tools.docker.host import DockerHost, connect
 from tools.docker.manifest import ExecInContainer
 from tools.docker.streams import Outcome, OutputCollector, follow
-from tools.spec import ToolCancelled, ToolContext, ToolError, ToolResult
+from tools.spec import ToolContext, ToolError, ToolResult
 
 
 def exec_argv(command: list[str] | str) -> list[str]:
@@ -26,7 +28,7 @@ def preview_exec(args: ExecInContainer, ctx: ToolContext) -> str:
         words += ["-u", args.user]
     if args.workdir:
         words += ["-w", args.workdir]
-    words += [container.name, *exec_argv(args.command)]
+    words += [container.name, *mask_command(exec_argv(args.command))]
     return (
         f"{shlex.join(words)}\n  on {host.title}; container is {container.status}; "
         f"gives up after {args.timeout:g} s"
@@ -44,10 +46,13 @@ def exec_in_container(args: ExecInContainer, ctx: ToolContext) -> ToolResult:
             "(start it with docker_start_container)"
         )
     api = host.client.api
+    argv = exec_argv(args.command)
+    # With a shell, the command reports its PID first so that Stop can end it.
+    wrapped = has_shell(api, container.id)
     with host.errors(container=args.container):
         exec_id = api.exec_create(
             container.id,
-            exec_argv(args.command),
+            wrap(argv) if wrapped else argv,
             stdout=True,
             stderr=True,
             environment=dict(args.env) or None,
@@ -55,33 +60,42 @@ def exec_in_container(args: ExecInContainer, ctx: ToolContext) -> ToolResult:
             user=args.user or "",
         )["Id"]
         stream = api.exec_start(exec_id, stream=True)
+    chunks = PidLine(stream) if wrapped else stream
+    stopper = ExecStopper(
+        api, container.id, container.name, exec_id, args.user or "", chunks if wrapped else None
+    )
+
+    def stop() -> None:
+        stopper.stop()  # end the command itself; the stream then ends on its own
+        stream.close()
+
     collector = OutputCollector(ctx)
     try:
-        outcome = follow(stream, collector, ctx, timeout=args.timeout, stop=stream.close)
+        outcome = follow(chunks, collector, ctx, timeout=args.timeout, stop=stop)
     finally:
         stream.close()
-    if outcome is Outcome.CANCELLED:
-        raise ToolCancelled("cancelled")
-    with host.errors(container=args.container):
-        details = api.exec_inspect(exec_id)
     note = (
         f"[{collector.dropped_lines:,} earlier lines omitted; newest kept]\n"
         if collector.dropped_lines
         else ""
     )
+    if outcome is Outcome.CANCELLED:
+        return _cancelled(host, container.name, argv, stopper, collector, note)
+    with host.errors(container=args.container):
+        details = api.exec_inspect(exec_id)
     data = {
         "container": container.name,
-        "command": exec_argv(args.command),
+        "command": mask_command(argv),
         "exit_code": details.get("ExitCode"),
         "running": details.get("Running", False),
         "output": collector.text,
         "omitted_lines": collector.dropped_lines,
     }
     if outcome is Outcome.TIMED_OUT:
+        data["stopped"] = stopper.stopped
         result = host.result(
-            f"The command did not finish within {args.timeout:g} s; Docker cannot kill an exec "
-            f"session, so it may still be running in {container.name}. Output so far:\n"
-            f"{note}{collector.text}",
+            f"The command did not finish within {args.timeout:g} s; {stopper.report}. "
+            f"Output so far:\n{note}{collector.text}",
             data,
         )
         result.ok, result.error = False, f"timed out after {args.timeout:g} s"
@@ -91,3 +105,27 @@ def exec_in_container(args: ExecInContainer, ctx: ToolContext) -> ToolResult:
         f"{note}{collector.text or '(no output)'}",
         data,
     )
+
+
+def _cancelled(
+    host: DockerHost,
+    name: str,
+    argv: list[str],
+    stopper: ExecStopper,
+    collector: OutputCollector,
+    note: str,
+) -> ToolResult:
+    """Stopped by the user: says whether the command really ended in the container."""
+    data = {
+        "container": name,
+        "command": mask_command(argv),
+        "stopped": stopper.stopped,
+        "output": collector.text,
+        "omitted_lines": collector.dropped_lines,
+    }
+    result = host.result(
+        f"Cancelled: {stopper.report}. Output so far:\n{note}{collector.text}", data
+    )
+    result.ok = False
+    result.error = "cancelled" if stopper.stopped else f"cancelled; {stopper.report}"
+    return result

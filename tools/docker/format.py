@@ -6,7 +6,8 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-_SECRET_KEY = re.compile(r"pass|secret|token|key|credential|auth", re.IGNORECASE)
+from tools.credential_values import mask_env_entries
+
 _RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -75,12 +76,8 @@ def ago(moment: datetime | None, *, now: datetime | None = None) -> str:
 
 
 def mask_env(entries: Sequence[str]) -> list[str]:
-    """KEY=value pairs with values of credential-looking keys hidden."""
-    masked = []
-    for entry in entries:
-        key, sep, value = entry.partition("=")
-        masked.append(f"{key}=••••••" if sep and value and _SECRET_KEY.search(key) else entry)
-    return masked
+    """KEY=value pairs with values hidden when the key or the value looks like a credential."""
+    return mask_env_entries(entries)
 
 
 def keep_newest(text: str, limit: int) -> tuple[str, int]:

@@ -136,6 +136,9 @@ class Prune(_Params):
     )
 
 
+_APPROVAL = "tools.docker.approval"
+
+
 def _impl(module: str, name: str) -> str:
     return f"tools.docker.{module}:{name}"
 
@@ -154,8 +157,11 @@ def _tool(
     operations: frozenset[Operation],
     impl: str,
     preview: str | None = None,
+    summary: str | None = None,
     timeout: float = 60.0,
 ) -> ToolManifest:
+    """A docker tool; one that changes something names its host and says in one line what
+    it will do (`summary` is a function of tools.docker.approval)."""
     return ToolManifest(
         name=name,
         category="docker",
@@ -164,7 +170,11 @@ def _tool(
         operations=operations,
         impl=impl,
         preview=preview,
+        subject=None if summary is None else f"{_APPROVAL}:subject",
+        summary_line=None if summary is None else f"{_APPROVAL}:{summary}",
         timeout=timeout,
+        # Stop ends the remote command through a second exec, then reports how it went
+        stop_grace=12.0 if name.endswith("_exec") else 0.5,
         requires=("docker",),
         integration="docker",
     )
@@ -206,6 +216,7 @@ MANIFESTS: list[ToolManifest] = [
         operations=_UPDATE,
         impl=_impl("containers", "start_container"),
         preview=_impl("containers", "preview_start"),
+        summary="summary_start",
     ),
     _tool(
         "docker_stop_container",
@@ -214,6 +225,7 @@ MANIFESTS: list[ToolManifest] = [
         operations=_UPDATE,
         impl=_impl("containers", "stop_container"),
         preview=_impl("containers", "preview_stop"),
+        summary="summary_stop",
     ),
     _tool(
         "docker_restart_container",
@@ -222,6 +234,7 @@ MANIFESTS: list[ToolManifest] = [
         operations=_UPDATE,
         impl=_impl("containers", "restart_container"),
         preview=_impl("containers", "preview_restart"),
+        summary="summary_restart",
     ),
     _tool(
         "docker_remove_container",
@@ -230,6 +243,7 @@ MANIFESTS: list[ToolManifest] = [
         operations=_DELETE,
         impl=_impl("containers", "remove_container"),
         preview=_impl("containers", "preview_remove"),
+        summary="summary_remove",
     ),
     _tool(
         "docker_run_container",
@@ -241,6 +255,7 @@ MANIFESTS: list[ToolManifest] = [
         impl=_impl("run", "run_container"),
         preview=_impl("run", "preview_run"),
         timeout=660.0,  # the call's own `timeout` (≤600 s) stops the container first
+        summary="summary_run",
     ),
     _tool(
         "docker_exec",
@@ -250,6 +265,7 @@ MANIFESTS: list[ToolManifest] = [
         impl=_impl("exec", "exec_in_container"),
         preview=_impl("exec", "preview_exec"),
         timeout=660.0,
+        summary="summary_exec",
     ),
     _tool(
         "docker_list_images",
@@ -265,6 +281,7 @@ MANIFESTS: list[ToolManifest] = [
         operations=frozenset({Operation.CREATE}),
         impl=_impl("images", "pull_image"),
         timeout=1800.0,
+        summary="summary_pull",
     ),
     _tool(
         "docker_remove_image",
@@ -273,6 +290,7 @@ MANIFESTS: list[ToolManifest] = [
         operations=_DELETE,
         impl=_impl("images", "remove_image"),
         preview=_impl("images", "preview_remove_image"),
+        summary="summary_remove_image",
     ),
     _tool(
         "docker_list_volumes",
@@ -297,5 +315,6 @@ MANIFESTS: list[ToolManifest] = [
         impl=_impl("system", "prune"),
         preview=_impl("system", "preview_prune"),
         timeout=600.0,
+        summary="summary_prune",
     ),
 ]

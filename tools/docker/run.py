@@ -7,6 +7,7 @@ import re
 import shlex
 from typing import Any
 
+from tools.credential_values import mask_command
 from tools.docker.containers import summarize
 from tools.docker.format import mask_env
 from tools.docker.host import DockerHost, connect
@@ -79,7 +80,8 @@ def create_options(args: RunContainer) -> dict[str, Any]:
 
 
 def command_line(args: RunContainer) -> str:
-    """The equivalent `docker run` invocation (credential-looking env values hidden)."""
+    """The equivalent `docker run` invocation, credential-looking env values and command
+    arguments hidden."""
     words = ["docker", "run"]
     words += ["-d"] * args.detach + ["--rm"] * args.remove
     if args.name:
@@ -95,7 +97,7 @@ def command_line(args: RunContainer) -> str:
     if args.network:
         words += ["--network", args.network]
     words.append(args.image)
-    words += command_args(args.command) or []
+    words += mask_command(command_args(args.command) or [])
     return shlex.join(words)
 
 

@@ -1,7 +1,9 @@
 """File tools that change things: write, edit, move, copy, delete.
 
 Paths are checked by the sandbox first; writes go through `Sandbox.write_file` (atomic replace
-or O_EXCL create, never following a symlink planted after the check).
+or O_EXCL create, never following a symlink planted after the check). Before changing anything,
+write/edit/move/copy call `tools.fs.hooks.verify`: a change that makes something run must have
+been classified (and so asked about) as such, and its paths must still resolve as they did then.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tools.fs.hooks import verify
 from tools.fs.manifest import CopyPath, DeletePath, EditFile, MovePath, WriteFile
 from tools.fs.ops import MIB, SNIFF_BYTES, binary_refusal, human_size, kind_of, looks_binary
 from tools.fs.sandbox import O_NONBLOCK, Sandbox, SandboxError
@@ -106,6 +109,7 @@ def preview_write_file(args: WriteFile, ctx: ToolContext) -> str:
 def write_file(args: WriteFile, ctx: ToolContext) -> ToolResult:
     sandbox = Sandbox.from_context(ctx)
     plan = _plan_write(args, sandbox)
+    verify(args, ctx, sandbox)
     real, previous = plan.real, plan.previous
     payload = args.content.encode("utf-8")
     if previous is None:
@@ -224,6 +228,7 @@ def preview_edit_file(args: EditFile, ctx: ToolContext) -> str:
 def edit_file(args: EditFile, ctx: ToolContext) -> ToolResult:
     sandbox = Sandbox.from_context(ctx)
     plan = _plan_edit(args, sandbox)
+    verify(args, ctx, sandbox)
     data: dict[str, Any] = {"path": str(plan.real), "replacements": plan.replacements, "diff": ""}
     if plan.updated == plan.text:
         return ToolResult(ok=True, content="No change: new_text equals old_text.", data=data)
@@ -336,6 +341,7 @@ def preview_copy_path(args: CopyPath, ctx: ToolContext) -> str:
 def move_path(args: MovePath, ctx: ToolContext) -> ToolResult:
     sandbox = Sandbox.from_context(ctx)
     plan = _plan_move(args, sandbox)
+    verify(args, ctx, sandbox)
     source, destination = plan.source, plan.destination
     ctx.progress(f"moving {source.name}")
     with (
@@ -352,17 +358,28 @@ def move_path(args: MovePath, ctx: ToolContext) -> ToolResult:
         except OSError as exc:
             if exc.errno != errno.EXDEV:
                 raise sandbox.io_error(source, exc) from exc
-            shutil.move(source, destination)  # another file system: copy, then delete
+            _move_across(sandbox, plan, ctx)
     data = {"source": str(source), "destination": str(destination), "type": _kind(destination)}
     return ToolResult(ok=True, content=_describe_transfer("Moved", plan), data=data)
+
+
+def _move_across(sandbox: Sandbox, plan: _TransferPlan, ctx: ToolContext) -> None:
+    """Another file system: copy, then delete. A folder is copied with the same checks as
+    fs_copy, so a hard link to a protected file inside it is not turned into a plain copy."""
+    if plan.source_is_dir:
+        _copy_tree(sandbox, plan.source, plan.destination, ctx)
+        shutil.rmtree(plan.source)
+    else:
+        shutil.move(plan.source, plan.destination)
 
 
 def copy_path(args: CopyPath, ctx: ToolContext) -> ToolResult:
     sandbox = Sandbox.from_context(ctx)
     plan = _plan_copy(args, sandbox)
+    verify(args, ctx, sandbox)
     source, destination = plan.source, plan.destination
     if plan.source_is_dir:
-        files = _copy_tree(source, destination, ctx)
+        files = _copy_tree(sandbox, source, destination, ctx)
         content = f"Copied folder '{source}' to '{destination}' ({files} files)."
     else:
         files = 1
@@ -435,30 +452,61 @@ def _copy_file(
     return st.st_size
 
 
-def _copy_tree(source: Path, destination: Path, ctx: ToolContext) -> int:
+def _copy_tree(sandbox: Sandbox, source: Path, destination: Path, ctx: ToolContext) -> int:
     """Recursive copy; symlinks are copied as links (never followed out of the sandbox).
+    A protected file or folder inside (a hard link to a key, a mounted protected folder)
+    stops the copy.
 
     All or nothing: on any failure or cancellation the partial copy is removed.
     """
     copied = 0
 
+    def refuse_protected(path: str, st: os.stat_result) -> None:
+        if sandbox.is_protected_stat(st):
+            shown = Path(path)
+            raise SandboxError(
+                f"Refusing to copy '{source}': '{shown}' inside it is a protected file "
+                "(the same file as a credential store or Deskhand's own data)."
+            )
+
     def copy_one(src: str, dst: str) -> str:
         nonlocal copied
         ctx.check_cancelled()
+        with open(src, "rb", opener=_nofollow_opener) as handle:
+            st = os.fstat(handle.fileno())
+            refuse_protected(src, st)
         copied += 1
         if copied % 100 == 0:
             ctx.progress(f"copied {copied} files")
         return shutil.copy2(src, dst, follow_symlinks=False)
 
+    def check_folder(folder: str, names: list[str]) -> list[str]:
+        for name in names:
+            path = os.path.join(folder, name)
+            st = os.lstat(path)
+            if stat.S_ISDIR(st.st_mode):
+                parent = os.lstat(folder)
+                mount = parent.st_dev != st.st_dev
+                if sandbox.protected.by_stat(st, mount_point=mount) is not None:
+                    refuse_protected(path, st)
+        return []
+
     try:
-        shutil.copytree(source, destination, symlinks=True, copy_function=copy_one)
+        shutil.copytree(
+            source, destination, symlinks=True, copy_function=copy_one, ignore=check_folder
+        )
     except BaseException as exc:
         shutil.rmtree(destination, ignore_errors=True)
-        if isinstance(exc, shutil.Error):
+        if isinstance(exc, shutil.Error) and exc.args and isinstance(exc.args[0], list):
             failures = "; ".join(str(reason) for _, _, reason in exc.args[0][:3])
             raise ToolError(f"Copy of '{source}' failed and was undone: {failures}") from exc
         raise
     return copied
+
+
+def _nofollow_opener(path: str, flags: int) -> int:
+    """Open a file of a tree being copied without following a link or blocking on a FIFO."""
+    return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0) | O_NONBLOCK)
 
 
 # ------------------------------------------------------------------ fs_delete

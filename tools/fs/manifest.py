@@ -108,6 +108,13 @@ def _change_impl(name: str) -> str:
     return f"tools.fs.changes:{name}"
 
 
+#: Every file tool: what it acts on (resolved paths) and a one-line summary.
+_SUBJECT = "tools.fs.hooks:subject"
+_SUMMARY = "tools.fs.hooks:summary_line"
+#: Changing tools: a change that makes something run is EXECUTE, never covered by a rule.
+_ESCALATE = "tools.fs.hooks:escalate"
+
+
 _READ = frozenset({Operation.READ})
 _WRITE = frozenset({Operation.CREATE, Operation.UPDATE})
 
@@ -121,6 +128,8 @@ MANIFESTS: list[ToolManifest] = [
         params=ListDir,
         operations=_READ,
         impl=_read_impl("list_dir"),
+        subject=_SUBJECT,
+        summary_line=_SUMMARY,
     ),
     ToolManifest(
         name="fs_read_file",
@@ -131,6 +140,8 @@ MANIFESTS: list[ToolManifest] = [
         params=ReadFile,
         operations=_READ,
         impl=_read_impl("read_file"),
+        subject=_SUBJECT,
+        summary_line=_SUMMARY,
     ),
     ToolManifest(
         name="fs_write_file",
@@ -141,6 +152,9 @@ MANIFESTS: list[ToolManifest] = [
         operations=_WRITE,
         impl=_change_impl("write_file"),
         preview=_change_impl("preview_write_file"),
+        escalate=_ESCALATE,
+        subject=_SUBJECT,
+        summary_line=_SUMMARY,
     ),
     ToolManifest(
         name="fs_edit_file",
@@ -151,6 +165,9 @@ MANIFESTS: list[ToolManifest] = [
         operations=frozenset({Operation.UPDATE}),
         impl=_change_impl("edit_file"),
         preview=_change_impl("preview_edit_file"),
+        escalate=_ESCALATE,
+        subject=_SUBJECT,
+        summary_line=_SUMMARY,
     ),
     ToolManifest(
         name="fs_move",
@@ -161,6 +178,9 @@ MANIFESTS: list[ToolManifest] = [
         operations=_WRITE,
         impl=_change_impl("move_path"),
         preview=_change_impl("preview_move_path"),
+        escalate=_ESCALATE,
+        subject=_SUBJECT,
+        summary_line=_SUMMARY,
     ),
     ToolManifest(
         name="fs_copy",
@@ -171,6 +191,9 @@ MANIFESTS: list[ToolManifest] = [
         operations=_WRITE,
         impl=_change_impl("copy_path"),
         preview=_change_impl("preview_copy_path"),
+        escalate=_ESCALATE,
+        subject=_SUBJECT,
+        summary_line=_SUMMARY,
     ),
     ToolManifest(
         name="fs_delete",
@@ -181,6 +204,8 @@ MANIFESTS: list[ToolManifest] = [
         operations=frozenset({Operation.DELETE}),
         impl=_change_impl("delete_path"),
         preview=_change_impl("preview_delete_path"),
+        subject=_SUBJECT,
+        summary_line=_SUMMARY,
     ),
     ToolManifest(
         name="fs_search",
@@ -190,6 +215,8 @@ MANIFESTS: list[ToolManifest] = [
         params=SearchFiles,
         operations=_READ,
         impl=_read_impl("search_files"),
+        subject=_SUBJECT,
+        summary_line=_SUMMARY,
     ),
     ToolManifest(
         name="fs_file_info",
@@ -199,5 +226,7 @@ MANIFESTS: list[ToolManifest] = [
         params=FileInfo,
         operations=_READ,
         impl=_read_impl("file_info"),
+        subject=_SUBJECT,
+        summary_line=_SUMMARY,
     ),
 ]

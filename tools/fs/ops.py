@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from tools.fs.manifest import FileInfo, ListDir, ReadFile, SearchFiles
-from tools.fs.sandbox import HAS_DIR_FD, O_NONBLOCK, Sandbox
+from tools.fs.sandbox import HAS_DIR_FD, O_NONBLOCK, Sandbox, SandboxError
 from tools.spec import ToolContext, ToolError, ToolResult
 
 KIB = 1024
@@ -146,7 +146,7 @@ def list_dir(args: ListDir, ctx: ToolContext) -> ToolResult:
             if entry.name.startswith(".") and not args.include_hidden:
                 hidden += 1
                 continue
-            described = _describe_entry(entry, dir_fd)
+            described = _describe_entry(entry, dir_fd, sandbox, real)
             if described is not None:
                 entries.append(described)
     entries.sort(key=lambda e: (e["type"] != "dir", e["name"].casefold()))
@@ -185,12 +185,19 @@ def _scandir(
             yield scan, None
 
 
-def _describe_entry(entry: os.DirEntry[str], dir_fd: int | None) -> dict[str, Any] | None:
+def _describe_entry(
+    entry: os.DirEntry[str], dir_fd: int | None, sandbox: Sandbox, folder: Path
+) -> dict[str, Any] | None:
+    """One listing entry. A protected entry shows its name and type only: it is never
+    opened, and its size, time and link target are not shown."""
     try:
         st = entry.stat(follow_symlinks=False)
     except OSError:
         return None  # vanished while listing
     kind = kind_of(st.st_mode)
+    path = folder / entry.name
+    if sandbox.denied_match(path) is not None or sandbox.is_protected_stat(st):
+        return {"name": entry.name, "type": kind, "size": None, "mtime": None, "protected": True}
     described: dict[str, Any] = {
         "name": entry.name,
         "type": kind,
@@ -210,6 +217,9 @@ def _describe_entry(entry: os.DirEntry[str], dir_fd: int | None) -> dict[str, An
 
 
 def _entry_line(entry: dict[str, Any]) -> str:
+    if entry.get("protected"):
+        slash = "/" if entry["type"] == "dir" else ""
+        return f"{entry['type']:<5} {entry['name']}{slash}  (protected: Deskhand never opens it)"
     modified = entry["mtime"][:16].replace("T", " ")
     if entry["type"] == "dir":
         return f"dir   {entry['name']}/  {modified}"
@@ -389,7 +399,7 @@ def _walk_tree(
         try:
             for top, dirnames, filenames, dir_fd in os.fwalk(".", dir_fd=base_fd):
                 here = base / os.path.normpath(top)
-                _prune(sandbox, here, dirnames, include_hidden)
+                _prune(sandbox, here, dirnames, include_hidden, dir_fd)
                 yield here, dirnames, filenames, dir_fd
         finally:
             os.close(base_fd)
@@ -400,13 +410,36 @@ def _walk_tree(
         yield here, dirnames, filenames, None
 
 
-def _prune(sandbox: Sandbox, here: Path, dirnames: list[str], include_hidden: bool) -> None:
+def _prune(
+    sandbox: Sandbox,
+    here: Path,
+    dirnames: list[str],
+    include_hidden: bool,
+    dir_fd: int | None = None,
+) -> None:
+    """Drop hidden, noisy and protected folders (protected by name, or by identity: a
+    protected folder mounted or reached under another name)."""
     dirnames[:] = [
         name
         for name in dirnames
         if not _skip_name(sandbox, here / name, name, include_hidden)
         and (include_hidden or name not in NOISE_DIR_NAMES)
+        and not _protected_folder(sandbox, here, name, dir_fd)
     ]
+
+
+def _protected_folder(sandbox: Sandbox, here: Path, name: str, dir_fd: int | None) -> bool:
+    try:
+        if dir_fd is not None:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            parent = os.fstat(dir_fd)
+        else:
+            st = os.lstat(here / name)
+            parent = os.lstat(here)
+    except OSError:
+        return True  # vanished or unreadable: nothing to search there
+    mount = parent.st_dev != st.st_dev
+    return sandbox.protected.by_stat(st, mount_point=mount) is not None
 
 
 def _skip_name(sandbox: Sandbox, path: Path, name: str, include_hidden: bool) -> bool:
@@ -480,6 +513,9 @@ def _searchable_text(
         st = os.fstat(handle.fileno())
         if not stat.S_ISREG(st.st_mode):
             skipped["not a regular file"] += 1
+            return None
+        if sandbox.is_protected_stat(st):
+            skipped["protected"] += 1
             return None
         if st.st_size > SEARCH_MAX_FILE_BYTES:
             skipped[f"larger than {SEARCH_MAX_FILE_BYTES // MIB} MiB"] += 1
@@ -566,6 +602,8 @@ def _mime_of(sandbox: Sandbox, real: Path, kind: str) -> str | None:
         return None
     try:
         fd, _ = sandbox.open_regular(real)
+    except SandboxError:
+        raise  # a protected file: nothing about it is shown
     except ToolError:
         return guess_mime(real.name)
     with os.fdopen(fd, "rb") as handle:

@@ -4,13 +4,20 @@ Two layers:
 
 1. *Policy* (`Sandbox.resolve`): a path is expanded (`~`), made absolute against the first
    allowed root, resolved with `os.path.realpath`, and the REAL path must lie inside an allowed
-   root and outside every denied path. Comparison is by path components, never by string prefix.
+   root and must not be a protected place (tools.fs.protected: Deskhand's own home and the
+   credential stores), compared by path components (never by string prefix) AND by file
+   identity (st_dev, st_ino) of the path and its ancestors, so a hard link, a bind mount or a
+   different letter case reaching a protected file is refused too (tools.fs.places).
 2. *Race-free I/O* (`Sandbox.open_file`, `open_dir`, `write_file`, ...): a checked path can be
    swapped for a symlink before it is opened (TOCTOU). Where the OS supports `dir_fd`
    (Linux, macOS, BSD) every component below the allowed root is opened with `O_NOFOLLOW`
    relative to its parent's descriptor, so a symlink appearing anywhere after the check makes
    the operation fail instead of escaping. Elsewhere (Windows) the opened file is re-verified
-   against the checked real path after opening.
+   against the checked real path after opening. Every opened file and folder is checked
+   against the protected identities again (fstat), so a protected file renamed into place
+   after the check is not read either.
+
+Which folders: `effective_roots` (settings, else the current folder for a headless run).
 """
 
 from __future__ import annotations
@@ -26,49 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tools.fs.places import Hit, Places
+from tools.fs.protected import DESKHAND_HOME_LABEL, protected_places
 from tools.spec import ToolContext, ToolError
 
-#: Credentials and browser profiles, relative to the user's home. Always denied.
-DEFAULT_DENIED_UNDER_HOME: tuple[str, ...] = (
-    # credentials and keys
-    ".ssh",
-    ".gnupg",
-    ".aws",
-    ".azure",
-    ".config/gcloud",
-    ".kube",
-    ".docker/config.json",
-    ".netrc",
-    "_netrc",
-    ".pgpass",
-    ".git-credentials",
-    ".config/gh",
-    ".password-store",
-    ".local/share/keyrings",
-    "Library/Keychains",
-    "AppData/Roaming/gnupg",
-    "AppData/Roaming/Microsoft/Credentials",
-    "AppData/Local/Microsoft/Credentials",
-    # browser profiles (cookies, saved passwords)
-    ".mozilla",
-    ".config/google-chrome",
-    ".config/chromium",
-    ".config/BraveSoftware",
-    ".config/microsoft-edge",
-    "snap/firefox",
-    "snap/chromium",
-    ".var/app/org.mozilla.firefox",
-    ".var/app/com.google.Chrome",
-    ".var/app/org.chromium.Chromium",
-    "Library/Application Support/Google/Chrome",
-    "Library/Application Support/Firefox",
-    "Library/Application Support/BraveSoftware",
-    "Library/Application Support/Microsoft Edge",
-    "AppData/Roaming/Mozilla",
-    "AppData/Local/Google/Chrome/User Data",
-    "AppData/Local/Microsoft/Edge/User Data",
-    "AppData/Local/BraveSoftware",
-)
+FOLDERS_HINT = "Choose folders in Settings → Tools."
 
 _O_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
 _O_DIRECTORY: int = getattr(os, "O_DIRECTORY", 0)
@@ -128,29 +97,41 @@ class _Dir:
 
 
 class Sandbox:
-    """The folders file tools may touch (`allowed_roots`) minus protected ones (`denied`)."""
+    """The folders file tools may touch (`allowed_roots`) minus protected places.
 
-    def __init__(self, allowed_roots: Iterable[Path], denied: Iterable[Path] = ()) -> None:
-        home = Path.home()
-        roots = [_real(Path(os.path.expanduser(r))) for r in allowed_roots] or [_real(home)]
+    No roots means no folder at all (every path is refused with `note`, which says why).
+    """
+
+    def __init__(
+        self,
+        allowed_roots: Iterable[Path],
+        denied: Iterable[Path] = (),
+        *,
+        deskhand_home: Path | None = None,
+        note: str | None = None,
+    ) -> None:
+        home = _real(Path.home())
+        self.home = home
+        self.note = note
+        roots = [_real(Path(os.path.expanduser(r))) for r in allowed_roots]
         self.allowed_roots: tuple[Path, ...] = tuple(dict.fromkeys(roots))
-        candidates = [home / rel for rel in DEFAULT_DENIED_UNDER_HOME]
-        candidates += [self._absolute(Path(os.path.expanduser(d))) for d in denied]
-        # Deny both the path as written and where it really points (a symlinked ~/.ssh).
-        denied_paths = {Path(os.path.normpath(c)) for c in candidates}
-        denied_paths |= {_real(c) for c in candidates}
-        self.denied: tuple[Path, ...] = tuple(sorted(denied_paths))
+        self._base = self.allowed_roots[0] if self.allowed_roots else _real(Path.cwd())
+        extra = tuple(self._absolute(Path(os.path.expanduser(d))) for d in denied)
+        own = _real(deskhand_home) if deskhand_home is not None else None
+        self.protected: Places = protected_places(home, own, extra)
+        self.deskhand_home = own
+        #: Every protected path (as written and where it really points).
+        self.denied: tuple[Path, ...] = self.protected.paths
         self._root_keys = [(r, _key(r, fold=_CASE_INSENSITIVE_FS)) for r in self.allowed_roots]
-        # Denial is compared case-insensitively everywhere: denying too much is the safe side.
-        self._denied_keys = [(d, _key(d, fold=True)) for d in self.denied]
 
     @classmethod
-    def from_context(cls, ctx: ToolContext) -> Sandbox:
-        """Build from `ctx.settings.files` (`allowed_roots`, `denied_paths`); empty → home."""
+    def from_context(cls, ctx: ToolContext, cwd: Path | None = None) -> Sandbox:
+        """Build from `ctx.settings.files` (see `effective_roots`) and ctx.home (protected)."""
         files = _setting(ctx.settings, "files")
-        roots = _setting(files, "allowed_roots") or []
+        roots, note = effective_roots(ctx.settings, cwd if cwd is not None else Path.cwd())
         denied = _setting(files, "denied_paths") or []
-        return cls([Path(r) for r in roots], [Path(d) for d in denied])
+        home = getattr(ctx, "home", None)
+        return cls(roots, [Path(d) for d in denied], deskhand_home=home, note=note)
 
     # ----------------------------------------------------------------- policy
 
@@ -161,29 +142,66 @@ class Sandbox:
         itself (for delete, move, info); its parent directories are still fully resolved.
         """
         text = self._validate_text(raw)
-        candidate = self._absolute(Path(os.path.expanduser(text)))
-        real = _real(candidate) if follow_final else self._real_parent_join(candidate)
-        self.check(real, shown=text)
+        real = self.locate(text, follow_final=follow_final)
+        self.check(real, shown=text, follow_final=follow_final)
         return real
 
-    def check(self, real: Path, *, shown: str | None = None) -> None:
-        """Refuse a real path outside every allowed root or inside a denied one."""
+    def locate(self, raw: str | os.PathLike[str], *, follow_final: bool = True) -> Path:
+        """Where `raw` really points, exactly as `resolve` computes it, without checking it
+        (for describing a call; never touch the result without `resolve`)."""
+        text = self._validate_text(raw)
+        candidate = self._absolute(Path(os.path.expanduser(text)))
+        return _real(candidate) if follow_final else self._real_parent_join(candidate)
+
+    def check(self, real: Path, *, shown: str | None = None, follow_final: bool = True) -> None:
+        """Refuse a protected place (by name or identity) or a path outside every root."""
         shown = shown if shown is not None else str(real)
-        denied = self.denied_match(real)
-        if denied is not None:
-            raise SandboxError(
-                f"'{shown}' is inside '{denied}', a protected location (credentials or browser "
-                "data) that Deskhand never reads or changes."
-            )
+        hit = self.protected.match(real, follow_final=follow_final)
+        if hit is not None:
+            raise SandboxError(self.protected_message(shown, real, hit))
         if not self.is_inside_roots(real):
+            if not self.allowed_roots:
+                raise SandboxError(f"File tools cannot touch '{shown}': {self.note or ''}".strip())
             resolved = "" if shown == str(real) else f" It resolves to '{real}'."
+            note = f" {self.note}" if self.note else ""
             raise SandboxError(
                 f"'{shown}' is outside the folders Deskhand may touch (allowed: "
-                f"{self.roots_text()}).{resolved}"
+                f"{self.roots_text()}).{resolved}{note}"
             )
 
+    def protected_message(self, shown: str, real: Path, hit: Hit) -> str:
+        never = "file tools never read or change it, whatever the rules say."
+        if hit.label == DESKHAND_HOME_LABEL:
+            return f"'{shown}' is in {DESKHAND_HOME_LABEL} ('{hit.place}'); {never}"
+        if hit.how == "name":
+            return f"'{shown}' is {hit.label} by its name; {never}"
+        named_there = _is_within(_key(real, fold=True), _key(hit.place, fold=True))
+        if hit.how == "identity" and not named_there:
+            if hit.place == Path("?"):
+                return f"'{shown}' is {hit.label}; refused for safety."
+            return (
+                f"'{shown}' is the same file or folder as '{hit.place}' ({hit.label}) reached "
+                f"by another name (a hard link, a mount or another letter case); {never}"
+            )
+        return (
+            f"'{shown}' is inside '{hit.place}', a protected location ({hit.label}) that "
+            f"Deskhand never reads or changes, whatever the rules say."
+        )
+
+    def check_opened(self, fd: int, real: Path) -> os.stat_result:
+        """fstat an opened descriptor and refuse a protected file or folder (the caller
+        still owns `fd` and closes it)."""
+        st = os.fstat(fd)
+        hit = self.protected.by_stat(st)
+        if hit is not None:
+            raise SandboxError(self.protected_message(str(real), real, hit))
+        return st
+
+    def is_protected_stat(self, st: os.stat_result) -> bool:
+        return self.protected.by_stat(st) is not None
+
     def is_allowed(self, real: Path) -> bool:
-        return self.is_inside_roots(real) and self.denied_match(real) is None
+        return self.is_inside_roots(real) and self.protected.match(real) is None
 
     def is_inside_roots(self, real: Path) -> bool:
         return self.root_for(real) is not None
@@ -195,8 +213,9 @@ class Sandbox:
         return max(inside, key=lambda r: len(r.parts)) if inside else None
 
     def denied_match(self, real: Path) -> Path | None:
-        key = _key(real, fold=True)
-        return next((d for d, d_key in self._denied_keys if _is_within(key, d_key)), None)
+        """The protected place `real` lies in by its name (no file system access)."""
+        hit = self.protected.by_path(real)
+        return hit.place if hit is not None else None
 
     def roots_text(self) -> str:
         return ", ".join(str(r) for r in self.allowed_roots)
@@ -219,10 +238,8 @@ class Sandbox:
             )
 
     def protected_inside(self, real: Path) -> list[Path]:
-        """Existing denied paths located inside the tree `real`."""
-        key = _key(real, fold=True)
-        inside = [d for d, d_key in self._denied_keys if _is_within(d_key, key)]
-        return [d for d in inside if os.path.lexists(d)]
+        """Existing protected places located inside the tree `real`."""
+        return [hit.place for hit in self.protected.inside(real)]
 
     # ------------------------------------------------------- race-free I/O
 
@@ -237,6 +254,11 @@ class Sandbox:
                 raise self.io_error(real, exc) from exc
         if parent.fd is None:
             self._verify_opened(fd, real)
+        try:
+            self.check_opened(fd, real)
+        except BaseException:
+            os.close(fd)
+            raise
         return fd
 
     def open_regular(self, real: Path) -> tuple[int, os.stat_result]:
@@ -319,7 +341,7 @@ class Sandbox:
     # ------------------------------------------------------------- helpers
 
     def _absolute(self, path: Path) -> Path:
-        return path if path.is_absolute() else self.allowed_roots[0] / path
+        return path if path.is_absolute() else self._base / path
 
     @staticmethod
     def _validate_text(raw: str | os.PathLike[str]) -> str:
@@ -348,6 +370,7 @@ class Sandbox:
             raise SandboxError(f"'{real_dir}' is outside the folders Deskhand may touch.")
         fd = os.open(root, os.O_RDONLY | _O_DIRECTORY)
         try:
+            self.check_opened(fd, root)
             for part in real_dir.relative_to(root).parts:
                 if create:
                     with suppress(FileExistsError):
@@ -358,6 +381,7 @@ class Sandbox:
                     raise self._walk_error(fd, part, real_dir, exc) from exc
                 os.close(fd)
                 fd = next_fd
+                self.check_opened(fd, real_dir)
         except BaseException:
             os.close(fd)
             raise
@@ -449,3 +473,94 @@ def _write_all(fd: int, chunks: Iterable[bytes], mode: int | None) -> int:
 def _chmod_fd(fd: int, mode: int) -> None:
     if hasattr(os, "fchmod"):
         os.fchmod(fd, stat.S_IMODE(mode))
+
+
+# ------------------------------------------------------------------ which folders
+
+
+def effective_roots(settings: Any, cwd: Path) -> tuple[list[Path], str | None]:
+    """The folders file tools may touch, and a note to show when that is not the user's choice.
+
+    Configured folders win. With none, a (headless) run works in the current folder only,
+    and says so; when the current folder is the whole home, an ancestor of it or a file
+    system root, the file tools get no folder at all rather than the whole home.
+    """
+    files = _setting(settings, "files")
+    configured = [str(r) for r in (_setting(files, "allowed_roots") or []) if str(r).strip()]
+    if configured:
+        return [Path(os.path.expanduser(r)) for r in configured], None
+    here = _real(cwd)
+    home = _real(Path.home())
+    none = (
+        "You chose no folders for Deskhand"
+        if _setting(files, "folders_chosen")
+        else "No folders are set up for Deskhand yet"
+    )
+    if here == home or home.is_relative_to(here) or here == Path(here.anchor):
+        return [], (
+            f"{none}, and the current folder ({here}) is not a project folder, so file tools "
+            f"are off. {FOLDERS_HINT}"
+        )
+    return [here], f"{none}, so file tools work only in {here}. {FOLDERS_HINT}"
+
+
+#: Usual folder names, in the order they are offered (case variants are tried too).
+_USUAL_FOLDERS: tuple[str, ...] = (
+    "Documents",
+    "Desktop",
+    "Downloads",
+    "Projects",
+    "projects",
+    "Developer",
+    "src",
+    "code",
+    "Code",
+    "dev",
+    "Dev",
+    "work",
+    "Work",
+    "repos",
+    "git",
+    "workspace",
+    "source/repos",
+)
+_XDG_USER_DIRS = ("XDG_DOCUMENTS_DIR", "XDG_DESKTOP_DIR", "XDG_DOWNLOAD_DIR")
+
+
+def suggested_folders(home: Path) -> list[Path]:
+    """Existing usual folders to offer at first run (never the whole home, nor a protected
+    place): the XDG user folders (localised names) then Documents, Desktop, Downloads and
+    the usual project folders."""
+    candidates = _xdg_user_dirs(home) + [home / name for name in _USUAL_FOLDERS]
+    protected = protected_places(_real(home), None)
+    found: dict[Path, None] = {}
+    real_home = _real(home)
+    for candidate in candidates:
+        if not candidate.is_dir():
+            continue
+        real = _real(candidate)
+        if real == real_home or real_home.is_relative_to(real) or real in found:
+            continue
+        if protected.match(real) is not None:
+            continue
+        found[real] = None
+    return list(found)
+
+
+def _xdg_user_dirs(home: Path) -> list[Path]:
+    """DOCUMENTS, DESKTOP and DOWNLOAD from ~/.config/user-dirs.dirs (localised names)."""
+    config = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "user-dirs.dirs"
+    try:
+        text = config.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    values: dict[str, Path] = {}
+    for line in text.splitlines():
+        name, _, raw = line.partition("=")
+        name = name.strip()
+        if name not in _XDG_USER_DIRS:
+            continue
+        value = raw.strip().strip('"').replace("$HOME", str(home))
+        if os.path.isabs(value):
+            values[name] = Path(value)
+    return [values[n] for n in _XDG_USER_DIRS if n in values]

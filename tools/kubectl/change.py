@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from tools.credential_values import mask_credential_data
 from tools.kubectl import tables
 from tools.kubectl.cluster import Cluster, connect
 from tools.kubectl.common import get_object, name_suggestions, namespace_of, result
@@ -149,18 +150,26 @@ def _outcome(live: dict[str, Any] | None, after: dict[str, Any]) -> str:
     return "unchanged" if _yaml(live) == _yaml(after) else "configured"
 
 
+def _shown(obj: dict[str, Any]) -> str:
+    """An object as the approval prompt shows it: credential-looking values hidden."""
+    shown = mask_credential_data(tables.clean(obj, for_diff=True))
+    return yaml.safe_dump(shown, sort_keys=False, allow_unicode=True)
+
+
 def _diff(doc: Doc, live: dict[str, Any] | None, after: dict[str, Any]) -> str:
     if live is None:
-        added = "".join(f"+ {line}\n" for line in _yaml(after).splitlines())
+        added = "".join(f"+ {line}\n" for line in _shown(after).splitlines())
         return f"create {doc.label}:\n{added}".rstrip()
     lines = difflib.unified_diff(
-        _yaml(live).splitlines(),
-        _yaml(after).splitlines(),
+        _shown(live).splitlines(),
+        _shown(after).splitlines(),
         fromfile=f"live {doc.rtype.qualified}/{doc.name}",
         tofile="after apply",
         lineterm="",
     )
     text = "\n".join(lines)
+    if _yaml(live) != _yaml(after) and not text:
+        text = "(only values that look like credentials change; they are hidden here)"
     return f"update {doc.label}:\n{text}" if text else f"{doc.label}: no changes"
 
 

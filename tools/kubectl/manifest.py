@@ -160,6 +160,9 @@ class Top(_Namespaced):
     sort_by: Literal["cpu", "memory"] | None = Field(None, description="Sort, highest first")
 
 
+_APPROVAL = "tools.kubectl.approval"
+
+
 def _impl(module: str, name: str) -> str:
     return f"tools.kubectl.{module}:{name}"
 
@@ -175,7 +178,10 @@ def _tool(
     impl: str,
     preview: str | None = None,
     timeout: float = 60.0,
+    summary: str | None = None,
 ) -> ToolManifest:
+    """A kubectl tool; one that changes something names its cluster and namespace and says
+    in one line what it will do (`summary` is a function of tools.kubectl.approval)."""
     return ToolManifest(
         name=name,
         description=description,
@@ -183,7 +189,11 @@ def _tool(
         operations=operations,
         impl=impl,
         preview=preview,
+        subject=None if summary is None else f"{_APPROVAL}:subject",
+        summary_line=None if summary is None else f"{_APPROVAL}:{summary}",
         timeout=timeout,
+        # Stop ends the remote command through a second exec, then reports how it went
+        stop_grace=12.0 if name.endswith("_exec") else 0.5,
         category="kubectl",
         requires=("kubernetes",),
         integration="kubernetes",
@@ -242,6 +252,7 @@ MANIFESTS: list[ToolManifest] = [
         _impl("change", "apply"),
         preview=_impl("change", "preview_apply"),
         timeout=120,
+        summary="summary_apply",
     ),
     _tool(
         "kubectl_delete",
@@ -251,6 +262,7 @@ MANIFESTS: list[ToolManifest] = [
         frozenset({Operation.DELETE}),
         _impl("change", "delete"),
         preview=_impl("change", "preview_delete"),
+        summary="summary_delete",
     ),
     _tool(
         "kubectl_scale",
@@ -260,6 +272,7 @@ MANIFESTS: list[ToolManifest] = [
         frozenset({Operation.UPDATE}),
         _impl("change", "scale"),
         preview=_impl("change", "preview_scale"),
+        summary="summary_scale",
     ),
     _tool(
         "kubectl_rollout_restart",
@@ -269,6 +282,7 @@ MANIFESTS: list[ToolManifest] = [
         frozenset({Operation.UPDATE}),
         _impl("change", "rollout_restart"),
         preview=_impl("change", "preview_rollout_restart"),
+        summary="summary_rollout_restart",
     ),
     _tool(
         "kubectl_rollout_status",
@@ -287,6 +301,7 @@ MANIFESTS: list[ToolManifest] = [
         frozenset({Operation.EXECUTE}),
         _impl("execute", "exec_command"),
         timeout=660,
+        summary="summary_exec",
     ),
     _tool(
         "kubectl_top",

@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 
 from integrations.kubernetes import discover
+from tools.credential_values import mask_credential_data
 from tools.kubectl import tables
 from tools.kubectl.cluster import Cluster, active_account, connect
 from tools.kubectl.common import (
@@ -112,11 +113,11 @@ def get(args: Get, ctx: ToolContext) -> ToolResult:
         item.setdefault("kind", kind)
     data: dict[str, Any] = {"kind": kind, "resource": rtype.qualified, "namespace": ns}
     if args.output != "table":
-        objects = [tables.clean(o) for o in items]
+        objects = [mask_credential_data(tables.clean(o)) for o in items]
         data["objects"] = objects
         return result(cluster, keep_tail(_dump(objects, args.output)), data, ns)
     with_ns = rtype.namespaced and ns is None
-    table = tables.rows(kind, items, with_namespace=with_ns)
+    table = mask_credential_data(tables.rows(kind, items, with_namespace=with_ns))
     data["items"] = table
     where = f"in namespace {ns}" if ns else ("in all namespaces" if rtype.namespaced else "")
     if not items:
@@ -157,11 +158,13 @@ def describe(args: Describe, ctx: ToolContext) -> ToolResult:
     cluster = connect(ctx, args.context)
     rtype = resolve(cluster, args.kind)
     ns = namespace_of(cluster, rtype, args.namespace)
-    obj = tables.clean(get_object(cluster, rtype, ns, args.name))
+    obj = get_object(cluster, rtype, ns, args.name)
     obj.setdefault("apiVersion", rtype.group_version)
-    obj.setdefault("kind", rtype.kind)
+    obj.setdefault("kind", rtype.kind)  # before cleaning: a Secret's values must be known as such
+    obj = mask_credential_data(tables.clean(obj))
     body = yaml.safe_dump(obj, sort_keys=False, allow_unicode=True).rstrip()
     events = [] if rtype.kind == "Event" else _object_events(cluster, rtype.kind, args.name, ns)
+    events = mask_credential_data(events)
     event_text = tables.render(tables.rows("Event", events)) if events else "<none>"
     room = MAX_TEXT - len(event_text) - 200
     if len(body) > room:

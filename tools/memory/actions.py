@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tools.memory.manifest import ListMemory, MemoryRef, SearchMemory, StoreMemory, UpdateMemory
+from tools.memory.policy import untrusted_origin
 from tools.spec import ToolContext, ToolError, ToolResult
 
 
@@ -30,7 +31,7 @@ def _listing(memories: list[Any], empty: str) -> ToolResult:
 
 
 def memory_store(args: StoreMemory, ctx: ToolContext) -> ToolResult:
-    memory = _guard(_memory(ctx).remember, args.content, args.kind)
+    memory = _guard(_memory(ctx).remember, args.content, args.kind, untrusted_origin(ctx))
     return ToolResult(ok=True, content="Remembered: " + memory.line(), data=memory.to_json())
 
 
@@ -42,7 +43,7 @@ def memory_search(args: SearchMemory, ctx: ToolContext) -> ToolResult:
 def memory_update(args: UpdateMemory, ctx: ToolContext) -> ToolResult:
     if args.content is None and args.kind is None:
         raise ToolError("give a new `content` or `kind`")
-    memory = _guard(_memory(ctx).update, args.id, args.content, args.kind)
+    memory = _guard(_memory(ctx).update, args.id, args.content, args.kind, untrusted_origin(ctx))
     return ToolResult(ok=True, content="Updated: " + memory.line(), data=memory.to_json())
 
 

@@ -9,6 +9,8 @@ from pydantic import BaseModel, Field
 from tools.spec import Operation, ToolManifest
 
 IMPL = "tools.memory.actions"
+#: Writing a note right after reading untrusted content asks, naming where it came from.
+AFTER_UNTRUSTED = "tools.memory.policy:after_untrusted"
 Kind = Literal["fact", "preference", "task"]
 
 
@@ -40,7 +42,14 @@ class ListMemory(BaseModel):
     limit: int = Field(50, ge=1, le=200)
 
 
-def _tool(name: str, description: str, params: type[BaseModel], op: Operation) -> ToolManifest:
+def _tool(
+    name: str,
+    description: str,
+    params: type[BaseModel],
+    op: Operation,
+    *,
+    writes_text: bool = False,
+) -> ToolManifest:
     return ToolManifest(
         name=name,
         category="memory",
@@ -49,6 +58,7 @@ def _tool(name: str, description: str, params: type[BaseModel], op: Operation) -
         operations=frozenset({op}),
         impl=f"{IMPL}:{name}",
         timeout=20,
+        escalate=AFTER_UNTRUSTED if writes_text else None,
     )
 
 
@@ -59,6 +69,7 @@ MANIFESTS = [
         "Store only what the user would want kept; never secrets.",
         StoreMemory,
         Operation.CREATE,
+        writes_text=True,
     ),
     _tool(
         "memory_search",
@@ -71,6 +82,7 @@ MANIFESTS = [
         "Change the text or kind of a remembered item.",
         UpdateMemory,
         Operation.UPDATE,
+        writes_text=True,
     ),
     _tool("memory_delete", "Forget a remembered item.", MemoryRef, Operation.DELETE),
     _tool(

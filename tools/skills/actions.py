@@ -32,6 +32,12 @@ def _readable_note(ctx: ToolContext, folder: Path) -> str:
     sandbox = Sandbox.from_context(ctx)
     if sandbox.is_allowed(folder):
         return "The file tools can read these files."
+    home = getattr(ctx, "home", None)
+    if home is not None and (folder == Path(home) or Path(home) in folder.parents):
+        return (
+            "Note: these files live in Deskhand's own folder, which the file tools never "
+            "read. Everything needed is above; scripts run only through skill_run_script."
+        )
     return (
         f"Note: the file tools cannot read {folder}: it is outside the folders Deskhand may "
         f"touch ({sandbox.roots_text()}). Everything needed is above; or ask the user to add "

@@ -1,4 +1,6 @@
-"""`deskhand mcp list [--json]` and `deskhand mcp import [PATH] [--keyring] [--overwrite]`."""
+"""`deskhand mcp list [--json]` and `deskhand mcp import [PATH] [--overwrite]`.
+
+`mcp import` always moves every secret-looking value to the keyring (see config.py)."""
 
 from __future__ import annotations
 
@@ -26,7 +28,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     lst.add_argument("--wait", type=float, default=30.0, help="seconds to wait for each server")
     imp = mcp_sub.add_parser("import", help="import mcpServers from claude_desktop_config.json")
     imp.add_argument("path", nargs="?", help=f"default: {claude_desktop_config_path()}")
-    imp.add_argument("--keyring", action="store_true", help="move tokens into the keyring")
+    # Secrets always move to the keyring now; the flag stays so old scripts keep working.
+    imp.add_argument("--keyring", action="store_true", help=argparse.SUPPRESS)
     imp.add_argument("--overwrite", action="store_true", help="replace servers of the same name")
     imp.add_argument("--json", action="store_true")
 
@@ -72,7 +75,7 @@ def _import(args: argparse.Namespace, runtime: Runtime) -> int:
         report = import_servers(
             mcp_path(runtime.home),
             source,
-            set_secret=runtime.secrets.set if args.keyring else None,
+            set_secret=runtime.secrets.set,
             overwrite=args.overwrite,
         )
     except McpConfigError as exc:
@@ -88,4 +91,11 @@ def _import(args: argparse.Namespace, runtime: Runtime) -> int:
         print(f"  = {name} (already configured; --overwrite replaces it)")
     for item in report.moved_to_keyring:
         print(f"  moved {item} to the keyring")
+    for item in report.kept_in_file:
+        print(
+            f"deskhand: could not move {item} to the keyring; it stays in "
+            f"{mcp_path(runtime.home)} (readable by you only). Fix the keyring and import "
+            "again with --overwrite to move it.",
+            file=sys.stderr,
+        )
     return EXIT_OK

@@ -1,7 +1,11 @@
 """`mcp.json` in the `mcpServers` format Claude Desktop and Cursor use, and importing one.
 
-Secret values (in `env` or `headers`) may be `keyring:mcp/<server>/<name>`; they are
-resolved only when a server starts. Imports nothing heavy.
+Secret values (in `env` or `headers`) may be `keyring:mcp/<server>/<name>`; inside any
+string (an argument, the URL, part of a header) a secret may stand as
+`${keyring:mcp/<server>/<name>}`. Both are resolved only when a server starts. Importing
+a config moves every secret-looking value to the keyring: values under credential-looking
+names, and values that look like credentials whatever their name (token formats, URLs with
+a password, private keys, `--token=…` / `--api-key …` arguments). Imports nothing heavy.
 """
 
 from __future__ import annotations
@@ -13,15 +17,19 @@ import re
 import sys
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import unquote
 
+from tools.credential_values import looks_like_credential_value
 from tools.redact import is_credential_key
 
 log = logging.getLogger(__name__)
 
 KEYRING_PREFIX = "keyring:"
+#: A secret inside a longer string: `${keyring:mcp/<server>/<name>}`.
+PLACEHOLDER = re.compile(r"\$\{keyring:(?P<ref>[^}\s]+)\}")
 Transport = Literal["stdio", "http", "sse"]
 _HTTP_TYPES = {"http", "streamable-http", "streamable_http", "streamablehttp", "shttp"}
 
@@ -76,12 +84,34 @@ class ServerConfig:
             return cls(name, transport, url=url, headers=headers, **common)
         raise McpConfigError(f"server {name!r}: needs either 'command' (stdio) or 'url' (HTTP)")
 
+    def resolved(self, get_secret: SecretGetter) -> ServerConfig:
+        """This config as the server must get it: every `keyring:` value and `${keyring:…}`
+        placeholder (env, headers, arguments, URL) replaced by the stored secret. Raises
+        McpConfigError when a referenced secret does not exist."""
+        return replace(
+            self,
+            args=tuple(resolve_args(self.args, get_secret)),
+            env=resolve_secrets(self.env, get_secret),
+            headers=resolve_secrets(self.headers, get_secret),
+            url=resolve_text("url", self.url, get_secret) if self.url else self.url,
+        )
+
     def credential_values(self) -> list[str]:
-        """Literal (non-keyring) values under credential-looking names, for the tripwire."""
+        """Literal (non-keyring) secrets, for the tripwire: values under credential-looking
+        names, credential-looking values under any name, and the secret parts of the
+        arguments and the URL."""
         out = []
         for key, value in [*self.env.items(), *self.headers.items()]:
-            if not value.startswith(KEYRING_PREFIX) and is_credential_key(key):
+            if value.startswith(KEYRING_PREFIX) or not _literal(value):
+                continue
+            if is_credential_key(key):
                 out.append(value.split(" ", 1)[-1] if key.lower() == "authorization" else value)
+            else:
+                out += [value[a:b] for a, b in secret_spans(value)]
+        for i in secret_args(self.args):
+            out += [self.args[i][a:b] for a, b in _arg_spans(self.args, i)]
+        if self.url:
+            out += [self.url[a:b] for a, b in secret_spans(self.url)]
         return out
 
 
@@ -157,21 +187,119 @@ def _key_part(text: str) -> str:
 
 
 def resolve_secrets(values: Mapping[str, str], get_secret: SecretGetter) -> dict[str, str]:
-    """Replace `keyring:<key>` values by the stored secret; a missing one is an error."""
+    """Replace `keyring:<key>` values (and `${keyring:<key>}` inside values) by the stored
+    secret; a missing one is an error."""
     out: dict[str, str] = {}
     for key, value in values.items():
         if value.startswith(KEYRING_PREFIX):
-            ref = value[len(KEYRING_PREFIX) :]
-            secret = get_secret(ref)
-            if secret is None:
-                raise McpConfigError(
-                    f"{key} refers to the keyring entry {ref!r}, which does not exist; "
-                    f"store it in the keyring (service 'deskhand', username {ref!r})"
-                )
-            out[key] = secret
+            out[key] = _stored(key, value[len(KEYRING_PREFIX) :], get_secret)
         else:
-            out[key] = value
+            out[key] = resolve_text(key, value, get_secret)
     return out
+
+
+def resolve_text(what: str, text: str, get_secret: SecretGetter) -> str:
+    """`text` with every `${keyring:<key>}` replaced by the stored secret."""
+    return PLACEHOLDER.sub(lambda m: _stored(what, m.group("ref"), get_secret), text)
+
+
+def resolve_args(args: tuple[str, ...] | list[str], get_secret: SecretGetter) -> list[str]:
+    """A stdio server's arguments with their `${keyring:<key>}` placeholders resolved."""
+    return [resolve_text(f"argument {i + 1}", arg, get_secret) for i, arg in enumerate(args)]
+
+
+def _stored(what: str, ref: str, get_secret: SecretGetter) -> str:
+    secret = get_secret(ref)
+    if secret is None:
+        raise McpConfigError(
+            f"{what} refers to the keyring entry {ref!r}, which does not exist; "
+            f"store it in the keyring (service 'deskhand', username {ref!r})"
+        )
+    return secret
+
+
+# ---- finding secrets by their shape ----------------------------------------------------------
+
+_URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*)://(?P<rest>.*)$", re.DOTALL)
+_NAMED_VALUE = re.compile(r"^-{0,2}(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)=(?P<value>.+)$", re.DOTALL)
+
+
+def _literal(value: str) -> bool:
+    """A value that is really there (not empty, not a reference to one elsewhere)."""
+    stripped = value.strip()
+    return bool(stripped) and not (
+        stripped.startswith(KEYRING_PREFIX)
+        or PLACEHOLDER.fullmatch(stripped)
+        or re.fullmatch(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?", stripped)
+    )
+
+
+def secret_spans(value: str) -> list[tuple[int, int]]:
+    """Where the secrets are in one string: a URL's password and credential query values,
+    the value of `--token=…` / `API_KEY=…`, or the whole string when it looks like a
+    credential (a token format, a private key)."""
+    if not _literal(value):
+        return []
+    url = _URL.match(value)
+    if url:
+        spans = _url_spans(value, url.start("rest"))
+        if spans:
+            return spans
+    named = _NAMED_VALUE.match(value)
+    if named and _literal(named.group("value")):
+        if is_credential_key(named.group("name")):
+            return [named.span("value")]
+        found = secret_spans(named.group("value"))
+        return [(a + named.start("value"), b + named.start("value")) for a, b in found]
+    return [(0, len(value))] if looks_like_credential_value(value) else []
+
+
+def _url_spans(url: str, start: int) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    end = len(url)
+    for mark in "/?#":
+        found = url.find(mark, start)
+        if found != -1:
+            end = min(end, found)
+    authority = url[start:end]
+    if "@" in authority:
+        userinfo = authority[: authority.rindex("@")]
+        if ":" in userinfo and _literal(userinfo.split(":", 1)[1]):
+            spans.append((start + userinfo.index(":") + 1, start + len(userinfo)))
+    query_at = url.find("?", end)
+    if query_at != -1:
+        fragment = url.find("#", query_at)
+        query_end = fragment if fragment != -1 else len(url)
+        offset = query_at + 1
+        for pair in url[offset:query_end].split("&"):
+            name, sep, value = pair.partition("=")
+            value_start = offset + len(name) + 1
+            plain = unquote(value.replace("+", " "))
+            if sep and _literal(value) and (
+                is_credential_key(unquote(name)) or looks_like_credential_value(plain)
+            ):
+                spans.append((value_start, value_start + len(value)))
+            offset += len(pair) + 1
+    return spans
+
+
+def secret_args(args: tuple[str, ...] | list[str]) -> list[int]:
+    """Indexes of the arguments holding a secret (in whole or in part)."""
+    return [i for i in range(len(args)) if _arg_spans(args, i)]
+
+
+def _arg_spans(args: tuple[str, ...] | list[str], i: int) -> list[tuple[int, int]]:
+    arg = args[i]
+    before = args[i - 1] if i else ""
+    if (
+        before.startswith("-")
+        and "=" not in before
+        and is_credential_key(before.lstrip("-"))
+        and not arg.startswith("-")
+        and _literal(arg)
+    ):
+        return [(0, len(arg))]  # `--api-key VALUE`
+    return secret_spans(arg)
 
 
 # ---- importing Claude Desktop's config -------------------------------------------------------
@@ -194,6 +322,8 @@ class ImportReport:
     added: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     moved_to_keyring: list[str] = field(default_factory=list)
+    #: Secrets that could not be moved (the keyring failed) and stay in mcp.json.
+    kept_in_file: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -201,6 +331,7 @@ class ImportReport:
             "added": self.added,
             "skipped": self.skipped,
             "moved_to_keyring": self.moved_to_keyring,
+            "kept_in_file": self.kept_in_file,
         }
 
 
@@ -215,8 +346,8 @@ def import_servers(
     overwrite: bool = False,
 ) -> ImportReport:
     """Merge the `mcpServers` block of `source` (default: Claude Desktop's config) into
-    `target`. Existing servers are kept unless `overwrite`. With `set_secret`, credential
-    -looking env/header values move to the keyring and are replaced by references."""
+    `target`. Existing servers are kept unless `overwrite`. With `set_secret`, every
+    secret-looking value moves to the keyring and is replaced by a reference."""
     source = source or claude_desktop_config_path()
     if not source.exists():
         raise McpConfigError(f"{source} does not exist")
@@ -231,7 +362,7 @@ def import_servers(
             continue
         entry = json.loads(json.dumps(raw))
         if set_secret is not None:
-            report.moved_to_keyring += _move_secrets(name, entry, set_secret)
+            _move_secrets(name, entry, set_secret, report)
         current[name] = entry
         report.added.append(name)
     if report.added:
@@ -239,25 +370,60 @@ def import_servers(
     return report
 
 
-def _move_secrets(server: str, entry: dict[str, Any], set_secret: SecretSetter) -> list[str]:
-    moved = []
+class _Mover:
+    """Moves one server's secrets to the keyring, noting what moved and what could not."""
+
+    def __init__(self, server: str, set_secret: SecretSetter, report: ImportReport) -> None:
+        self.server, self.set_secret, self.report = server, set_secret, report
+
+    def store(self, where: str, name: str, value: str) -> str | None:
+        """The reference to `value` once stored, or None (it stays where it was)."""
+        ref = keyring_key(self.server, name)
+        try:
+            self.set_secret(ref, value)
+        except Exception as exc:  # keep the literal value rather than lose it
+            log.warning(
+                "could not move %s of MCP server %s to the keyring: %s", where, self.server, exc
+            )
+            self.report.kept_in_file.append(f"{self.server}.{where}")
+            return None
+        self.report.moved_to_keyring.append(f"{self.server}.{where}")
+        return ref
+
+    def replace_spans(self, where: str, name: str, text: str, spans: list[tuple[int, int]]) -> str:
+        """`text` with each secret span replaced by a `${keyring:…}` placeholder."""
+        for n, (a, b) in enumerate(sorted(spans, reverse=True)):
+            key = name if len(spans) == 1 else f"{name}_{len(spans) - n}"
+            ref = self.store(where, key, text[a:b])
+            if ref is not None:
+                text = f"{text[:a]}${{{KEYRING_PREFIX}{ref}}}{text[b:]}"
+        return text
+
+
+def _move_secrets(
+    server: str, entry: dict[str, Any], set_secret: SecretSetter, report: ImportReport
+) -> None:
+    mover = _Mover(server, set_secret, report)
     for section in ("env", "headers"):
         values = entry.get(section)
         if not isinstance(values, dict):
             continue
         for key, value in values.items():
-            if not isinstance(value, str) or value.startswith(KEYRING_PREFIX):
+            if not isinstance(value, str) or not _literal(value):
                 continue
-            if not value or not is_credential_key(key):
-                continue
-            ref = keyring_key(server, key)
-            try:
-                set_secret(ref, value)
-            except Exception as exc:  # keep the literal value rather than lose it
-                log.warning(
-                    "could not move %s of MCP server %s to the keyring: %s", key, server, exc
-                )
-                continue
-            values[key] = KEYRING_PREFIX + ref
-            moved.append(f"{server}.{section}.{key}")
-    return moved
+            where = f"{section}.{key}"
+            spans = [(0, len(value))] if is_credential_key(key) else secret_spans(value)
+            if spans == [(0, len(value))]:
+                ref = mover.store(where, key, value)
+                if ref is not None:
+                    values[key] = KEYRING_PREFIX + ref
+            elif spans:  # a password inside a URL, a token inside a longer value
+                values[key] = mover.replace_spans(where, key, value, spans)
+    args = entry.get("args")
+    if isinstance(args, list) and all(isinstance(a, str) for a in args):
+        spans_by_arg = {i: _arg_spans(args, i) for i in secret_args(args)}
+        for i, spans in spans_by_arg.items():
+            args[i] = mover.replace_spans(f"args[{i}]", f"arg{i + 1}", args[i], spans)
+    url = entry.get("url")
+    if isinstance(url, str) and (spans := secret_spans(url)):
+        entry["url"] = mover.replace_spans("url", "url", url, spans)

@@ -19,7 +19,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from app.core.mcp import reaper
-from app.core.mcp.config import SecretGetter, ServerConfig, resolve_secrets
+from app.core.mcp.config import SecretGetter, ServerConfig
 from app.core.mcp.status import ServerState, Status
 from app.core.mcp.stderr import StderrPipe
 
@@ -160,10 +160,11 @@ class ServerConnection:
             await self._watch(session)
 
     async def _connect(self, stack: AsyncExitStack) -> ClientSession:
-        cfg = self.config
+        # every keyring: value and ${keyring:…} placeholder, in env, headers, args and URL
+        cfg = self.config.resolved(self._get_secret)
         if cfg.transport == "stdio":
             assert cfg.command is not None
-            env = resolve_secrets(cfg.env, self._get_secret)
+            env = dict(cfg.env)
             env[reaper.ENV_NAME] = self._marker
             params = StdioServerParameters(
                 command=cfg.command, args=list(cfg.args), env=env, cwd=cfg.cwd
@@ -176,7 +177,7 @@ class ServerConnection:
             import httpx2
 
             assert cfg.url is not None
-            headers = resolve_secrets(cfg.headers, self._get_secret)
+            headers = dict(cfg.headers)
             timeout = httpx2.Timeout(30.0, read=300.0)
             if cfg.transport == "sse":
                 from mcp.client.sse import sse_client

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from app.core.mcp.config import McpConfigError, SecretGetter, ServerConfig, load_config
 from app.core.mcp.manifests import build_manifests, category, slug
 from app.core.mcp.status import ServerState, Status
+from tools.registry import ToolSource
 from tools.spec import Operation, ToolCancelled, ToolContext, ToolError, ToolManifest, ToolResult
 
 if TYPE_CHECKING:
@@ -181,20 +182,46 @@ class McpManager:
 
     def tool_manifests(self, wait: float = 30.0) -> list[ToolManifest]:
         """Start the servers (if needed) and describe the tools of every connected one."""
+        from app.core.sources import mcp_server_fingerprint, mcp_tool_fingerprint
+
         self.start(wait)
         manifests: list[ToolManifest] = []
-        for name, conn in self._connections.items():
-            found, _ = build_manifests(
+        sources: dict[str, ToolSource] = {}
+        for name, conn in list(self._connections.items()):
+            found, names = build_manifests(
                 name,
                 conn.listing.tools,
                 lambda tool, server=name: self._tool_impl(server, tool),
                 timeout=conn.config.timeout,
             )
+            definitions = {t.name: mcp_tool_fingerprint(t) for t in conn.listing.tools}
+            tools = {m.name: definitions.get(names.get(m.name, ""), "") for m in found}
             manifests += found
             reader = self._resource_manifest(name) if conn.listing.resources else None
             if reader is not None and reader.name not in {m.name for m in found}:
                 manifests.append(reader)
+                tools[reader.name] = "resources"
+            config = conn.config
+            sources[name] = ToolSource(
+                "mcp",
+                f"mcp:{name}",
+                fingerprint=mcp_server_fingerprint(
+                    command=config.command,
+                    args=config.args,
+                    env=config.env,
+                    url=config.url,
+                    cwd=config.cwd,
+                ),
+                origin=f"the MCP server {name!r} in mcp.json",
+                tools=tools,
+            )
+        self._sources = sources
         return manifests
+
+    def tool_sources(self) -> dict[str, ToolSource]:
+        """Each server as a tool source (identity + each tool's definition hash), as of the
+        last `tool_manifests()`."""
+        return dict(getattr(self, "_sources", {}))
 
     def _resource_manifest(self, server: str) -> ToolManifest:
         uris = ", ".join(str(r.uri) for r in self._connections[server].listing.resources[:10])

@@ -1,48 +1,266 @@
-"""The buttons of a tool card waiting for approval: real, focusable push buttons.
+"""The interactive part of a tool card waiting for approval: what will happen (the preview
+or diff, scrollable and height-capped), the full arguments (collapsed), and one real,
+focusable button per answer the request allows (`ApprovalRequest.choices()`).
 
-Only pending cards have one, so a long conversation holds no widgets per message.
+Only pending cards have one, so a long conversation holds no widgets per message. Every
+text shown here comes from the model or a tool: it is displayed as plain text with control
+characters made visible (`visible`), never interpreted.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QPushButton, QWidget
+import math
+from pathlib import Path
 
-from app.core.approval import Decision
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import (
+    QFontMetricsF,
+    QKeySequence,
+    QShortcut,
+    QSyntaxHighlighter,
+    QTextCharFormat,
+    QTextDocument,
+    QTextOption,
+)
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.core.approval import ApprovalRequest, Decision
+from app.core.visible import one_line, visible
+from app.ui.chat.style import ChatTheme
+
+PREVIEW_MAX_LINES = 14
+ARGS_MAX_LINES = 12
+LABEL_MAX_PX = 440.0
+BUTTON_H = 30
+#: The text width a card's boxes are assumed to have when sizing them (cards are wider).
+WRAP_WIDTH_PX = 620.0
+
+
+def home_short(text: str) -> str:
+    """ "/home/u/notes" → "~/notes" (labels get long; the tooltip keeps the full path)."""
+    home = str(Path.home())
+    return text.replace(home + "/", "~/").replace(home + "\\", "~\\") if home != "/" else text
+
+
+def source_noun(source_id: str) -> str:
+    kind = source_id.split(":", 1)[0]
+    nouns = {"mcp": "server", "pack": "tool pack", "entrypoint": "tool package", "skill": "skill"}
+    return nouns.get(kind, "source")
+
+
+def choice_texts(request: ApprovalRequest) -> list[tuple[Decision, str, str]]:
+    """(decision, button label, tooltip) for each answer the card offers, in order."""
+    tool = one_line(request.tool, 80)
+    first = one_line(request.proposals[0].label, 300) if request.proposals else tool
+    last = one_line(request.proposals[-1].label, 300) if request.proposals else tool
+    out: list[tuple[Decision, str, str]] = []
+    for decision in request.choices():
+        match decision:
+            case Decision.ALLOW_ONCE:
+                label, tip = "Allow once", f"Run {tool} this time only"
+            case Decision.ALLOW_CONVERSATION:
+                label = "Allow in this conversation"
+                tip = f"Allow {first} without asking until this conversation ends"
+            case Decision.ALWAYS_ALLOW:
+                label = f"Always allow: {home_short(first)}"
+                tip = f"Add the rule “Allow {first}”. See and remove it in Settings → Rules."
+            case Decision.ALWAYS_ALLOW_ANY:
+                label = "Always, any arguments"
+                tip = (
+                    f"Add the broad rule “Allow {last}”: every call of {tool}, whatever it "
+                    "touches. See and remove it in Settings → Rules."
+                )
+            case Decision.TRUST_SOURCE:
+                label = f"Trust this {source_noun(request.source_id)}"
+                tip = (
+                    f"Trust {one_line(request.source, 120)} as it is now and run this call. "
+                    "Its calls then follow your rules; a change to it makes it untrusted again."
+                )
+            case _:
+                label, tip = "Deny", f"Do not run {tool}; the model is told you declined"
+        out.append((decision, label, tip))
+    return out
+
+
+class _DiffHighlighter(QSyntaxHighlighter):
+    """Colours added and removed lines of a unified diff (any other text stays plain)."""
+
+    def __init__(self, doc: QTextDocument, theme: ChatTheme) -> None:
+        super().__init__(doc)
+        self._add = QTextCharFormat()
+        self._add.setForeground(theme.diff_add)
+        self._add.setBackground(theme.diff_add_bg)
+        self._del = QTextCharFormat()
+        self._del.setForeground(theme.diff_del)
+        self._del.setBackground(theme.diff_del_bg)
+
+    def highlightBlock(self, text: str) -> None:
+        if text.startswith("+") and not text.startswith("+++"):
+            self.setFormat(0, len(text), self._add)
+        elif text.startswith("-") and not text.startswith("---"):
+            self.setFormat(0, len(text), self._del)
+
+
+def text_box(text: str, theme: ChatTheme, max_lines: int, name: str) -> QPlainTextEdit:
+    """A read-only, scrollable, height-capped box showing `text` exactly. Long lines wrap
+    (anywhere), so nothing hides beyond the right edge: the end of a long argument is
+    one scroll down, never off to the side."""
+    box = QPlainTextEdit()
+    box.setObjectName(name)
+    box.setReadOnly(True)
+    box.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+    box.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+    box.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    box.setFont(theme.mono_font)
+    box.setPlainText(visible(text))
+    flags = Qt.TextInteractionFlag
+    box.setTextInteractionFlags(flags.TextSelectableByMouse | flags.TextSelectableByKeyboard)
+    box.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+    box.setTabChangesFocus(True)
+    metrics = QFontMetricsF(theme.mono_font)
+    # lines as they will wrap in a card of the usual width (a little more, never less)
+    rows = 0
+    for line in visible(text).split("\n")[: max_lines * 4]:
+        rows += max(1, math.ceil(metrics.horizontalAdvance(line) / WRAP_WIDTH_PX))
+        if rows >= max_lines:
+            break
+    shown = min(rows, max_lines)
+    margin = box.document().documentMargin()
+    height = shown * metrics.lineSpacing() + 2 * margin + 2 * box.frameWidth() + 6
+    box.setFixedHeight(math.ceil(height))
+    box.setStyleSheet(
+        f"QPlainTextEdit#{name} {{ background: {theme.code_bg.name()};"
+        f" color: {theme.text.name()}; border: 1px solid {theme.code_border.name()};"
+        " border-radius: 6px; }"
+    )
+    return box
 
 
 class ApprovalBar(QWidget):
     decided = Signal(str)  # a Decision value
+    #: The widget's height changed (the arguments were opened or closed).
+    heightChanged = Signal(int)
 
-    def __init__(self, tool: str, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, request: ApprovalRequest, theme: ChatTheme, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("approvalBar")
         self.setAttribute(Qt.WidgetAttribute.WA_TranslucentBackground)
-        layout = QHBoxLayout(self)
+        self.request = request
+        layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(8)
+        self.preview: QPlainTextEdit | None = None
+        if request.preview:
+            self.preview = text_box(request.preview, theme, PREVIEW_MAX_LINES, "approvalPreview")
+            self.preview.setAccessibleName("What will happen")
+            self._highlighter = _DiffHighlighter(self.preview.document(), theme)
+            layout.addWidget(self.preview)
+        self.args: QPlainTextEdit | None = None
+        self.args_toggle: QPushButton | None = None
+        if request.arguments and request.arguments_text:
+            count = request.arguments_text.count("\n") + 1
+            self._args_label = f"full arguments (JSON, {count} line{'s' if count != 1 else ''})"
+            self.args_toggle = QPushButton(f"▸  Show the {self._args_label}")
+            self.args_toggle.setObjectName("linkButton")
+            self.args_toggle.setCursor(Qt.CursorShape.PointingHandCursor)
+            self.args_toggle.setFlat(True)
+            self.args_toggle.setStyleSheet(
+                f"QPushButton {{ color: {theme.link.name()}; text-align: left;"
+                " border: none; padding: 2px 0; background: transparent; }"
+            )
+            self.args_toggle.clicked.connect(self.toggle_arguments)
+            layout.addWidget(self.args_toggle, 0, Qt.AlignmentFlag.AlignLeft)
+            self.args = text_box(request.arguments_text, theme, ARGS_MAX_LINES, "approvalArgs")
+            self.args.setAccessibleName("Full arguments")
+            self.args.hide()
+            layout.addWidget(self.args)
+
         self.buttons: dict[Decision, QPushButton] = {}
-        for decision, label, tip in (
-            (Decision.ALLOW_ONCE, "Allow once", f"Run {tool} this time"),
-            (Decision.ALWAYS_ALLOW, "Always allow this tool", f"Run {tool} without asking"),
-            (Decision.DENY, "Deny", f"Do not run {tool}; the model is told you declined"),
-        ):
-            button = QPushButton(label, self)
+        self.shortcuts: dict[Decision, QShortcut] = {}
+        rows = [QHBoxLayout(), QHBoxLayout()]
+        for row in rows:
+            row.setSpacing(8)
+        choices = choice_texts(request)
+        metrics = QFontMetricsF(self.font())
+        for number, (decision, label, tip) in enumerate(choices, start=1):
+            keys = QKeySequence(f"Alt+{number}")
+            keys_text = keys.toString(QKeySequence.SequenceFormat.NativeText)
+            shown = metrics.elidedText(label, Qt.TextElideMode.ElideMiddle, LABEL_MAX_PX)
+            button = QPushButton(f"{shown}   {keys_text}", self)
+            button.setProperty("choice_label", label)
             button.setObjectName(f"approval_{decision.value}")
-            button.setToolTip(tip)
-            button.setAccessibleName(f"{label}: {tool}")
+            button.setToolTip(f"{tip}  ({keys_text})")
+            button.setAccessibleName(f"{label}: {request.tool}")
             button.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
             button.setAutoDefault(True)  # Enter activates the focused button
             button.setCursor(Qt.CursorShape.PointingHandCursor)
+            button.setFixedHeight(BUTTON_H)
             if decision == Decision.ALLOW_ONCE:
                 button.setProperty("accent", True)
             button.clicked.connect(lambda _=False, d=decision: self.decided.emit(d.value))
-            layout.addWidget(button)
+            # the "always" choices get a row of their own: they are the deliberate ones
+            always = decision in (Decision.ALWAYS_ALLOW, Decision.ALWAYS_ALLOW_ANY)
+            if decision == Decision.DENY:
+                rows[0].addStretch(1)
+            rows[1 if always else 0].addWidget(button)
             self.buttons[decision] = button
-        layout.addStretch(1)
+            shortcut = QShortcut(keys, self)
+            shortcut.setContext(Qt.ShortcutContext.WindowShortcut)
+            shortcut.activated.connect(lambda d=decision: self._shortcut(d))
+            self.shortcuts[decision] = shortcut
+        layout.addLayout(rows[0])
+        if rows[1].count():
+            rows[1].addStretch(1)
+            layout.addLayout(rows[1])
+        self.adjustSize()
+
+    # ---- queries -------------------------------------------------------------------------
+
+    def choices(self) -> list[Decision]:
+        return list(self.buttons)
+
+    def button(self, decision: Decision) -> QPushButton:
+        return self.buttons[decision]
 
     def first(self) -> QPushButton:
         return self.buttons[Decision.ALLOW_ONCE]
 
     def last(self) -> QPushButton:
         return self.buttons[Decision.DENY]
+
+    def focus_chain(self) -> list[QWidget]:
+        """The focusable parts in reading order (for the view's Tab order)."""
+        chain: list[QWidget] = []
+        if self.preview is not None:
+            chain.append(self.preview)
+        if self.args_toggle is not None and self.args is not None:
+            chain += [self.args_toggle, self.args]
+        return chain + list(self.buttons.values())
+
+    def wanted_height(self) -> int:
+        return max(BUTTON_H, self.sizeHint().height())
+
+    # ---- actions ------------------------------------------------------------------------
+
+    def toggle_arguments(self) -> None:
+        if self.args is None or self.args_toggle is None:
+            return
+        opening = self.args.isHidden()
+        self.args.setVisible(opening)
+        arrow, verb = ("▾", "Hide") if opening else ("▸", "Show")
+        self.args_toggle.setText(f"{arrow}  {verb} the {self._args_label}")
+        self.layout().activate()
+        self.heightChanged.emit(self.wanted_height())
+
+    def _shortcut(self, decision: Decision) -> None:
+        if self.isVisible():
+            self.buttons[decision].click()
+

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,8 @@ from PySide6.QtGui import (
     QTextDocument,
 )
 
+from app.core.approval import ApprovalRequest
+from app.core.visible import one_line
 from app.ui.chat.model import (
     AssistantMessage,
     ChatItem,
@@ -45,7 +48,6 @@ from app.ui.chat.render import (
     cap,
     quote_bars,
     render_code,
-    render_diff,
     render_plain,
 )
 from app.ui.chat.style import ChatTheme, mix, with_alpha
@@ -523,19 +525,25 @@ class ToolCardLayout(ItemLayout):
                     theme.code_bg,
                     theme.code_border,
                 )
+        self.meta: QTextDocument | None = None
         if awaiting and item.approval is not None:
-            y += 10
-            self.approval_title = QRectF(inner_x, y, inner_w, small.height() + 4)
-            y += small.height() + 8
             request = item.approval
-            if request.preview:
-                doc = render_diff(request.preview, theme)
-            else:
-                doc = render_code(cap(item.arguments), "json", theme)
-            y = self._box(doc, inner_x, y, inner_w, theme.code_bg, theme.code_border)
             y += 10
-            self.approval_rect = QRectF(inner_x, y, inner_w, APPROVAL_BAR_H - 8)
-            y += APPROVAL_BAR_H - 8
+            summary = request.summary or approval_question(request.operations)
+            self.summary_doc = render_plain(one_line(summary, 400), theme)
+            self.summary_doc.setDefaultFont(theme.bold_font)
+            h = _layout_doc(self.summary_doc, inner_w)
+            self.summary_at = QPointF(inner_x, y)
+            self.docs.append((QRectF(self.summary_at, self.summary_doc.size()), self.summary_doc))
+            y += h
+            self.meta = approval_meta(request, theme)
+            y += 4
+            h = _layout_doc(self.meta, inner_w)
+            self.meta_at = QPointF(inner_x, y)
+            y += h + 8
+            height = item.panel_height or APPROVAL_BAR_H - 8
+            self.approval_rect = QRectF(inner_x, y, inner_w, height)
+            y += height
         if item.error:
             y += 10
             doc = render_plain(item.error, theme, color=theme.error)
@@ -657,14 +665,9 @@ class ToolCardLayout(ItemLayout):
         if hasattr(self, "args_toggle"):
             summary = " ".join(item.arguments[:400].split())
             _paint_toggle(p, theme, self.args_toggle, "Arguments", item.args_open, summary, state)
-        if self.approval_rect is not None and item.approval is not None:
-            _text(
-                p,
-                self.approval_title,
-                approval_question(item.approval.operations),
-                theme.bold_font,
-                theme.warn,
-            )
+        if self.meta is not None:
+            draw_doc(p, self.summary_doc, self.summary_at, theme, None, state.visible)
+            draw_doc(p, self.meta, self.meta_at, theme, theme.muted, state.visible)
         if hasattr(self, "result_toggle"):
             _paint_toggle(
                 p, theme, self.result_toggle, "Result", item.result_open, self.result_summary, state
@@ -834,6 +837,41 @@ def estimate_height(item: ChatItem, theme: ChatTheme, width: int) -> int:
 
 
 _VERBS = {"create": "create", "update": "change", "delete": "delete", "execute": "run"}
+
+
+def approval_meta(request: ApprovalRequest, theme: ChatTheme) -> QTextDocument:
+    """What the call acts on, where the tool comes from, and why it asks — in plain words,
+    every value shown as text (control characters visible), nothing interpreted."""
+    warn, muted = theme.warn.name(), theme.muted.name()
+
+    def line(label: str, value: str, color: str = "") -> str:
+        style = f' style="color:{color}"' if color else ""
+        return (
+            f'<tr><td style="color:{muted}; padding-right:10px">{escape(label)}</td>'
+            f"<td{style}>{escape(value)}</td></tr>"
+        )
+
+    rows = []
+    if request.target:
+        rows.append(line("On", one_line(request.target, 200)))
+    source = one_line(request.source, 200)
+    reason = one_line(request.reason or "", 300)
+    if request.trusted:
+        rows.append(line("From", source))
+    else:
+        state = "changed since you trusted it" if "changed" in reason else "not trusted yet"
+        rows.append(line("From", f"{source} — {state}", warn))
+        if request.source and request.source in (request.reason or ""):
+            reason = ""  # the line above says it already
+    if reason:
+        rows.append(line("Asks because", reason))
+    if request.never_covered:
+        rows.append(line("Note", "No rule can allow this: Deskhand asks every time.", warn))
+    doc = QTextDocument()
+    doc.setDocumentMargin(0)
+    doc.setDefaultFont(theme.small_font)
+    doc.setHtml(f'<table cellspacing="0" cellpadding="1">{"".join(rows)}</table>')
+    return doc
 
 
 def approval_question(operations: list[str]) -> str:

@@ -123,6 +123,10 @@ class ToolCard(ChatItem):
     progress: str = ""
     fraction: float | None = None
     approval: ApprovalRequest | None = None
+    #: Height of the approval widget (preview, arguments, buttons) placed over the card.
+    panel_height: int = 0
+    #: A question a running tool asks ("<call id>~<n>"), not a call of its own.
+    question: bool = False
     #: "Allowed once", "Always allowed", "Denied" (+ " by rule"), shown in the header.
     decision: str = ""
     result: str = ""

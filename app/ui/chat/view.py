@@ -72,7 +72,10 @@ from app.ui.chat.model import (
 FRAME_MS = 16
 _DECISION_WORDS = {
     Decision.ALLOW_ONCE: "Allowed once",
+    Decision.ALLOW_CONVERSATION: "Allowed in this conversation",
     Decision.ALWAYS_ALLOW: "Always allowed",
+    Decision.ALWAYS_ALLOW_ANY: "Always allowed (any arguments)",
+    Decision.TRUST_SOURCE: "Source trusted",
     Decision.DENY: "Denied",
 }
 
@@ -357,14 +360,19 @@ class ChatView(QTreeView):
     def _approval_requested(self, event: ApprovalRequested) -> None:
         self._flush()
         request = event.request
+        question = "~" in request.call_id and request.call_id not in self._cards
         card = self._card(request.call_id, request.tool)
+        if question:  # a running tool asks something: a small card of its own
+            card.question = True
+            card.arguments = ""
         card.status = ToolStatus.AWAITING
         card.approval = request
         card.category = card.category or request.category
         card.operations = list(request.operations)
-        card.arguments = pretty_arguments(request.arguments) or card.arguments
-        self.chat_model.changed(card)
+        if not card.question:
+            card.arguments = pretty_arguments(request.arguments) or card.arguments
         self._attach_bar(card)
+        self.chat_model.changed(card)
 
     def _approval_decided(self, call_id: str, decision: Decision | str, source: str) -> None:
         card = self._cards.get(call_id)
@@ -374,8 +382,12 @@ class ChatView(QTreeView):
         decision = Decision(decision)
         card.approval = None
         card.status = ToolStatus.DENIED if decision == Decision.DENY else ToolStatus.RUNNING
-        if source in ("user", "rule"):
+        if source in ("user", "rule", "yes"):
             card.decision = _DECISION_WORDS[decision] + (" by rule" if source == "rule" else "")
+        if card.question:  # answered: nothing more happens on this card
+            if decision != Decision.DENY:
+                card.status = ToolStatus.OK
+            card.seconds = card.elapsed()
         self.chat_model.changed(card)
 
     def _tool_finished(self, event: ToolCallFinished) -> None:
@@ -394,17 +406,29 @@ class ChatView(QTreeView):
         self.chat_model.changed(card)
 
     def _attach_bar(self, card: ToolCard) -> None:
-        if card.call_id in self._bars:
+        if card.call_id in self._bars or card.approval is None:
             return
-        bar = ApprovalBar(card.name)
+        bar = ApprovalBar(card.approval, self.chat_delegate.theme)
         bar.decided.connect(lambda value, cid=card.call_id: self._decide(cid, value))
+        bar.heightChanged.connect(lambda h, c=card: self._bar_height(c, h))
+        card.panel_height = bar.wanted_height()
         self.setIndexWidget(self.chat_model.index(card.row, 0), bar)
         self._bars[card.call_id] = bar
-        # Tab from the conversation reaches the buttons (they are created late, so they
-        # would otherwise sit at the end of the window's focus chain).
-        QWidget.setTabOrder(self, bar.first())
-        QWidget.setTabOrder(bar.first(), bar.buttons[Decision.ALWAYS_ALLOW])
-        QWidget.setTabOrder(bar.buttons[Decision.ALWAYS_ALLOW], bar.last())
+        # Tab from the conversation reaches the card's parts (they are created late, so
+        # they would otherwise sit at the end of the window's focus chain).
+        previous: QWidget = self
+        for widget in bar.focus_chain():
+            QWidget.setTabOrder(previous, widget)
+            previous = widget
+
+    def _bar_height(self, card: ToolCard, height: int) -> None:
+        if card.panel_height != height:
+            card.panel_height = height
+            self.chat_model.changed(card)
+
+    def bar(self, call_id: str) -> ApprovalBar | None:
+        """The approval widget of a pending call (tests, the window's shortcuts)."""
+        return self._bars.get(call_id)
 
     def _detach_bar(self, call_id: str) -> None:
         bar = self._bars.pop(call_id, None)

@@ -33,16 +33,22 @@ from app.ui.settings.mcp_page import McpPage
 from app.ui.settings.memory_page import MemoryPage
 from app.ui.settings.page import SettingsPage, in_thread
 from app.ui.settings.providers_page import ProvidersPage
+from app.ui.settings.rules_page import RulesPage
 from app.ui.settings.skills_page import SkillsPage
+from app.ui.settings.sources_page import SourcesPage
 from app.ui.settings.tools_page import ToolsPage
 from app.ui.settings.widgets import muted_label, role_label
 
-PageKey = Literal["providers", "integrations", "tools", "mcp", "skills", "memory", "general"]
+PageKey = Literal[
+    "providers", "integrations", "tools", "rules", "mcp", "sources", "skills", "memory", "general"
+]
 PAGE_KEYS: tuple[PageKey, ...] = (
     "providers",
     "integrations",
     "tools",
+    "rules",
     "mcp",
+    "sources",
     "skills",
     "memory",
     "general",
@@ -51,7 +57,9 @@ NAV_TITLES = {
     "providers": "Providers",
     "integrations": "Integrations",
     "tools": "Tools",
+    "rules": "Rules",
     "mcp": "MCP servers",
+    "sources": "Sources",
     "skills": "Skills",
     "memory": "Memory",
     "general": "General",
@@ -76,7 +84,9 @@ class SettingsDialog(QDialog):
         self.providers = ProvidersPage(runtime)
         self.integrations = IntegrationsPage(runtime)
         self.tools = ToolsPage(runtime)
+        self.rules = RulesPage(runtime)
         self.mcp = McpPage(runtime)
+        self.sources = SourcesPage(runtime)
         self.skills = SkillsPage(runtime)
         self.memory = MemoryPage(runtime)
         self.general = GeneralPage(runtime)
@@ -84,7 +94,9 @@ class SettingsDialog(QDialog):
             "providers": self.providers,
             "integrations": self.integrations,
             "tools": self.tools,
+            "rules": self.rules,
             "mcp": self.mcp,
+            "sources": self.sources,
             "skills": self.skills,
             "memory": self.memory,
             "general": self.general,
@@ -181,11 +193,12 @@ class SettingsDialog(QDialog):
         try:
             await self.providers.store_keys()
             saved = await in_thread(self.runtime.settings_store.update, apply)
+            await in_thread(self._commit_rules)
         except (SecretStoreError, SecretInSettingsError) as exc:
             self._show_message(f"Nothing was saved. {exc}")
             return False
         except OSError as exc:
-            self._show_message(f"Could not write the settings file: {exc}")
+            self._show_message(f"Could not write the settings or rules file: {exc}")
             return False
         finally:
             self.save_button.setEnabled(True)
@@ -194,6 +207,14 @@ class SettingsDialog(QDialog):
             page.mark_saved(saved)
         self.settingsChanged.emit()
         return True
+
+    def _commit_rules(self) -> None:
+        """(worker thread) Pages whose choices are approval rules write them to rules.json,
+        after settings.json was saved."""
+        for page in self.pages.values():
+            commit = getattr(page, "commit", None)
+            if callable(commit):
+                commit()
 
     @asyncSlot()
     async def _on_save_clicked(self) -> None:

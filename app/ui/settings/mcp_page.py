@@ -1,9 +1,11 @@
 """The "MCP servers" page: the servers of `mcp.json` — add, edit, remove, enable — each
-with its approval rule (`mcp__<server>__*` in settings.approvals) and its live status.
+with its approval rule (a rule for every tool of source `mcp:<server>` in rules.json) and
+its live status. Whether a server is trusted is on the Sources page.
 
 Server changes are written to mcp.json right away with `app.core.mcp.config`; secret-looking
 env and header values (and an OAuth token) go to the keyring and mcp.json keeps only a
-`keyring:mcp/<server>/<name>` reference. Approval rules are part of the dialog's Save.
+`keyring:mcp/<server>/<name>` reference. Approval rules are part of the dialog's Save
+(written to rules.json after settings.json).
 Every file, keyring and server call runs in a worker thread; status changes arrive on the
 MCP thread and hop to Qt through a signal.
 """
@@ -53,6 +55,8 @@ from app.core.mcp.config import (
 from app.core.mcp.manifests import slug
 from app.core.mcp.status import ServerState, Status
 from app.core.paths import mcp_path
+from app.core.rules import Rule as ApprovalRule
+from app.core.rules import RuleBook, RuleDecision, Scope
 from app.core.runtime import Runtime
 from app.core.settings import Settings
 from app.ui.settings.account_list import DETAIL_ROLE, AccountDelegate
@@ -72,9 +76,10 @@ log = logging.getLogger(__name__)
 Rule = Literal["ask", "allow", "deny"]
 RULES: list[tuple[Rule, str]] = [
     ("ask", "Ask every time"),
-    ("allow", "Always allow"),
-    ("deny", "Deny"),
+    ("allow", "Always allow (once trusted)"),
+    ("deny", "Never"),
 ]
+ORIGIN = "Settings → MCP servers"
 LIST_WIDTH = 220
 LABEL_WIDTH = 110
 CONNECT_WAIT = 20.0
@@ -83,16 +88,50 @@ SET_PLACEHOLDER = "•••••••• set (type to replace)"
 
 
 def rule_pattern(server: str) -> str:
+    """How earlier versions named a server's tools in their per-tool lists."""
     return f"mcp__{slug(server, camel=False)}__*"
 
 
-def current_rule(server: str, settings: Settings) -> Rule:
-    pattern = rule_pattern(server)
-    if pattern in settings.approvals.deny:
+def server_source(server: str) -> str:
+    return f"mcp:{server}"
+
+
+def _server_rules(book: RuleBook, server: str) -> list[ApprovalRule]:
+    """The any-argument rules for every tool of this server (and their pre-rules form)."""
+    sources = {server_source(server), server_source(slug(server, camel=False))}
+    legacy = rule_pattern(server)  # migrated per-tool lists: any MCP source, this prefix
+    return [
+        r
+        for r in book.rules()
+        if r.scope is Scope.ALWAYS
+        and not r.matcher.narrow
+        and (
+            (r.source in sources and r.tool in ("*", legacy))
+            or (r.source == "mcp:*" and r.tool == legacy)
+        )
+    ]
+
+
+def current_rule(server: str, book: RuleBook) -> Rule:
+    decisions = {r.decision for r in _server_rules(book, server)}
+    if RuleDecision.DENY in decisions:
         return "deny"
-    if pattern in settings.approvals.always_allow:
+    if RuleDecision.ALLOW in decisions:
         return "allow"
     return "ask"
+
+
+def set_server_rule(book: RuleBook, server: str, rule: Rule) -> None:
+    """Replaces the server's any-argument rules with the one `rule` means. An allow rule
+    takes effect only once the server is trusted (Sources page): until then it asks."""
+    for old in _server_rules(book, server):
+        book.remove(old.id)
+    if rule == "ask":
+        return
+    decision = RuleDecision.DENY if rule == "deny" else RuleDecision.ALLOW
+    book.add(
+        ApprovalRule(tool="*", source=server_source(server), decision=decision, origin=ORIGIN)
+    )
 
 
 def confirm(parent: QWidget, title: str, text: str) -> bool:
@@ -504,8 +543,8 @@ class McpPage(SettingsPage):
             return servers, error, self.runtime.mcp.states() if running else []
 
         self.servers, self.load_error, states = await in_thread(work)
-        settings = self.runtime.settings
-        self.rules = {name: current_rule(name, settings) for name in self.servers}
+        book = await in_thread(lambda: self.runtime.rules)
+        self.rules = {name: current_rule(name, book) for name in self.servers}
         self._saved_rules = dict(self.rules)
         if "mcp" in self.runtime.__dict__:  # the manager exists: follow it
             self._subscribe()
@@ -721,7 +760,7 @@ class McpPage(SettingsPage):
             self.states.pop(original, None)
         self.rules[name] = rule
         # what settings hold for this name's pattern now (a renamed server starts afresh)
-        self._saved_rules.setdefault(name, current_rule(name, self.runtime.settings))
+        self._saved_rules.setdefault(name, current_rule(name, self.runtime.rules))
         self.states.pop(name, None)
         await self._written(servers)
         self._fill(select=name)
@@ -803,9 +842,9 @@ class McpPage(SettingsPage):
             self.set_message(f"Could not import: {exc}", error=True)
             return
         await self._written(servers)
-        settings = self.runtime.settings
+        book = self.runtime.rules
         for name in report.added:
-            self.rules.setdefault(name, current_rule(name, settings))
+            self.rules.setdefault(name, current_rule(name, book))
             self._saved_rules.setdefault(name, self.rules[name])
         parts = [f"Imported {plural(len(report.added), 'server')}"]
         if report.skipped:
@@ -825,24 +864,28 @@ class McpPage(SettingsPage):
         return rules
 
     def patch(self) -> Patch:
+        """Nothing in settings.json: the rules go to rules.json in `commit`."""
+        self._pending = self._changed_rules()
+
+        def apply(settings: Settings) -> None:
+            pass
+
+        return apply
+
+    def _changed_rules(self) -> dict[str, Rule]:
         rules = self._current_rules()
         changed = {n: r for n, r in rules.items() if r != self._saved_rules.get(n, "ask")}
         for name, rule in self._saved_rules.items():  # removed servers: drop their rule
             if name not in rules and rule != "ask":
                 changed[name] = "ask"
+        return changed
 
-        def apply(settings: Settings) -> None:
-            approvals = settings.approvals
-            for name, rule in changed.items():
-                pattern = rule_pattern(name)
-                approvals.always_allow = [p for p in approvals.always_allow if p != pattern]
-                approvals.deny = [p for p in approvals.deny if p != pattern]
-                if rule == "deny":
-                    approvals.deny.append(pattern)
-                elif rule == "allow":
-                    approvals.always_allow.append(pattern)
-
-        return apply
+    def commit(self) -> None:
+        """(worker thread, after settings.json was saved) Write the changed rules."""
+        book = self.runtime.rules
+        for name, rule in getattr(self, "_pending", self._changed_rules()).items():
+            set_server_rule(book, name, rule)
+        self._pending = {}
 
     def mark_saved(self, settings: Settings) -> None:
         self.rules = self._current_rules()

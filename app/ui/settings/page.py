@@ -33,4 +33,6 @@ class SettingsPage(QWidget):
 
 async def in_thread(fn: Callable[..., T], *args: Any) -> T:
     """Run a blocking call (keyring, file I/O) off the GUI thread."""
-    return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+    # qasync may step a task Qt started before the loop "runs" (e.g. from a showEvent):
+    # the loop set for this thread is the one that steps it either way
+    return await asyncio.get_event_loop().run_in_executor(None, fn, *args)

@@ -1,11 +1,12 @@
-"""The "Tools" page: which tools the assistant may use, their approval rules, and the
+"""The "Tools" page: which tools the assistant may use, the per-tool approval rule (Ask /
+Always allow with any arguments / Never — rules in rules.json, written on Save), and the
 folders file tools may touch."""
 
 from __future__ import annotations
 
 import fnmatch
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import (
@@ -23,18 +24,24 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.core.rules import BUILTIN, Rule, RuleBook, RuleDecision, Scope
 from app.core.runtime import Runtime
 from app.core.settings import Settings
 from app.ui.settings.page import Patch, SettingsPage
 from app.ui.settings.widgets import muted_label, plural, role_label
 from tools.spec import Operation, ToolManifest
 
-Rule = Literal["ask", "allow", "deny"]
+Choice = Literal["ask", "allow", "deny"]
 
 CATEGORY_TITLES = {"core": "Core", "fs": "Files"}
 OPERATION_ORDER = [o.value for o in Operation]
-RULE_LABELS: dict[Rule, str] = {"ask": "Ask", "allow": "Always allow", "deny": "Deny"}
-READ_RULE_LABELS: dict[Rule, str] = {"allow": "Allow", "deny": "Deny"}
+RULE_LABELS: dict[Choice, str] = {
+    "ask": "Ask",
+    "allow": "Always allow (any arguments)",
+    "deny": "Never",
+}
+READ_RULE_LABELS: dict[Choice, str] = {"allow": "Allow", "deny": "Never"}
+ORIGIN = "Settings → Tools"
 NAME_ROLE = Qt.ItemDataRole.UserRole
 
 
@@ -48,7 +55,7 @@ class ToolsPage(SettingsPage):
     title = "Tools"
     subtitle = (
         "Choose which tools the assistant may use and when it must ask you first. "
-        "Deny rules win over everything."
+        "“Never” wins over everything; narrower rules are in Settings → Rules."
     )
 
     def __init__(self, runtime: Runtime, parent: QWidget | None = None) -> None:
@@ -57,7 +64,8 @@ class ToolsPage(SettingsPage):
         self._items: dict[str, QTreeWidgetItem] = {}
         self._combos: dict[str, QComboBox] = {}
         self._saved_enabled: dict[str, bool] = {}
-        self._saved_rules: dict[str, Rule] = {}
+        self._saved_rules: dict[str, Choice] = {}
+        self._sources: dict[str, str] = {}
         self._saved_roots: list[str] = []
         self._build()
         self.load(runtime.settings)
@@ -79,7 +87,7 @@ class ToolsPage(SettingsPage):
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.Fixed)
-        header.resizeSection(3, 150)
+        header.resizeSection(3, 176)
         layout.addWidget(self.tree, 1)
         layout.addSpacing(10)
 
@@ -160,24 +168,29 @@ class ToolsPage(SettingsPage):
     ) -> None:
         combo = QComboBox()
         combo.setProperty("compact", True)
+        combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        combo.setMinimumContentsLength(10)
+        combo.view().setMinimumWidth(230)  # the list shows the choices in full
         labels = READ_RULE_LABELS if m.read_only else RULE_LABELS
         for rule, text in labels.items():
             combo.addItem(text, rule)
-        rule, pattern = _current_rule(m, settings)
-        combo.setCurrentIndex(max(0, combo.findData(rule)))
-        if pattern is not None:
-            # A wildcard or category rule decides this tool; editing one name cannot undo it.
+        source = _source_id(self.runtime, m.name)
+        self._sources[m.name] = source
+        choice, deciding = tool_choice(self.runtime.rules, m, source)
+        combo.setCurrentIndex(max(0, combo.findData(choice)))
+        if deciding is not None:
+            # A wildcard rule decides this tool; editing one name cannot undo it.
             combo.setEnabled(False)
-            combo.setToolTip(f"Set by the rule “{pattern}” in settings.json")
+            combo.setToolTip(f"Set by the rule “{deciding.describe()}” (Settings → Rules)")
         else:
             combo.setEnabled(enabled)
-        self._saved_rules[m.name] = rule
+        self._saved_rules[m.name] = choice
         self._combos[m.name] = combo
         holder = QWidget()
         box = QHBoxLayout(holder)
         box.setContentsMargins(4, 0, 10, 0)
         box.addWidget(combo)
-        item.setSizeHint(3, QSize(150, 36))
+        item.setSizeHint(3, QSize(176, 36))
         self.tree.setItemWidget(item, 3, holder)
 
     # -- queries and edits (also used by tests) --
@@ -195,11 +208,11 @@ class ToolsPage(SettingsPage):
         state = Qt.CheckState.Checked if enabled else Qt.CheckState.Unchecked
         self._items[name].setCheckState(0, state)
 
-    def rule(self, name: str) -> Rule:
-        rule: Rule = self._combos[name].currentData()
+    def rule(self, name: str) -> Choice:
+        rule: Choice = self._combos[name].currentData()
         return rule
 
-    def set_rule(self, name: str, rule: Rule) -> None:
+    def set_rule(self, name: str, rule: Choice) -> None:
         combo = self._combos[name]
         combo.setCurrentIndex(combo.findData(rule))
 
@@ -231,7 +244,7 @@ class ToolsPage(SettingsPage):
     def _update_root_buttons(self) -> None:
         self.remove_root_button.setEnabled(bool(self.roots_list.selectedItems()))
         self.roots_hint.setText(
-            "No folder chosen: file tools may use your home folder."
+            "No folder chosen yet: Deskhand asks at the next start which folders it may use."
             if not self.roots()
             else "File tools may only read and change files inside these folders."
         )
@@ -243,9 +256,6 @@ class ToolsPage(SettingsPage):
         state = self._enabled_state()
         toggled = {
             name: enabled for name, enabled in state.items() if enabled != self._saved_enabled[name]
-        }
-        rules = {
-            name: rule for name, rule in self._rules().items() if rule != self._saved_rules[name]
         }
         roots = self.roots()
         new_roots = roots if roots != self._saved_roots else None
@@ -267,20 +277,24 @@ class ToolsPage(SettingsPage):
                         off = m.category == category and not state.get(m.name, True)
                         if off and m.name not in disabled:
                             disabled.append(m.name)
-            approvals = settings.approvals
-            for name, rule in rules.items():
-                approvals.always_allow = [p for p in approvals.always_allow if p != name]
-                approvals.deny = [p for p in approvals.deny if p != name]
-                manifest = registry.get(name)
-                if rule == "deny":
-                    approvals.deny.append(name)
-                elif rule == "allow" and manifest is not None and not manifest.read_only:
-                    approvals.always_allow.append(name)
             settings.tools.disabled = list(disabled)
             if new_roots is not None:
                 settings.files.allowed_roots = list(new_roots)
+                settings.files.folders_chosen = True
 
         return apply
+
+    def commit(self) -> None:
+        """(worker thread, after the settings were saved) The changed per-tool choices
+        become rules in rules.json."""
+        book = self.runtime.rules
+        registry = self.runtime.registry
+        for name, choice in self._rules().items():
+            if choice == self._saved_rules.get(name):
+                continue
+            manifest = registry.get(name)
+            read_only = manifest is not None and manifest.read_only
+            set_tool_choice(book, name, self._sources.get(name, BUILTIN), choice, read_only)
 
     def mark_saved(self, settings: Settings) -> None:
         self._saved_enabled = self._enabled_state()
@@ -290,31 +304,65 @@ class ToolsPage(SettingsPage):
     def _enabled_state(self) -> dict[str, bool]:
         return {name: self.is_enabled(name) for name in self._items}
 
-    def _rules(self) -> dict[str, Rule]:
+    def _rules(self) -> dict[str, Choice]:
         return {name: self.rule(name) for name in self._combos}
 
 
-def _current_rule(m: ToolManifest, settings: Settings) -> tuple[Rule, str | None]:
-    """The tool's rule and, when a pattern (not its own name) decides it, that pattern."""
+def _source_id(runtime: Runtime, name: str) -> str:
+    try:
+        return str(runtime.registry.source_of(name).id)
+    except Exception:  # a registry without sources (embedders): Deskhand's own
+        return BUILTIN
 
-    def matching(patterns: list[str]) -> str | None:
-        for p in patterns:
-            if p.startswith("category:"):
-                if fnmatch.fnmatchcase(m.category, p.removeprefix("category:")):
-                    return p
-            elif fnmatch.fnmatchcase(m.name, p):
-                return p
-        return None
 
-    rules = settings.approvals
-    if m.name in rules.deny:
-        return "deny", None
-    if (p := matching(rules.deny)) is not None:
-        return "deny", p
-    if m.read_only:
-        return "allow", None
-    if m.name in rules.always_allow:
-        return "allow", None
-    if (p := matching(rules.always_allow)) is not None:
-        return "allow", p
-    return "ask", None
+def _is_any_rule_for(rule: Rule, tool: str, source: str) -> bool:
+    return (
+        rule.tool == tool
+        and rule.source == source
+        and not rule.matcher.narrow
+        and rule.scope is Scope.ALWAYS
+    )
+
+
+def tool_choice(book: RuleBook, m: ToolManifest, source: str) -> tuple[Choice, Rule | None]:
+    """What the Tools page shows for one tool: its own any-argument rule; or, when a wildcard
+    rule (another tool pattern or source pattern) decides it, that rule."""
+    own: Choice | None = None
+    wildcard: tuple[Choice, Rule] | None = None
+    for rule in book.rules():
+        if rule.scope is not Scope.ALWAYS or rule.matcher.narrow:
+            continue
+        if _is_any_rule_for(rule, m.name, source):
+            if rule.decision is RuleDecision.DENY or own is None:
+                own = _choice(rule.decision)
+        elif (
+            fnmatch.fnmatchcase(m.name, rule.tool)
+            and fnmatch.fnmatchcase(source, rule.source)
+            and (wildcard is None or rule.decision is RuleDecision.DENY)
+        ):
+            wildcard = (_choice(rule.decision), rule)
+    if wildcard is not None and wildcard[0] == "deny" and own != "deny":
+        return wildcard
+    if own is not None:
+        return own, None
+    if wildcard is not None and wildcard[0] != "ask":
+        return wildcard
+    return ("allow" if m.read_only else "ask"), None
+
+
+def _choice(decision: RuleDecision) -> Choice:
+    return "deny" if decision is RuleDecision.DENY else (
+        "allow" if decision is RuleDecision.ALLOW else "ask"
+    )
+
+
+def set_tool_choice(book: Any, tool: str, source: str, choice: Choice, read_only: bool) -> None:
+    """Replaces the tool's any-argument rules with the one `choice` means."""
+    book.remove_where(tool, source)
+    if choice == "deny":
+        decision = RuleDecision.DENY
+    elif choice == "allow" and not read_only:
+        decision = RuleDecision.ALLOW
+    else:
+        return  # "ask" (and "allow" of a read-only tool) is what happens without a rule
+    book.add(Rule(tool=tool, source=source, decision=decision, origin=ORIGIN))

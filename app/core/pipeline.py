@@ -1,0 +1,623 @@
+"""The one way a tool call runs: validate → classify → decide → ask → run → redact → cap →
+label → record.
+
+The agent loop, `deskhand tools call`, the window and scheduled work all call
+`CallPipeline.call`; nothing else may hand a call to the runner (tests/test_pipeline.py
+checks every call site). Deskhand decides how dangerous a call is: a tool's declared
+operations can only make it stricter, a third-party source is untrusted until the user
+trusts it, rules look at what the call acts on (its subject), and some calls are never
+covered by any rule or `--yes`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from app.core import untrusted
+from app.core.approval import ApprovalRequest, Approver, Decision, Proposal, Verdict
+from app.core.events import AgentEvent, ApprovalDecided, ApprovalRequested, ToolProgress
+from app.core.rules import Evaluation, Matcher, Rule, RuleBook, RuleDecision, Scope
+from app.core.sources import TrustStore, describe, folder_fingerprint
+from app.core.visible import one_line, visible
+from tools.credential_values import mask_credential_data
+from tools.registry import ToolSource
+from tools.runner import InvalidCall, ToolRunner
+from tools.session import ToolSession
+from tools.spec import (
+    Escalation,
+    Operation,
+    Progress,
+    Subject,
+    ToolContext,
+    ToolManifest,
+    ToolResult,
+)
+
+log = logging.getLogger(__name__)
+
+DECLINED = "The user declined this call. Do not retry it; ask the user or choose another way."
+DENY_RULE = "This call is blocked by a deny rule in Deskhand's settings."
+NEVER_BY_YES = (
+    "{tool} was not run: {reason}. Deskhand never approves this automatically (not even with "
+    "--yes); run it where someone can answer the question."
+)
+
+Emit = Callable[[AgentEvent], None]
+
+@dataclass
+class ToolEnvironment:
+    """What tools reach while running, handed to every call's ToolContext."""
+
+    home: Path
+    settings: Any = None
+    account_resolver: Callable[[str], Any] | None = None
+    accounts: Any = None
+    #: conversation id → the services mapping tools reach with ctx.service(name).
+    services: Callable[[str | None], dict[str, Any] | None] = lambda _cid: None
+    #: skill name → its folder, to fingerprint skills' scripts as a source.
+    skill_folder: Callable[[str], Path | None] = lambda _name: None
+    #: Blocks until every stored secret is known to the tripwire (True when done).
+    secrets_ready: Callable[[], bool] | None = None
+
+
+@dataclass
+class CallFacts:
+    """What Deskhand worked out about one call before deciding."""
+
+    manifest: ToolManifest
+    params: Any
+    source: ToolSource
+    trusted: bool
+    subject: Subject
+    escalation: Escalation | None
+    evaluation: Evaluation = field(default_factory=lambda: Evaluation(None))
+
+
+@dataclass
+class CallOutcome:
+    result: ToolResult
+    #: "ok", "error", "denied", "invalid"
+    status: str
+    manifest: ToolManifest | None = None
+
+
+@dataclass
+class _Verdict:
+    verdict: Verdict
+    reason: str | None = None
+    never_covered: bool = False
+
+
+class CallPipeline:
+    def __init__(
+        self,
+        runner: ToolRunner,
+        env: ToolEnvironment,
+        *,
+        rules: RuleBook,
+        trust: TrustStore,
+        approver: Approver,
+        auto_approve: bool = False,
+        recorder: Any = None,
+    ) -> None:
+        self.runner = runner
+        self.env = env
+        self.rules = rules
+        self.trust = trust
+        self.approver = approver
+        #: --yes: what would ask runs, except what no rule may cover.
+        self.auto_approve = auto_approve
+        self.recorder = recorder
+        #: call id → what a tool said after Stop (e.g. "the command may still be running").
+        self.stopped_results: dict[str, ToolResult] = {}
+
+    @property
+    def registry(self) -> Any:
+        return self.runner.registry
+
+    # ---- the pipeline --------------------------------------------------------------------
+
+    async def call(
+        self,
+        call_id: str,
+        name: str,
+        arguments: str | dict[str, Any] | None,
+        *,
+        session: ToolSession,
+        conversation_id: str | None = None,
+        emit: Emit = lambda _event: None,
+        for_model: bool = True,
+    ) -> CallOutcome:
+        """Runs one call. `for_model` False (a person called the tool directly) leaves
+        external content unlabelled: the label speaks to a model."""
+        try:
+            manifest, params = self.validate(name, arguments, session)
+        except InvalidCall as exc:
+            return CallOutcome(self.runner.finish(ToolResult.failure(str(exc))), "invalid")
+        session.activate([manifest.name])
+        ctx = self._context(call_id, manifest, session, conversation_id, emit)
+        facts = await self.classify(manifest, params, ctx)
+        facts.evaluation = self.rules.evaluate(
+            manifest.name, facts.source.id, facts.subject, conversation_id
+        )
+        verdict = self.decide(facts)
+        if verdict.verdict is Verdict.DENY:
+            self._decided(call_id, manifest.name, Decision.DENY, "rule", conversation_id, emit)
+            return CallOutcome(ToolResult.failure(DENY_RULE), "denied", manifest)
+        if verdict.verdict is Verdict.ASK:
+            refused = await self._ask(call_id, facts, verdict, ctx, conversation_id, emit)
+            if refused is not None:
+                return CallOutcome(refused, "denied", manifest)
+        try:
+            result = await self.runner.run_validated(manifest, params, ctx)
+        except asyncio.CancelledError:
+            if ctx.late_result is not None:
+                self.stopped_results[call_id] = ctx.late_result
+            raise
+        result = await self._after_run(result, facts, session, for_model)
+        return CallOutcome(result, "ok" if result.ok else "error", manifest)
+
+    # ---- 1. validate -----------------------------------------------------------------------
+
+    def validate(
+        self, name: str, arguments: str | dict[str, Any] | None, session: ToolSession
+    ) -> tuple[ToolManifest, Any]:
+        if name in self.registry and not session.enabled(name):
+            raise InvalidCall(f"{name} is turned off in Deskhand's settings")
+        source = self.registry.source_of(name)
+        if source.kind in ("pack", "entrypoint") and not self.trust.is_enabled(source):
+            # disabled after it was imported (or the file changed): nothing of it runs
+            raise InvalidCall(f"{name} comes from {describe(source)}, which is disabled")
+        return self.runner.validate(name, arguments)
+
+    # ---- 2. classify -----------------------------------------------------------------------
+
+    async def classify(self, manifest: ToolManifest, params: Any, ctx: ToolContext) -> CallFacts:
+        source = self._source(manifest, params)
+        trusted = self.trust.is_trusted(source, manifest.name)
+        escalation = await self.runner.escalation(manifest, params, ctx)
+        subject = await self._subject(manifest, params, ctx, source)
+        return CallFacts(manifest, params, source, trusted, subject, escalation)
+
+    def _source(self, manifest: ToolManifest, params: Any) -> ToolSource:
+        source = self.registry.source_of(manifest.name)
+        if source.builtin and manifest.name == "skill_run_script":
+            # the built-in runner runs the skill's own scripts: the skill is the source
+            skill = str(getattr(params, "name", ""))
+            folder = self.env.skill_folder(skill)
+            fingerprint = folder_fingerprint(folder) if folder else "missing"
+            where = f"the skill folder {folder}" if folder else "a skill that is not installed"
+            return ToolSource("skill", f"skill:{skill}", fingerprint=fingerprint, origin=where)
+        return source
+
+    async def _subject(
+        self, manifest: ToolManifest, params: Any, ctx: ToolContext, source: ToolSource
+    ) -> Subject:
+        if not source.builtin:
+            # a third party cannot describe its calls into the reach of a narrow rule
+            return Subject(target=describe(source))
+        subject = Subject()
+        if manifest.subject is not None:
+            try:
+                fn = self.registry.resolve_hook(manifest.name, "subject")
+                loop = asyncio.get_running_loop()
+                found = await loop.run_in_executor(None, fn, params, ctx)
+                if isinstance(found, Subject):
+                    subject = found
+            except Exception as exc:  # a broken hook leaves only broad rules (safe side)
+                log.warning("subject of %s unavailable: %s", manifest.name, exc)
+        if subject.account is None and manifest.integration:
+            account = await self._account_label(manifest, params)
+            if account:
+                subject = replace(subject, account=account, target=subject.target or account)
+        return subject
+
+    async def _account_label(self, manifest: ToolManifest, params: Any) -> str | None:
+        accounts = self.env.accounts
+        integration = manifest.integration
+        if accounts is None or integration is None:
+            return None
+        named = getattr(params, "account", None)
+
+        def lookup() -> str | None:
+            try:
+                if named:
+                    account = accounts.find(integration, named)
+                else:
+                    account = accounts.active(integration)
+            except Exception:
+                return None
+            if account is None:
+                return None
+            title = accounts.spec(integration).title if hasattr(accounts, "spec") else integration
+            return f"{title} · {account.label}"
+
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, lookup)
+
+    # ---- 3. decide -------------------------------------------------------------------------
+
+    def decide(self, facts: CallFacts) -> _Verdict:
+        ev, esc = facts.evaluation, facts.escalation
+        if ev.decision is RuleDecision.DENY:
+            return _Verdict(Verdict.DENY, DENY_RULE)
+        if esc is not None and esc.never_covered:
+            return _Verdict(Verdict.ASK, esc.reason, never_covered=True)
+        if not facts.trusted:
+            why = self.trust.why_untrusted(facts.source, facts.manifest.name)
+            return _Verdict(Verdict.ASK, f"{why}, so each of its calls asks")
+        if ev.decision is RuleDecision.ASK and ev.rule is not None:
+            return _Verdict(Verdict.ASK, f"a rule says to ask: {ev.rule.describe()}")
+        if ev.decision is RuleDecision.ALLOW and ev.rule is not None:
+            if esc is None or _covers(ev.rule, esc):
+                return _Verdict(Verdict.ALLOW)
+            return _Verdict(Verdict.ASK, esc.reason)
+        if esc is not None:
+            return _Verdict(Verdict.ASK, esc.reason)
+        if facts.manifest.operations <= {Operation.READ}:
+            return _Verdict(Verdict.ALLOW)
+        return _Verdict(Verdict.ASK, _what_it_does(facts.manifest.operations))
+
+    # ---- 4. ask ----------------------------------------------------------------------------
+
+    async def _ask(
+        self,
+        call_id: str,
+        facts: CallFacts,
+        verdict: _Verdict,
+        ctx: ToolContext,
+        conversation_id: str | None,
+        emit: Emit,
+    ) -> ToolResult | None:
+        """None when the call may run; else the result to report instead."""
+        name = facts.manifest.name
+        if self.auto_approve and not verdict.never_covered:
+            self._decided(call_id, name, Decision.ALLOW_ONCE, "yes", conversation_id, emit)
+            return None
+        request = await self.request_for(call_id, facts, verdict, ctx, conversation_id)
+        emit(ApprovalRequested(request))
+        decision = Decision(await self.approver(request))
+        if decision not in request.choices():
+            decision = Decision.DENY if not decision.allows else Decision.ALLOW_ONCE
+        self._decided(call_id, name, decision, "user", conversation_id, emit)
+        if decision is Decision.DENY:
+            if self.auto_approve and verdict.never_covered:
+                reason = verdict.reason or "it is never approved automatically"
+                return ToolResult.failure(NEVER_BY_YES.format(tool=name, reason=reason))
+            return ToolResult.failure(DECLINED)
+        self._remember(decision, request, facts)
+        return None
+
+    async def request_for(
+        self,
+        call_id: str,
+        facts: CallFacts,
+        verdict: _Verdict,
+        ctx: ToolContext,
+        conversation_id: str | None,
+    ) -> ApprovalRequest:
+        manifest, params = facts.manifest, facts.params
+        # known secrets, then anything shaped like a credential (a token under an innocent name)
+        arguments = mask_credential_data(self.runner.redactor.data(params.model_dump(mode="json")))
+        preview = await self.runner.preview(manifest, params, ctx) if facts.source.builtin else None
+        proposals = [] if verdict.never_covered or not facts.trusted else _proposals(facts)
+        return ApprovalRequest(
+            call_id=call_id,
+            tool=manifest.name,
+            category=manifest.category,
+            operations=sorted(manifest.operations),
+            arguments=arguments,
+            preview=visible(preview) if preview else None,
+            summary=await self._summary(facts, ctx, arguments),
+            target=one_line(target) if (target := facts.subject.target or facts.subject.account)
+            else None,
+            source=describe(facts.source),
+            source_id=facts.source.id,
+            trusted=facts.trusted,
+            reason=verdict.reason,
+            proposals=proposals,
+            never_covered=verdict.never_covered,
+            arguments_text=visible(json.dumps(arguments, indent=2, ensure_ascii=False)),
+            conversation_id=conversation_id,
+        )
+
+    async def _summary(self, facts: CallFacts, ctx: ToolContext, arguments: dict[str, Any]) -> str:
+        manifest = facts.manifest
+        if facts.source.builtin and manifest.summary_line is not None:
+            try:
+                fn = self.registry.resolve_hook(manifest.name, "summary_line")
+                loop = asyncio.get_running_loop()
+                text = await loop.run_in_executor(None, fn, facts.params, ctx)
+                if text:
+                    return one_line(self.runner.redactor.text(str(text)))
+            except Exception as exc:
+                log.warning("summary of %s unavailable: %s", manifest.name, exc)
+        return written_summary(manifest.name, facts.source, arguments)
+
+    def _remember(self, decision: Decision, request: ApprovalRequest, facts: CallFacts) -> None:
+        if decision is Decision.TRUST_SOURCE:
+            self.trust.trust(facts.source)
+            return
+        if not request.proposals:
+            return
+        if decision is Decision.ALWAYS_ALLOW:
+            self.rules.add(request.proposals[0].rule)
+        elif decision is Decision.ALWAYS_ALLOW_ANY:
+            self.rules.add(request.proposals[-1].rule)
+        elif decision is Decision.ALLOW_CONVERSATION and request.conversation_id:
+            rule = request.proposals[0].rule.model_copy(
+                update={"scope": Scope.CONVERSATION, "conversation_id": request.conversation_id}
+            )
+            self.rules.add(rule)
+
+    def _decided(
+        self,
+        call_id: str,
+        tool: str,
+        decision: Decision,
+        how: str,
+        conversation_id: str | None,
+        emit: Emit,
+    ) -> None:
+        emit(ApprovalDecided(call_id, tool, decision, how))
+        if self.recorder is not None and conversation_id is not None:
+            try:
+                self.recorder.record_approval(conversation_id, call_id, tool, decision.value, how)
+            except Exception:  # bookkeeping never breaks a call
+                log.exception("could not record an approval")
+
+    # ---- 5. run: the context a tool gets --------------------------------------------------
+
+    def _context(
+        self,
+        call_id: str,
+        manifest: ToolManifest,
+        session: ToolSession,
+        conversation_id: str | None,
+        emit: Emit,
+    ) -> ToolContext:
+        loop = asyncio.get_running_loop()
+        redactor = self.runner.redactor
+
+        def sink(p: Progress) -> None:  # called from pool threads
+            event = ToolProgress(p.call_id, redactor.text(p.message), p.fraction)
+            loop.call_soon_threadsafe(emit, event)
+
+        ctx = ToolContext(
+            call_id=call_id,
+            home=self.env.home,
+            settings=self.env.settings,
+            progress_sink=sink,
+            account_resolver=self.env.account_resolver,
+            integration=manifest.integration,
+            registry=self.registry,
+            session=session,
+            accounts=self.env.accounts,
+            services=self.env.services(conversation_id),
+        )
+        ctx._confirm = _Confirmer(self, loop, ctx, manifest, conversation_id, emit)
+        ctx._egress_rule = lambda site: self._site_allowed(manifest, site, conversation_id)
+        return ctx
+
+    def _site_allowed(self, manifest: ToolManifest, site: str, conversation_id: str | None) -> bool:
+        """A deny or ask rule for the site wins; only a narrow allow rule naming it covers."""
+        source = self.registry.source_of(manifest.name)
+        if not self.trust.is_trusted(source, manifest.name):
+            return False
+        ev = self.rules.evaluate(manifest.name, source.id, Subject(site=site), conversation_id)
+        return (
+            ev.decision is RuleDecision.ALLOW
+            and ev.rule is not None
+            and ev.rule.matcher.kind == "site"
+        )
+
+    async def confirm_from_tool(
+        self,
+        ctx: ToolContext,
+        manifest: ToolManifest,
+        summary: str,
+        detail: str,
+        conversation_id: str | None,
+        emit: Emit,
+        number: int,
+    ) -> bool:
+        """A question a running tool asks (a page sending data during a click…)."""
+        call_id = f"{ctx.call_id}~{number}"
+        if self.auto_approve:
+            self._decided(call_id, manifest.name, Decision.ALLOW_ONCE, "yes", conversation_id, emit)
+            return True
+        request = ApprovalRequest(
+            call_id=call_id,
+            tool=manifest.name,
+            category=manifest.category,
+            operations=sorted(manifest.operations),
+            arguments={},
+            preview=visible(self.runner.redactor.text(detail)) if detail else None,
+            summary=one_line(self.runner.redactor.text(summary)),
+            reason="the tool asks before going on",
+            conversation_id=conversation_id,
+        )
+        emit(ApprovalRequested(request))
+        decision = Decision(await self.approver(request))
+        allowed = decision is not Decision.DENY
+        final = Decision.ALLOW_ONCE if allowed else Decision.DENY
+        self._decided(call_id, manifest.name, final, "user", conversation_id, emit)
+        return allowed
+
+    # ---- 6–8. redact, cap, label, note what was read -----------------------------------
+
+    async def _after_run(
+        self, result: ToolResult, facts: CallFacts, session: ToolSession, for_model: bool
+    ) -> ToolResult:
+        if self.env.secrets_ready is not None:
+            # hold the result until the tripwire knows every stored secret
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(None, self.env.secrets_ready)
+            result = self.runner.redact(result)
+        params = _plain(facts.params)
+        kind = facts.source.kind
+        labelled, origin = untrusted.for_model(facts.manifest, kind, params, result.content)
+        if origin is not None:
+            if for_model:  # failed results too: an error text can carry a page's words
+                result.content = labelled
+            session.last_untrusted_origin = origin  # it stays in the model's context
+        private = untrusted.private_origin(facts.manifest, kind, params)
+        if private is not None and result.ok:
+            session.private_data_read = private
+        return result
+
+
+class _Confirmer:
+    """`ctx.confirm` for one call: hops from the tool's thread to the loop and waits,
+    giving up (False) if the call is cancelled meanwhile."""
+
+    def __init__(
+        self,
+        pipeline: CallPipeline,
+        loop: asyncio.AbstractEventLoop,
+        ctx: ToolContext,
+        manifest: ToolManifest,
+        conversation_id: str | None,
+        emit: Emit,
+    ) -> None:
+        self._args = (pipeline, loop, ctx, manifest, conversation_id, emit)
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, summary: str, detail: str = "") -> bool:
+        pipeline, loop, ctx, manifest, conversation_id, emit = self._args
+        if threading.current_thread() is threading.main_thread() and loop.is_running():
+            raise RuntimeError("ctx.confirm must be called from a tool thread, not the loop")
+        with self._lock:
+            self._count += 1
+            number = self._count
+        future = asyncio.run_coroutine_threadsafe(
+            pipeline.confirm_from_tool(
+                ctx, manifest, summary, detail, conversation_id, emit, number
+            ),
+            loop,
+        )
+        while True:
+            try:
+                return bool(future.result(timeout=0.1))
+            except concurrent.futures.TimeoutError:
+                if ctx.cancelled:
+                    future.cancel()
+                    return False
+
+
+# ---- proposals and summaries -------------------------------------------------------------
+
+
+def _covers(rule: Rule, escalation: Escalation) -> bool:
+    """A narrow allow rule waives an escalation; for egress, only if it names that site."""
+    if not rule.matcher.narrow:
+        return False
+    if escalation.site is not None and rule.matcher.kind == "site":
+        return rule.matcher.matches(Subject(site=escalation.site))
+    return escalation.site is None
+
+
+def _proposals(facts: CallFacts) -> list[Proposal]:
+    """Narrowest useful rule first; the broad any-arguments rule last, and only when the
+    call has no escalation (a broad rule could not waive it anyway)."""
+    manifest, subject, source = facts.manifest, facts.subject, facts.source
+    friendly = manifest.name
+    out: list[Proposal] = []
+
+    def rule(matcher: Matcher) -> Rule:
+        return Rule(
+            tool=manifest.name,
+            source=source.id,
+            matcher=matcher,
+            decision=RuleDecision.ALLOW,
+            origin="“Always allow” on an approval card",
+        )
+
+    site = facts.escalation.site if facts.escalation and facts.escalation.site else subject.site
+    if subject.paths:
+        folder = _common_folder(subject.paths)
+        out.append(
+            Proposal(f"{friendly} in {_short(folder)}", rule(Matcher(kind="path", value=folder)))
+        )
+    elif site:
+        out.append(Proposal(f"{friendly} on {site}", rule(Matcher(kind="site", value=site))))
+    elif subject.command:
+        prefix = " ".join(subject.command.split()[:2])
+        out.append(
+            Proposal(f"{friendly} for “{prefix} …”", rule(Matcher(kind="command", value=prefix)))
+        )
+    elif subject.account:
+        out.append(
+            Proposal(
+                f"{friendly} for {subject.account}",
+                rule(Matcher(kind="account", value=subject.account)),
+            )
+        )
+    if facts.escalation is None:
+        out.append(Proposal(f"{friendly} with any arguments", rule(Matcher())))
+    return out
+
+
+_VERBS = {
+    Operation.CREATE: "create",
+    Operation.UPDATE: "change",
+    Operation.DELETE: "delete",
+    Operation.EXECUTE: "run",
+}
+
+
+def _what_it_does(operations: frozenset[Operation]) -> str:
+    verbs = [_VERBS[o] for o in (Operation.CREATE, Operation.UPDATE, Operation.DELETE,
+                                 Operation.EXECUTE) if o in operations]
+    if not verbs:
+        return "it may change something"
+    listed = verbs[0] if len(verbs) == 1 else f"{', '.join(verbs[:-1])} or {verbs[-1]}"
+    return f"it would {listed} something"
+
+
+def _short(path: str) -> str:
+    """~ for the user's home, as people write it."""
+    home = str(Path.home())
+    if path == home:
+        return "~"
+    if path.startswith(home + os.sep):
+        return "~" + path[len(home):]
+    return path
+
+
+def _common_folder(paths: tuple[str, ...]) -> str:
+    folders = [p if os.path.isdir(p) else os.path.dirname(p) for p in paths]
+    try:
+        return os.path.commonpath(folders) or folders[0]
+    except ValueError:  # different drives
+        return folders[0]
+
+
+def written_summary(tool: str, source: ToolSource, arguments: dict[str, Any]) -> str:
+    """Deskhand's own one-liner for a call whose source cannot be asked for one."""
+    parts = []
+    for key, value in list(arguments.items())[:4]:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        parts.append(f"{key}={one_line(str(text), 60)}")
+    more = "…" if len(arguments) > 4 else ""
+    args = f" with {', '.join(parts)}{more}" if parts else ""
+    who = "" if source.builtin else f" ({describe(source)})"
+    return one_line(f"Run {tool}{who}{args}", 240)
+
+
+def _plain(params: Any) -> dict[str, Any]:
+    dump = getattr(params, "model_dump", None)
+    try:
+        return dump(mode="json") if callable(dump) else {}
+    except Exception:
+        return {}

@@ -1,0 +1,316 @@
+"""Approval rules: which calls run without asking, which always ask, which are refused.
+
+A rule = a tool pattern and a source pattern (what the tool really is: its name and where
+it comes from, never a category a third party claims) + an optional argument matcher (a
+folder or path glob, a site, an account, a command prefix) + a decision + a scope (this
+conversation, or always). Deny beats ask beats allow. Rules live in `<home>/rules.json`,
+which no tool can read or write; the user sees and removes them in Settings and with
+`deskhand rules`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path, PurePath
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tools.spec import Subject
+
+log = logging.getLogger(__name__)
+
+RULES_FILE = "rules.json"
+BUILTIN = "builtin"
+
+
+class RuleDecision(StrEnum):
+    ALLOW = "allow"
+    ASK = "ask"
+    DENY = "deny"
+
+
+class Scope(StrEnum):
+    CONVERSATION = "conversation"
+    ALWAYS = "always"
+
+
+MatcherKind = Literal["any", "path", "site", "account", "command"]
+
+
+class Matcher(BaseModel):
+    """What the call's arguments must be for the rule to apply. `any` matches every call."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    kind: MatcherKind = "any"
+    #: path: a folder (the call's paths are inside it) or a glob; site: scheme://host:port
+    #: (a "*" may stand for a subdomain); account: the account as the card names it;
+    #: command: a command prefix ("git status").
+    value: str = ""
+
+    @property
+    def narrow(self) -> bool:
+        return self.kind != "any"
+
+    def matches(self, subject: Subject) -> bool:
+        match self.kind:
+            case "any":
+                return True
+            case "path":
+                paths = subject.paths
+                return bool(paths) and all(_path_matches(self.value, p) for p in paths)
+            case "site":
+                return subject.site is not None and fnmatch.fnmatchcase(
+                    subject.site.lower(), self.value.lower()
+                )
+            case "account":
+                return subject.account is not None and subject.account == self.value
+            case "command":
+                return subject.command is not None and _command_matches(self.value, subject.command)
+        return False
+
+    def describe(self) -> str:
+        match self.kind:
+            case "any":
+                return "with any arguments"
+            case "path":
+                return f"in {self.value}"
+            case "site":
+                return f"on {self.value}"
+            case "account":
+                return f"for {self.value}"
+            case "command":
+                return f"for commands starting with “{self.value}”"
+        return self.value
+
+
+def _path_matches(pattern: str, path: str) -> bool:
+    if any(ch in pattern for ch in "*?["):
+        return fnmatch.fnmatchcase(path, pattern)
+    folder = PurePath(pattern)
+    candidate = PurePath(path)
+    return candidate == folder or folder in candidate.parents
+
+
+#: A command line with these may run more than its first command (`git status; rm -rf ~`):
+#: until commands are parsed as the shell would (issue: terminal tool), no prefix covers it.
+_SHELL_SYNTAX = frozenset(";&|`$<>(){}\n\r*?[]!#~'\"\\")
+
+
+def _command_matches(prefix: str, command: str) -> bool:
+    if any(ch in _SHELL_SYNTAX for ch in command):
+        return False
+    wanted = prefix.split()
+    return bool(wanted) and command.split()[: len(wanted)] == wanted
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class Rule(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
+    #: A tool name or a glob over names ("fs_write_file", "docker_*", "*").
+    tool: str
+    #: Where the tool comes from: "builtin", "mcp:<server>", "pack:<file>",
+    #: "entrypoint:<distribution>", "skill:<name>"; globs allowed ("mcp:*").
+    source: str = BUILTIN
+    matcher: Matcher = Field(default_factory=Matcher)
+    decision: RuleDecision
+    scope: Scope = Scope.ALWAYS
+    #: Set for scope "conversation": the conversation the rule belongs to.
+    conversation_id: str | None = None
+    created: str = Field(default_factory=_now)
+    #: Where the rule came from, in plain words ("Always allow on an approval card").
+    origin: str = ""
+
+    def applies_to(
+        self, tool: str, source: str, subject: Subject, conversation_id: str | None
+    ) -> bool:
+        if self.scope is Scope.CONVERSATION and (
+            conversation_id is None or conversation_id != self.conversation_id
+        ):
+            return False
+        return (
+            fnmatch.fnmatchcase(tool, self.tool)
+            and fnmatch.fnmatchcase(source, self.source)
+            and self.matcher.matches(subject)
+        )
+
+    def describe(self) -> str:
+        verb = {"allow": "Allow", "ask": "Always ask for", "deny": "Never allow"}[self.decision]
+        what = "every tool" if self.tool == "*" else self.tool
+        where = "" if self.source == BUILTIN else f" from {self.source}"
+        scope = " in this conversation" if self.scope is Scope.CONVERSATION else ""
+        return f"{verb} {what}{where} {self.matcher.describe()}{scope}"
+
+
+class _RuleFile(BaseModel):
+    version: int = 1
+    rules: list[Rule] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What the rules say about one call; `rule` is the deciding one."""
+
+    decision: RuleDecision | None
+    rule: Rule | None = None
+
+    @property
+    def narrow(self) -> bool:
+        return self.rule is not None and self.rule.matcher.narrow
+
+
+_ORDER = (RuleDecision.DENY, RuleDecision.ASK, RuleDecision.ALLOW)
+
+
+class RuleBook:
+    """The rules file, loaded once and written atomically on every change. Thread-safe."""
+
+    def __init__(self, path: Path | None, rules: Iterable[Rule] = ()) -> None:
+        """`path` None keeps the rules in memory only (embedders, tests)."""
+        self.path = path
+        self._lock = threading.RLock()
+        self.load_error: str | None = None
+        self._rules: list[Rule] = self._load() + list(rules)
+
+    def _load(self) -> list[Rule]:
+        if self.path is None:
+            return []
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            log.warning("cannot read %s: %s", self.path, exc)
+            return []
+        try:
+            return _RuleFile.model_validate(json.loads(raw)).rules
+        except (ValueError, ValidationError) as exc:
+            # Keep the unreadable file for the user; no rule means every call asks (safe).
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+            kept = self.path.with_name(f"{self.path.name}.unreadable-{stamp}")
+            os.replace(self.path, kept)
+            self.load_error = f"the rules file was unreadable ({exc}); it was kept as {kept}"
+            log.warning("%s", self.load_error)
+            return []
+
+    def _save(self) -> None:
+        from app.core.settings import atomic_write
+
+        if self.path is None:
+            return
+        text = _RuleFile(rules=self._rules).model_dump_json(indent=2) + "\n"
+        atomic_write(self.path, text.encode("utf-8"), mode=0o600)
+
+    # ---- queries -----------------------------------------------------------------
+
+    def rules(self) -> list[Rule]:
+        with self._lock:
+            return list(self._rules)
+
+    def get(self, rule_id: str) -> Rule | None:
+        with self._lock:
+            return next((r for r in self._rules if r.id == rule_id), None)
+
+    def evaluate(
+        self,
+        tool: str,
+        source: str,
+        subject: Subject,
+        conversation_id: str | None = None,
+    ) -> Evaluation:
+        with self._lock:
+            matching = [
+                r for r in self._rules if r.applies_to(tool, source, subject, conversation_id)
+            ]
+        for decision in _ORDER:
+            found = [r for r in matching if r.decision is decision]
+            if found:
+                # among allow rules prefer a narrow one: it may waive an escalation
+                found.sort(key=lambda r: not r.matcher.narrow)
+                return Evaluation(decision, found[0])
+        return Evaluation(None)
+
+    # ---- changes -----------------------------------------------------------------
+
+    def add(self, rule: Rule) -> Rule:
+        with self._lock:
+            for existing in self._rules:
+                if _same(existing, rule):
+                    return existing
+            self._rules.append(rule)
+            self._save()
+            return rule
+
+    def add_many(self, rules: Iterable[Rule]) -> None:
+        with self._lock:
+            for rule in rules:
+                if not any(_same(r, rule) for r in self._rules):
+                    self._rules.append(rule)
+            self._save()
+
+    def remove(self, rule_id: str) -> Rule | None:
+        with self._lock:
+            rule = self.get(rule_id)
+            if rule is None:
+                return None
+            self._rules = [r for r in self._rules if r.id != rule_id]
+            self._save()
+            return rule
+
+    def remove_where(self, tool: str, source: str = BUILTIN) -> int:
+        """Drops the any-argument rules of one tool (used when a setting is reset)."""
+        with self._lock:
+            keep = [
+                r
+                for r in self._rules
+                if not (r.tool == tool and r.source == source and not r.matcher.narrow)
+            ]
+            removed = len(self._rules) - len(keep)
+            if removed:
+                self._rules = keep
+                self._save()
+            return removed
+
+
+def _same(a: Rule, b: Rule) -> bool:
+    return (
+        a.tool == b.tool
+        and a.source == b.source
+        and a.matcher == b.matcher
+        and a.decision == b.decision
+        and a.scope == b.scope
+        and a.conversation_id == b.conversation_id
+    )
+
+
+# ---- upgrading from per-tool lists ------------------------------------------------------
+
+
+def rule_from_legacy_pattern(pattern: str, decision: RuleDecision) -> Rule:
+    """Old settings held tool names, name globs or "category:<c>" patterns."""
+    origin = "kept from an earlier version's per-tool setting"
+    if pattern.startswith("category:"):
+        category = pattern.removeprefix("category:")
+        if category.startswith("mcp:"):
+            return Rule(tool="*", source=category, decision=decision, origin=origin)
+        return Rule(tool=f"{category}_*", decision=decision, origin=origin)
+    if pattern.startswith("mcp__"):
+        # tool names carry a slug of the server's name, not the name itself: the tool
+        # pattern already pins the server, so any MCP source may match
+        return Rule(tool=pattern, source="mcp:*", decision=decision, origin=origin)
+    return Rule(tool=pattern, decision=decision, origin=origin)
