@@ -218,8 +218,15 @@ def _can_ask(args: argparse.Namespace) -> bool:
     return sys.stdin.isatty() and sys.stderr.isatty() and not args.json
 
 
+def _notices(runtime: Runtime) -> None:
+    """What the app says once (e.g. what an upgrade changed), on stderr."""
+    for notice in runtime.take_notices():
+        print(f"deskhand: {notice}", file=sys.stderr)
+
+
 def _folder_note(runtime: Runtime) -> None:
     """Says once per run when file tools fall back to the current folder."""
+    _notices(runtime)
     import os
     from pathlib import Path
 
@@ -263,6 +270,7 @@ async def _tools_call(args: argparse.Namespace, runtime: Runtime) -> int:
     from app.core.approval import deny_all
     from app.core.cli_output import interactive_approver
     from app.core.events import ApprovalDecided, ApprovalRequested, ToolProgress
+    from app.core.visible import one_line
     from tools.spec import ToolResult
 
     if args.name.startswith("mcp__") and args.name not in runtime.registry:
@@ -272,17 +280,22 @@ async def _tools_call(args: argparse.Namespace, runtime: Runtime) -> int:
         hint = None if args.name in runtime.registry else runtime.mcp.missing_tool_hint(args.name)
         if hint:
             return _print_result(ToolResult.failure(hint), args.json, EXIT_USAGE)
-    _folder_note(runtime)
+    manifest = runtime.registry.get(args.name)
+    if manifest is not None and manifest.category == "fs":
+        _folder_note(runtime)
+    else:
+        _notices(runtime)
     approver = interactive_approver if _can_ask(args) else deny_all
     pipeline = runtime.make_pipeline(approver, auto_approve=args.yes, record=False)
 
     def show(event: Any) -> None:
         if isinstance(event, ToolProgress):
-            print(f"… {event.message}", file=sys.stderr)
+            print(f"… {one_line(event.message, 300)}", file=sys.stderr)
         elif isinstance(event, ApprovalDecided) and event.source == "yes":
             print(f"deskhand: {event.tool} approved by --yes", file=sys.stderr)
         elif isinstance(event, ApprovalRequested) and not _can_ask(args):
-            print(f"deskhand: {event.request.tool} needs approval: {event.request.reason}",
+            req = event.request  # made visible already; one line for the terminal
+            print(f"deskhand: {one_line(req.tool)} needs approval: {one_line(req.reason or '')}",
                   file=sys.stderr)
 
     outcome = await pipeline.call(
@@ -297,11 +310,18 @@ async def _tools_call(args: argparse.Namespace, runtime: Runtime) -> int:
     return _print_result(result, args.json, EXIT_OK if result.ok else EXIT_TOOL_FAILED)
 
 
+def _visible(text: str) -> str:
+    from app.core.visible import visible
+
+    return visible(text)
+
+
 def _print_result(result: Any, as_json: bool, code: int) -> int:
     if as_json:
         print(json.dumps(result.to_json(), ensure_ascii=False, default=str))
     elif result.ok:
-        print(result.content)
+        # on a terminal, escapes in what a tool read are shown, never obeyed
+        print(_visible(result.content) if sys.stdout.isatty() else result.content)
     else:
         print(f"deskhand: {result.error or result.content}", file=sys.stderr)
     return code

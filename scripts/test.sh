@@ -13,6 +13,7 @@ TEST_PACKAGES=(
   docker.io iptables busybox-static # a private dockerd and its busybox test image
   chromium                          # the browser tools' tests, through Playwright
   desktop-file-utils                # desktop-file-validate (test_packaging.py, package-test.sh)
+  file                              # platform.architecture() runs it (croniter imports that)
 )
 ensure_apt "${TEST_PACKAGES[@]}" "${QT_RUNTIME_PACKAGES[@]}"
 ensure_venv gui,test

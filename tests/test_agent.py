@@ -239,7 +239,7 @@ def test_always_allow_is_asked_once_and_persisted(env):
     assert asked == ["c0"]
     [rule] = agent.pipeline.rules.rules()
     # the narrowest useful rule: this tool, in this folder — not "any arguments"
-    assert (rule.tool, rule.decision, rule.matcher.kind) == ("fs_write_file", "allow", "path")
+    assert (rule.tool, rule.decision, rule.matcher.kind) == ("fs_write_file", "allow", "folder")
     assert Path(rule.matcher.value) == env.root.resolve()
     assert (env.root / "1.txt").exists()
 

@@ -361,19 +361,20 @@ def test_each_step_of_a_turn_gets_its_own_thinking_block(
 
 def _request(call_id: str = "c1", **changes: Any) -> ApprovalRequest:
     folder = "/home/u/notes"
-    narrow = Rule(tool="fs_write_file", matcher=Matcher(kind="path", value=folder),
+    narrow = Rule(tool="fs_write_file", matcher=Matcher(kind="folder", value=folder),
                   decision=RuleDecision.ALLOW)
     broad = Rule(tool="fs_write_file", decision=RuleDecision.ALLOW)
     values: dict[str, Any] = {
         "summary": "Replace one line of a.txt",
         "target": None,
-        "reason": "it would update something",
+        "reason": "it would change something",
         "proposals": [
             Proposal(f"fs_write_file in {folder}", narrow),
             Proposal("fs_write_file with any arguments", broad),
         ],
         "arguments_text": '{\n  "path": "a.txt"\n}',
         "preview": "-old\n+new",
+        "conversation_id": "conv-1",
     }
     values.update(changes)
     return ApprovalRequest(

@@ -112,7 +112,7 @@ def test_always_allow_on_the_card_adds_the_narrow_rule(
         assert first.read_text() == "1"
         stored = json.loads((home / "rules.json").read_text())["rules"]
         assert [(r["tool"], r["decision"], r["matcher"]) for r in stored] == [
-            ("fs_write_file", "allow", {"kind": "path", "value": str(notes)})
+            ("fs_write_file", "allow", {"kind": "folder", "value": str(notes)})
         ]
     finally:
         win.stop_background_work()

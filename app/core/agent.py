@@ -266,6 +266,7 @@ class Agent:
             except (asyncio.CancelledError, GeneratorExit):
                 self._keep_partial(conv, text)
                 raise
+            calls = _unique_ids(calls)
             self._append(conv, ChatMessage("assistant", "".join(text), tool_calls=calls), usage)
             if warning := self._save_warning():
                 yield warning
@@ -483,6 +484,20 @@ class _RoundOutcome:
 async def _signal_when_done(tasks: Iterable[asyncio.Task[None]], queue: asyncio.Queue[Any]) -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
     await queue.put(_DONE)
+
+
+def _unique_ids(calls: list[ToolCallRequest]) -> list[ToolCallRequest]:
+    """Each call of a round gets its own id (some servers repeat one): an approval, a card
+    and a result must never be shared by two calls. Renamed in the history too."""
+    seen: set[str] = set()
+    out = []
+    for call in calls:
+        new_id, n = call.id or "call", 2
+        while new_id in seen:
+            new_id, n = f"{call.id or 'call'}_{n}", n + 1
+        seen.add(new_id)
+        out.append(call if new_id == call.id else replace(call, id=new_id))
+    return out
 
 
 def _stopped(said: ToolResult | None) -> str:

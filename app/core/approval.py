@@ -83,7 +83,8 @@ class ApprovalRequest:
             return [Decision.ALLOW_ONCE, Decision.TRUST_SOURCE, Decision.DENY]
         choices = [Decision.ALLOW_ONCE]
         if self.proposals:
-            choices.append(Decision.ALLOW_CONVERSATION)
+            if self.conversation_id is not None:  # `tools call` has no conversation
+                choices.append(Decision.ALLOW_CONVERSATION)
             choices.append(Decision.ALWAYS_ALLOW)
             if self.proposals[-1].rule.matcher.narrow is False and len(self.proposals) > 1:
                 choices.append(Decision.ALWAYS_ALLOW_ANY)

@@ -22,6 +22,7 @@ from app.core.events import (
     ToolProgress,
     TurnFinished,
 )
+from app.core.visible import one_line, visible
 
 
 def event_to_json(event: AgentEvent) -> dict[str, Any] | None:
@@ -110,34 +111,36 @@ class TextPrinter:
     def handle(self, event: AgentEvent) -> None:
         match event:
             case TextDelta(text=text):
-                self.out.write(text)
+                # the model's text may carry terminal escapes (from a page it read): shown,
+                # never obeyed
+                self.out.write(visible(text))
                 self.out.flush()
                 self._line_open = not text.endswith("\n")
             case ToolCallStarted():
                 self._break_line()
                 args = json.dumps(event.arguments, ensure_ascii=False)
-                self.err.write(f"→ {event.name} {_shorten(args, 160)}\n")
+                self.err.write(f"→ {one_line(event.name, 80)} {one_line(args, 160)}\n")
             case ToolProgress():
-                self.err.write(f"  … {event.message}\n")
+                self.err.write(f"  … {one_line(event.message, 300)}\n")
             case ApprovalDecided(decision=Decision.DENY):
-                self.err.write(f"  ✗ {event.tool} not approved\n")
+                self.err.write(f"  ✗ {one_line(event.tool, 80)} not approved\n")
             case ToolCallFinished(result=result):
                 mark = "✓" if result.ok else "✗"
                 first_line = result.content.splitlines()[0] if result.content else ""
-                self.err.write(f"  {mark} {_shorten(first_line, 160)}\n")
+                self.err.write(f"  {mark} {one_line(first_line, 160)}\n")
             case TurnFinished():
                 self._break_line()
             case Error(message=message):
                 self.error(message)
             case Notice(message=message):
                 self._break_line()
-                self.err.write(f"deskhand: warning: {message}\n")
+                self.err.write(f"deskhand: warning: {one_line(message, 1000)}\n")
         self.err.flush()
 
     def error(self, message: str) -> None:
         self._break_line()
         self.failed = True
-        self.err.write(f"deskhand: {message}\n")
+        self.err.write(f"deskhand: {one_line(message, 1000)}\n")
         self.err.flush()
 
     def close(self) -> None:
@@ -148,10 +151,6 @@ class TextPrinter:
             self.out.write("\n")
             self.out.flush()
             self._line_open = False
-
-
-def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 _prompt_lock = asyncio.Lock()
@@ -169,16 +168,17 @@ _ANSWERS = {
 
 def approval_text(request: ApprovalRequest) -> str:
     """What the terminal shows: a summary line, where the call acts, why it asks, then
-    everything that will happen — control characters already made visible."""
-    lines = [f"\n{request.summary or request.tool}"]
-    where = f" · acts on {request.target}" if request.target else ""
-    lines.append(f"  {request.tool} from {request.source}{where}")
+    everything that will happen — every part with control characters made visible, so
+    nothing in it can move the cursor, erase a line or hide the question."""
+    lines = ["\n" + one_line(request.summary or request.tool, 400)]
+    where = f" · acts on {one_line(request.target)}" if request.target else ""
+    lines.append(f"  {one_line(request.tool)} from {one_line(request.source)}{where}")
     if request.reason:
-        lines.append(f"  Asking because {request.reason}.")
+        lines.append(f"  Asking because {one_line(request.reason, 400)}.")
     if request.arguments_text:
-        lines.append(request.arguments_text)
+        lines.append(visible(request.arguments_text))
     if request.preview:
-        lines.append(request.preview)
+        lines.append(visible(request.preview))
     return "\n".join(lines) + "\n"
 
 
@@ -190,7 +190,10 @@ async def interactive_approver(request: ApprovalRequest) -> Decision:
     async with _prompt_lock:
         err = sys.stderr
         err.write(approval_text(request))
-        labels = [_ANSWERS[c][1].format(narrow=narrow, source=source) for c in choices]
+        labels = [
+            _ANSWERS[c][1].format(narrow=one_line(narrow), source=one_line(source))
+            for c in choices
+        ]
         err.write("Allow? " + "  ".join(labels) + ": ")
         err.flush()
         loop = asyncio.get_running_loop()

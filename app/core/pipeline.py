@@ -161,7 +161,9 @@ class CallPipeline:
             result = await self.runner.run_validated(manifest, params, ctx)
         except asyncio.CancelledError:
             if ctx.late_result is not None:
-                self.stopped_results[call_id] = ctx.late_result
+                late = await self._redacted_when_ready(ctx.late_result)
+                if late is not None:
+                    self.stopped_results[call_id] = late
             raise
         result = await self._after_run(result, facts, session, for_model)
         return CallOutcome(result, "ok" if result.ok else "error", manifest)
@@ -320,11 +322,11 @@ class CallPipeline:
             summary=await self._summary(facts, ctx, arguments),
             target=one_line(target) if (target := facts.subject.target or facts.subject.account)
             else None,
-            source=describe(facts.source),
-            source_id=facts.source.id,
+            source=one_line(describe(facts.source)),
+            source_id=one_line(facts.source.id),
             trusted=facts.trusted,
-            reason=verdict.reason,
-            proposals=proposals,
+            reason=one_line(verdict.reason, 400) if verdict.reason else None,
+            proposals=[replace(p, label=one_line(p.label)) for p in proposals],
             never_covered=verdict.never_covered,
             arguments_text=visible(json.dumps(arguments, indent=2, ensure_ascii=False)),
             conversation_id=conversation_id,
@@ -332,7 +334,10 @@ class CallPipeline:
 
     async def _summary(self, facts: CallFacts, ctx: ToolContext, arguments: dict[str, Any]) -> str:
         manifest = facts.manifest
-        if facts.source.builtin and manifest.summary_line is not None:
+        # the hook is Deskhand's own code reading only the arguments (also for a skill's
+        # script, whose source is the skill but whose runner is built in)
+        own_hook = self.registry.source_of(manifest.name).builtin
+        if own_hook and manifest.summary_line is not None:
             try:
                 fn = self.registry.resolve_hook(manifest.name, "summary_line")
                 loop = asyncio.get_running_loop()
@@ -435,6 +440,7 @@ class CallPipeline:
         if self.auto_approve:
             self._decided(call_id, manifest.name, Decision.ALLOW_ONCE, "yes", conversation_id, emit)
             return True
+        source = self.registry.source_of(manifest.name)
         request = ApprovalRequest(
             call_id=call_id,
             tool=manifest.name,
@@ -443,6 +449,9 @@ class CallPipeline:
             arguments={},
             preview=visible(self.runner.redactor.text(detail)) if detail else None,
             summary=one_line(self.runner.redactor.text(summary)),
+            source=one_line(describe(source)),
+            source_id=one_line(source.id),
+            trusted=self.trust.is_trusted(source, manifest.name),
             reason="the tool asks before going on",
             conversation_id=conversation_id,
         )
@@ -452,6 +461,20 @@ class CallPipeline:
         final = Decision.ALLOW_ONCE if allowed else Decision.DENY
         self._decided(call_id, manifest.name, final, "user", conversation_id, emit)
         return allowed
+
+    async def _redacted_when_ready(self, result: ToolResult) -> ToolResult | None:
+        """A stopped call's last word, once the tripwire knows every secret; None when that
+        takes too long (the history then says only that the call was stopped)."""
+        if self.env.secrets_ready is None:
+            return result
+        loop = asyncio.get_running_loop()
+        try:
+            ready = await asyncio.wait_for(
+                asyncio.shield(loop.run_in_executor(None, self.env.secrets_ready)), 5
+            )
+        except (TimeoutError, asyncio.CancelledError):
+            return None
+        return self.runner.redact(result) if ready is not False else None
 
     # ---- 6–8. redact, cap, label, note what was read -----------------------------------
 
@@ -492,10 +515,12 @@ class _Confirmer:
         self._args = (pipeline, loop, ctx, manifest, conversation_id, emit)
         self._count = 0
         self._lock = threading.Lock()
+        self._loop_thread = threading.get_ident()  # built on the loop's own thread
 
     def __call__(self, summary: str, detail: str = "") -> bool:
         pipeline, loop, ctx, manifest, conversation_id, emit = self._args
-        if threading.current_thread() is threading.main_thread() and loop.is_running():
+        if threading.get_ident() == self._loop_thread:
+            # waiting here would block the very loop that must show the question
             raise RuntimeError("ctx.confirm must be called from a tool thread, not the loop")
         with self._lock:
             self._count += 1
@@ -547,7 +572,9 @@ def _proposals(facts: CallFacts) -> list[Proposal]:
     if subject.paths:
         folder = _common_folder(subject.paths)
         out.append(
-            Proposal(f"{friendly} in {_short(folder)}", rule(Matcher(kind="path", value=folder)))
+            Proposal(
+                f"{friendly} in {_short(folder)}", rule(Matcher(kind="folder", value=folder))
+            )
         )
     elif site:
         out.append(Proposal(f"{friendly} on {site}", rule(Matcher(kind="site", value=site))))

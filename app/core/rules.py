@@ -44,7 +44,7 @@ class Scope(StrEnum):
     ALWAYS = "always"
 
 
-MatcherKind = Literal["any", "path", "site", "account", "command"]
+MatcherKind = Literal["any", "folder", "path", "site", "account", "command"]
 
 
 class Matcher(BaseModel):
@@ -53,7 +53,8 @@ class Matcher(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     kind: MatcherKind = "any"
-    #: path: a folder (the call's paths are inside it) or a glob; site: scheme://host:port
+    #: folder: a folder, taken literally (every path of the call is inside it; what
+    #: "Always allow" proposes); path: a folder or a glob the user wrote; site: scheme://host:port
     #: (a "*" may stand for a subdomain); account: the account as the card names it;
     #: command: a command prefix ("git status").
     value: str = ""
@@ -66,6 +67,9 @@ class Matcher(BaseModel):
         match self.kind:
             case "any":
                 return True
+            case "folder":
+                paths = subject.paths
+                return bool(paths) and all(_inside(self.value, p) for p in paths)
             case "path":
                 paths = subject.paths
                 return bool(paths) and all(_path_matches(self.value, p) for p in paths)
@@ -83,7 +87,7 @@ class Matcher(BaseModel):
         match self.kind:
             case "any":
                 return "with any arguments"
-            case "path":
+            case "folder" | "path":
                 return f"in {self.value}"
             case "site":
                 return f"on {self.value}"
@@ -97,9 +101,13 @@ class Matcher(BaseModel):
 def _path_matches(pattern: str, path: str) -> bool:
     if any(ch in pattern for ch in "*?["):
         return fnmatch.fnmatchcase(path, pattern)
-    folder = PurePath(pattern)
-    candidate = PurePath(path)
-    return candidate == folder or folder in candidate.parents
+    return _inside(pattern, path)
+
+
+def _inside(folder: str, path: str) -> bool:
+    """`path` is `folder` or inside it; no character of either is a wildcard."""
+    base, candidate = PurePath(folder), PurePath(path)
+    return candidate == base or base in candidate.parents
 
 
 #: A command line with these may run more than its first command (`git status; rm -rf ~`):

@@ -156,16 +156,28 @@ class Runtime:
         tools to the registry, each under its server as an untrusted-until-trusted source.
         Blocks up to `wait` s per server for the first connection."""
         manifests = self.mcp.tool_manifests(wait)
-        for server, source in self.mcp.tool_sources().items():
-            mine = [m for m in manifests if m.name in source.tools]
-            stale = [
-                m.name
-                for m in mine
-                if m.name in self.registry and self.registry.source_of(m.name) != source
-            ]
-            self.registry.remove(stale)  # the server changed: its tools are re-registered
-            self.registry.add([m for m in mine if m.name not in self.registry], source)
-            log.debug("MCP server %s: %d tools", server, len(mine))
+        sources = self.mcp.tool_sources()
+        for server, mine in self.mcp.server_manifests().items():
+            source = sources[server]
+            keep = []
+            for manifest in mine:
+                known = manifest.name in self.registry
+                owner = self.registry.source_of(manifest.name) if known else None
+                if owner is None:
+                    keep.append(manifest)
+                elif owner.id == source.id:
+                    # the same server again: its tools are re-registered with what it says
+                    # now (a changed definition must meet the trust check with its new hash)
+                    self.registry.remove([manifest.name])
+                    keep.append(manifest)
+                elif owner.id != source.id:
+                    # two servers whose names give the same tool names: the later one never
+                    # takes over a name (nor the trust that comes with it)
+                    log.warning(
+                        "MCP server %s: tool %s is already provided by %s; skipped (rename "
+                        "one of the servers)", server, manifest.name, owner.id
+                    )
+            self.registry.add(keep, source)
         return manifests
 
     def services(self) -> dict[str, Any]:
@@ -219,6 +231,7 @@ class Runtime:
 
     def take_notices(self) -> list[str]:
         """Notices to show once (then forgotten)."""
+        _ = self.rules  # an upgrade's notice is written when the rules are first read
         notices = list(self.settings.pending_notices)
         if notices:
 

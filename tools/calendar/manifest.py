@@ -10,6 +10,7 @@ from tools.spec import Operation, ToolManifest
 
 _READ = "tools.calendar.read"
 _WRITE = "tools.calendar.write"
+_APPROVAL = "tools.calendar.approval"
 #: caldav itself is not required: the local calendar works without it, and a CalDAV
 #: account says clearly that the package is missing.
 REQUIRES = ("icalendar", "recurring_ical_events")
@@ -126,6 +127,7 @@ def _tool(
     preview: bool = False,
 ) -> ToolManifest:
     module = _READ if op is Operation.READ else _WRITE
+    short = name.removeprefix("calendar_")
     return ToolManifest(
         name=name,
         category="calendar",
@@ -136,7 +138,9 @@ def _tool(
         requires=REQUIRES,
         integration="caldav",
         timeout=60,
-        preview=f"{module}:preview_{name.removeprefix('calendar_')}" if preview else None,
+        preview=f"{module}:preview_{short}" if preview else None,
+        subject=None if op is Operation.READ else f"{_APPROVAL}:subject",
+        summary_line=None if op is Operation.READ else f"{_APPROVAL}:summary_{short}",
     )
 
 

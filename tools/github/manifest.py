@@ -89,6 +89,10 @@ def _impl(module: str, name: str) -> str:
     return f"tools.github.{module}:{name}"
 
 
+def _approval(name: str) -> str:
+    return f"tools.github.approval:{name}"
+
+
 def _tool(
     name: str,
     description: str,
@@ -98,6 +102,7 @@ def _tool(
     create: bool = False,
     preview: str | None = None,
 ) -> ToolManifest:
+    short = name.removeprefix("github_")
     return ToolManifest(
         name=name,
         category="github",
@@ -106,6 +111,8 @@ def _tool(
         operations=frozenset({Operation.CREATE if create else Operation.READ}),
         impl=impl,
         preview=preview,
+        subject=_approval("subject") if create else None,
+        summary_line=_approval(f"summary_{short}") if create else None,
         requires=("httpx",),
         integration="github",
     )

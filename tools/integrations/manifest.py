@@ -7,6 +7,7 @@ from pydantic import BaseModel, Field
 from tools.spec import Operation, ToolManifest
 
 IMPL = "tools.integrations.accounts"
+APPROVAL = "tools.integrations.approval"
 
 
 class NoArgs(BaseModel):
@@ -21,7 +22,15 @@ class AccountRef(IntegrationRef):
     account: str = Field(..., description="Account id, label or (Kubernetes) context name")
 
 
-def _tool(name: str, description: str, params: type[BaseModel], op: Operation) -> ToolManifest:
+def _tool(
+    name: str,
+    description: str,
+    params: type[BaseModel],
+    op: Operation,
+    *,
+    approval: str | None = None,
+) -> ToolManifest:
+    """`approval`: the suffix of the call's approval hooks (subject_…, summary_…)."""
     return ToolManifest(
         name=name,
         category="integrations",
@@ -30,6 +39,8 @@ def _tool(name: str, description: str, params: type[BaseModel], op: Operation) -
         operations=frozenset({op}),
         impl=f"{IMPL}:{name}",
         timeout=20,
+        subject=f"{APPROVAL}:subject_{approval}" if approval else None,
+        summary_line=f"{APPROVAL}:summary_{approval}" if approval else None,
     )
 
 
@@ -57,6 +68,7 @@ MANIFESTS = [
         "Switch which account of a service the tools act on (e.g. another kube context).",
         AccountRef,
         Operation.UPDATE,
+        approval="set_active",
     ),
     _tool(
         "integration_get_credentials",

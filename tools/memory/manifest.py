@@ -59,6 +59,9 @@ def _tool(
         impl=f"{IMPL}:{name}",
         timeout=20,
         escalate=AFTER_UNTRUSTED if writes_text else None,
+        summary_line=None
+        if op is Operation.READ
+        else f"tools.memory.approval:summary_{name.removeprefix('memory_')}",
     )
 
 

@@ -7,6 +7,7 @@ from pydantic import BaseModel, Field
 from tools.spec import Operation, ToolManifest
 
 IMPL = "tools.reminders.actions"
+APPROVAL = "tools.reminders.approval"
 
 
 class CreateReminder(BaseModel):
@@ -43,6 +44,7 @@ class SnoozeReminder(ReminderRef):
 
 
 def _tool(name: str, description: str, params: type[BaseModel], op: Operation) -> ToolManifest:
+    short = name.removeprefix("reminders_")
     return ToolManifest(
         name=name,
         category="reminders",
@@ -51,6 +53,7 @@ def _tool(name: str, description: str, params: type[BaseModel], op: Operation) -
         operations=frozenset({op}),
         impl=f"{IMPL}:{name}",
         timeout=20,
+        summary_line=None if op is Operation.READ else f"{APPROVAL}:summary_{short}",
     )
 
 

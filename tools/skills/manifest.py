@@ -57,6 +57,7 @@ MANIFESTS = [
         operations=frozenset({Operation.EXECUTE}),
         impl=f"{IMPL}:skill_run_script",
         preview=f"{IMPL}:preview_run_script",
+        summary_line="tools.skills.approval:summary_run_script",
         timeout=630,  # the script's own timeout (≤ 600 s) governs
     ),
 ]

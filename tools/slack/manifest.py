@@ -57,14 +57,17 @@ def _tool(
     create: bool = False,
     preview: str | None = None,
 ) -> ToolManifest:
+    short = name.removeprefix("slack_")
     return ToolManifest(
         name=name,
         category="slack",
         description=f"{description} {_ACCOUNT_NOTE}",
         params=params,
         operations=frozenset({Operation.CREATE if create else Operation.READ}),
-        impl=_impl(name.removeprefix("slack_")),
+        impl=_impl(short),
         preview=preview,
+        subject="tools.slack.approval:subject" if create else None,
+        summary_line=f"tools.slack.approval:summary_{short}" if create else None,
         requires=("httpx",),
         integration="slack",
     )

@@ -186,6 +186,7 @@ class McpManager:
 
         self.start(wait)
         manifests: list[ToolManifest] = []
+        by_server: dict[str, list[ToolManifest]] = {}
         sources: dict[str, ToolSource] = {}
         for name, conn in list(self._connections.items()):
             found, names = build_manifests(
@@ -196,11 +197,12 @@ class McpManager:
             )
             definitions = {t.name: mcp_tool_fingerprint(t) for t in conn.listing.tools}
             tools = {m.name: definitions.get(names.get(m.name, ""), "") for m in found}
-            manifests += found
             reader = self._resource_manifest(name) if conn.listing.resources else None
             if reader is not None and reader.name not in {m.name for m in found}:
-                manifests.append(reader)
+                found.append(reader)
                 tools[reader.name] = "resources"
+            manifests += found
+            by_server[name] = found
             config = conn.config
             sources[name] = ToolSource(
                 "mcp",
@@ -216,7 +218,13 @@ class McpManager:
                 tools=tools,
             )
         self._sources = sources
+        self._by_server = by_server
         return manifests
+
+    def server_manifests(self) -> dict[str, list[ToolManifest]]:
+        """Each server's own manifests (built from its own connection), as of the last
+        `tool_manifests()`; names of two servers may collide, so never match by name."""
+        return dict(getattr(self, "_by_server", {}))
 
     def tool_sources(self) -> dict[str, ToolSource]:
         """Each server as a tool source (identity + each tool's definition hash), as of the
