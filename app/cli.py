@@ -64,7 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--provider", choices=["openai", "anthropic"])
     ask.add_argument("--base-url")
     ask.add_argument("--model")
-    ask.add_argument("--yes", action="store_true", help="approve every tool call")
+    ask.add_argument(
+        "--yes",
+        action="store_true",
+        help="approve calls that would ask (never those no rule may cover)",
+    )
     ask.add_argument("--json", action="store_true", help="one JSON object per event and line")
     ask.add_argument("--conversation", help="continue this conversation (its id)")
 
@@ -76,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     call = tools_sub.add_parser("call", help="call one tool")
     call.add_argument("name")
     call.add_argument("--args", default="{}", help="arguments as a JSON object")
-    call.add_argument("--yes", action="store_true", help="approve the call if it asks")
+    call.add_argument(
+        "--yes", action="store_true", help="approve the call if it asks (unless no rule may)"
+    )
     call.add_argument("--json", action="store_true")
     accounts = sub.add_parser("accounts", help="accounts of connected services")
     acc_sub = accounts.add_subparsers(dest="accounts_command", required=True)

@@ -279,6 +279,9 @@ class FakeKube:
     exec_processes: bool = False
     #: With exec_processes: False makes the "image" shell-less (/bin/sh cannot be started).
     exec_shell: bool = True
+    #: With exec_processes: a command containing this text hangs instead of running (a
+    #: container too busy to answer, a kill that never gets anywhere).
+    exec_stall: str | None = None
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     requests: list[Recorded] = field(default_factory=list)
     _forbidden: list[tuple[str, str, str | None]] = field(default_factory=list)
@@ -302,14 +305,16 @@ class FakeKube:
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+        # The "container" first: a request thread waits for its exec'd process, and closing
+        # the server waits for request threads.
         for proc in self.processes:  # what a test left running in the "container"
             if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
 
     def __enter__(self) -> FakeKube:
         return self.start()
@@ -846,6 +851,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.server_fake.exec_shell and command[0] in ("/bin/sh", "sh"):
             message = NO_SUCH_PROGRAM.format(command[0])
             return {"metadata": {}, "status": "Failure", "message": message}
+        stall = self.server_fake.exec_stall
+        if stall is not None and any(stall in word for word in command):
+            command = ["sleep", "600"]
         try:
             proc = subprocess.Popen(
                 command,
@@ -904,6 +912,10 @@ def _frame(payload: bytes, opcode: int = 0x2) -> bytes:
 
 
 # ---- kubeconfig and the fixture ------------------------------------------------------------------
+
+
+#: Longest a tool call in these tests may take (the runner then stops it and says so).
+CALL_SECONDS = 90.0
 
 
 def dead_port() -> int:
@@ -989,8 +1001,11 @@ class KubeEnv:
         return ToolContext(home=self.home, account_resolver=self.account, integration="kubernetes")
 
     def run(self, tool: str, **args: Any) -> Any:
-        """Call a tool through the runner (validation, thread pool, cap, redaction)."""
-        return asyncio.run(self.runner.run(tool, args, self.tool_context()))
+        """Call a tool through the runner (validation, thread pool, cap, redaction); a call
+        that hangs fails the test after CALL_SECONDS instead of stalling the run."""
+        return asyncio.run(
+            self.runner.run(tool, args, self.tool_context(), timeout=CALL_SECONDS)
+        )
 
     def preview(self, tool: str, **args: Any) -> str | None:
         manifest, params = self.runner.validate(tool, args)

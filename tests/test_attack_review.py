@@ -272,9 +272,11 @@ def test_what_a_stopped_call_says_waits_for_the_tripwire_like_any_result(tmp_pat
         return ToolResult.failure(f"stopped; the environment said TOKEN={_STOPPED_SECRET}")
 
     def secrets_ready() -> bool:
-        # the values become known only once loading is done (this returns then)
-        loaded.wait(10)
-        known.add(_STOPPED_SECRET)
+        # the pipeline holds every call until loading is done; a secret stored while the
+        # call runs (the user saves a token meanwhile) becomes known only afterwards
+        if started.is_set():
+            loaded.wait(10)
+            known.add(_STOPPED_SECRET)
         return True
 
     registry = ToolRegistry()

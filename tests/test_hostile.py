@@ -193,3 +193,39 @@ def test_a_download_into_a_git_hooks_folder_is_never_approved_by_yes(world, tmp_
     found = download_makes_something_run(Download(url=url, folder=str(hooks)), ctx)
     assert found is not None and found.never_covered and "hook" in found.reason
     assert download_makes_something_run(Download(url=url, folder=str(world["work"])), ctx) is None
+
+
+def test_a_container_cannot_be_handed_a_protected_place(world):
+    """§4: the same files reached another way — a bind mount — are still those files."""
+    from tools.docker.manifest import RunContainer
+    from tools.docker.run import preview_run, run_container
+    from tools.spec import ToolContext, ToolError
+
+    ctx = ToolContext(home=world["home"])
+    user = world["user"]
+    (world["work"] / "keys").symlink_to(user / ".ssh")
+    for source in (str(user / ".ssh"), str(user), str(world["home"]), str(world["work"] / "keys")):
+        args = RunContainer(image="busybox", volumes=[f"{source}:/mnt"])
+        for fn in (preview_run, run_container):
+            with pytest.raises(ToolError, match="never lets a tool read or change"):
+                fn(args, ctx)
+    fine = RunContainer(image="busybox", volumes=["cache:/mnt", f"{world['work']}:/w:ro"])
+    from tools.docker.mounts import refuse_protected_mounts
+
+    refuse_protected_mounts(["cache", str(world["work"])], ctx)  # no error
+    assert fine.volumes
+
+
+def test_in_the_window_file_tools_wait_for_the_folder_question(world, monkeypatch):
+    """§4: the default is not the whole home, and the window does not fall back to its
+    working folder (usually the home) before the user chose folders."""
+    from app.core.settings import Settings
+    from tools.fs.sandbox import effective_roots
+
+    fresh = Settings()
+    roots, note = effective_roots(fresh, world["work"], headless=False)
+    assert roots == [] and "Settings → Tools" in (note or "")
+    roots, note = effective_roots(fresh, world["work"], headless=True)
+    assert roots == [world["work"].resolve()] and "only in" in (note or "")
+    roots, _ = effective_roots(fresh, world["user"], headless=True)
+    assert roots == []  # run from the home folder: never the whole home

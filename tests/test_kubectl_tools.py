@@ -22,7 +22,7 @@ import yaml
 
 from app.core.approval import ApprovalPolicy, Verdict
 from tests.fakellm import ScriptedLLM, text, tool_calls
-from tests.fixtures_kube import FakeKube, KubeEnv
+from tests.fixtures_kube import CALL_SECONDS, FakeKube, KubeEnv
 from tools.registry import ToolRegistry
 from tools.spec import Operation, ToolContext
 
@@ -540,7 +540,7 @@ def run_with_cancel(kube: KubeEnv, cancel: threading.Event, **args: Any) -> Any:
         integration="kubernetes",
         cancel_event=cancel,
     )
-    return asyncio.run(kube.runner.run("kubectl_exec", args, ctx))
+    return asyncio.run(kube.runner.run("kubectl_exec", args, ctx, timeout=CALL_SECONDS))
 
 
 def cancel_once_started(fake: FakeKube, cancel: threading.Event, count: int = 1) -> None:
@@ -595,6 +595,29 @@ def test_exec_that_times_out_is_ended(web: KubeEnv):
     assert res.data["stdout"] == "hi\n"
     assert "stopped waiting after 1s; the command was ended in pod logger" in res.content
     assert fake.processes[0].poll() is not None
+
+
+def test_a_kill_that_does_not_get_through_is_bounded_and_said_plainly(
+    web: KubeEnv, monkeypatch: pytest.MonkeyPatch
+):
+    """The kill exec hangs (a busy container, a huge process table): Stop still returns
+    within its bound and says the command may still run, rather than hanging the call."""
+    from tools.kubectl import execute
+
+    fake = web.need_fake("runs the exec'd command as a real process")
+    fake.exec_processes = True
+    fake.exec_stall = "kill -KILL"  # the kill script's exec never gets anywhere
+    monkeypatch.setattr(execute, "STOP_SECONDS", 1.0)
+    cancel = threading.Event()
+    cancel_once_started(fake, cancel)
+    started = time.monotonic()
+    res = run_with_cancel(web, cancel, pod="logger", command=["sleep", "600"])
+    took = time.monotonic() - started
+    assert not res.ok and res.data["stopped"] is False, res.content
+    assert res.error.startswith("cancelled; the command may still be running in pod logger")
+    assert "did not end it within 1 s" in res.error
+    assert took < 15, took  # PID wait + STOP_SECONDS + slack, never the command's 600 s
+    assert fake.processes[0].poll() is None  # true: it still runs (the fake ends it later)
 
 
 def test_exec_in_a_container_without_a_shell_says_plainly_it_may_still_run(web: KubeEnv):

@@ -190,6 +190,8 @@ class ToolContext:
         self._confirm = confirm
         #: What the tool reported after it was stopped (set by the runner), if anything.
         self.late_result: ToolResult | None = None
+        #: A command-line run: no window to ask the user which folders to use.
+        self.headless = True
         self.home = home
         self.settings = settings
         self._progress_sink = progress_sink

@@ -198,6 +198,9 @@ async def interactive_approver(request: ApprovalRequest) -> Decision:
         err.flush()
         loop = asyncio.get_running_loop()
         answer = (await loop.run_in_executor(None, sys.stdin.readline)).strip()
+    words = {"yes": Decision.ALLOW_ONCE, "always": Decision.ALWAYS_ALLOW, "no": Decision.DENY}
+    if answer.lower() in words and words[answer.lower()] in choices:
+        return words[answer.lower()]
     for choice in choices:  # exact keys first: "A" is not "a"
         if answer == _ANSWERS[choice][0]:
             return choice

@@ -48,7 +48,7 @@ class ApprovalDecided:
     call_id: str
     tool: str
     decision: Decision
-    #: "user", "rule" (settings), "policy" (read-only) or "headless" (no one to ask).
+    #: "user" (answered on a card or a terminal), "rule" (a deny rule) or "yes" (--yes).
     source: str = "user"
 
 

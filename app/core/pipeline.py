@@ -67,6 +67,9 @@ class ToolEnvironment:
     skill_folder: Callable[[str], Path | None] = lambda _name: None
     #: Blocks until every stored secret is known to the tripwire (True when done).
     secrets_ready: Callable[[], bool] | None = None
+    #: A command-line run (no window): with no folders chosen, file tools may use the
+    #: current folder; in the window they wait for the user's choice.
+    headless: bool = True
 
 
 @dataclass
@@ -144,6 +147,9 @@ class CallPipeline:
         except InvalidCall as exc:
             return CallOutcome(self.runner.finish(ToolResult.failure(str(exc))), "invalid")
         session.activate([manifest.name])
+        # nothing about this call (card, result) is shown before the tripwire knows every
+        # stored secret; immediate when nothing is stored or all is loaded
+        await self._secrets_known()
         ctx = self._context(call_id, manifest, session, conversation_id, emit)
         facts = await self.classify(manifest, params, ctx)
         facts.evaluation = self.rules.evaluate(
@@ -310,7 +316,8 @@ class CallPipeline:
         manifest, params = facts.manifest, facts.params
         # known secrets, then anything shaped like a credential (a token under an innocent name)
         arguments = mask_credential_data(self.runner.redactor.data(params.model_dump(mode="json")))
-        preview = await self.runner.preview(manifest, params, ctx) if facts.source.builtin else None
+        own_hook = self.registry.source_of(manifest.name).builtin  # a skill's runner too
+        preview = await self.runner.preview(manifest, params, ctx) if own_hook else None
         proposals = [] if verdict.never_covered or not facts.trusted else _proposals(facts)
         return ApprovalRequest(
             call_id=call_id,
@@ -409,6 +416,7 @@ class CallPipeline:
             accounts=self.env.accounts,
             services=self.env.services(conversation_id),
         )
+        ctx.headless = self.env.headless
         ctx._confirm = _Confirmer(self, loop, ctx, manifest, conversation_id, emit)
         ctx._egress_rule = lambda site: self._site_allowed(manifest, site, conversation_id)
         return ctx
@@ -462,6 +470,11 @@ class CallPipeline:
         self._decided(call_id, manifest.name, final, "user", conversation_id, emit)
         return allowed
 
+    async def _secrets_known(self) -> None:
+        if self.env.secrets_ready is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.env.secrets_ready)
+        self.runner.refresh_secrets()
+
     async def _redacted_when_ready(self, result: ToolResult) -> ToolResult | None:
         """A stopped call's last word, once the tripwire knows every secret; None when that
         takes too long (the history then says only that the call was stopped)."""
@@ -481,11 +494,6 @@ class CallPipeline:
     async def _after_run(
         self, result: ToolResult, facts: CallFacts, session: ToolSession, for_model: bool
     ) -> ToolResult:
-        if self.env.secrets_ready is not None:
-            # hold the result until the tripwire knows every stored secret
-            loop = asyncio.get_running_loop()
-            await loop.run_in_executor(None, self.env.secrets_ready)
-            result = self.runner.redact(result)
         params = _plain(facts.params)
         kind = facts.source.kind
         labelled, origin = untrusted.for_model(facts.manifest, kind, params, result.content)

@@ -14,6 +14,7 @@ import fnmatch
 import json
 import logging
 import os
+import re
 import threading
 import uuid
 from collections.abc import Iterable
@@ -74,9 +75,7 @@ class Matcher(BaseModel):
                 paths = subject.paths
                 return bool(paths) and all(_path_matches(self.value, p) for p in paths)
             case "site":
-                return subject.site is not None and fnmatch.fnmatchcase(
-                    subject.site.lower(), self.value.lower()
-                )
+                return subject.site is not None and _site_matches(self.value, subject.site)
             case "account":
                 return subject.account is not None and subject.account == self.value
             case "command":
@@ -96,6 +95,16 @@ class Matcher(BaseModel):
             case "command":
                 return f"for commands starting with “{self.value}”"
         return self.value
+
+
+def _site_matches(pattern: str, site: str) -> bool:
+    """Literal (an IPv6 site's brackets are not a character class), or with `*` standing
+    for one or more subdomain labels: "https://*.example.com:443"."""
+    pattern, site = pattern.lower(), site.lower()
+    if "*" not in pattern:
+        return site == pattern
+    parts = [re.escape(p) for p in pattern.split("*")]
+    return re.fullmatch(r"[a-z0-9.-]+".join(parts), site) is not None
 
 
 def _path_matches(pattern: str, path: str) -> bool:

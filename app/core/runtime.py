@@ -58,6 +58,9 @@ class Runtime:
         # on the start-up path, none at all when nothing is stored)
         self.secrets.start_loading()
         self._entry_points = entry_points
+        #: A command-line run; the window sets False (file tools then wait for the folder
+        #: question instead of using the current folder).
+        self.headless = True
 
     @cached_property
     def registry(self) -> ToolRegistry:
@@ -261,6 +264,7 @@ class Runtime:
             services=lambda cid: ConversationServices(services, cid),
             skill_folder=skill_folder,
             secrets_ready=getattr(self.secrets, "wait_loaded", None),
+            headless=self.headless,
         )
 
     def make_pipeline(

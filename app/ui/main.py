@@ -40,6 +40,7 @@ class App:
         self.qapp = qapp
         self.collector = MainThreadCollector(qapp)
         self.runtime = Runtime(home)
+        self.runtime.headless = False  # file tools wait for the folder question
         configure(self.runtime.secrets.known_values, log_dir=self.runtime.home / "logs")
         qapp.setApplicationName("Deskhand")
         qapp.setApplicationDisplayName("Deskhand")

@@ -172,12 +172,13 @@ class ExecStopper:
         return self.pid_line.pid
 
     def _run(self, argv: list[str]) -> None:
-        """Runs a helper command in the container and waits for it (its output is ignored)."""
+        """Starts a helper command in the container, detached: what counts is the command's
+        end, awaited for CONFIRM_SECONDS, so a helper that hangs cannot hang the call."""
         with contextlib.suppress(Exception):  # a missing program shows as "still running"
             helper = self.api.exec_create(
-                self.container_id, argv, stdout=True, stderr=True, user=self.user
+                self.container_id, argv, stdout=False, stderr=False, user=self.user
             )["Id"]
-            self.api.exec_start(helper)
+            self.api.exec_start(helper, detach=True)
 
     def _inspect(self) -> dict[str, Any]:
         try:

@@ -12,6 +12,7 @@ from tools.docker.containers import summarize
 from tools.docker.format import mask_env
 from tools.docker.host import DockerHost, connect
 from tools.docker.manifest import RunContainer
+from tools.docker.mounts import refuse_protected_mounts
 from tools.docker.streams import Outcome, OutputCollector, follow
 from tools.spec import ToolCancelled, ToolContext, ToolError, ToolResult
 
@@ -103,6 +104,7 @@ def command_line(args: RunContainer) -> str:
 
 def preview_run(args: RunContainer, ctx: ToolContext) -> str:
     create_options(args)  # bad ports/volumes show up in the prompt, not after approval
+    refuse_protected_mounts(list(parse_volumes(args.volumes)), ctx)
     host = connect(ctx)
     with host.errors(image=args.image):
         host.client.images.get(args.image)
@@ -116,6 +118,7 @@ def preview_run(args: RunContainer, ctx: ToolContext) -> str:
 
 def run_container(args: RunContainer, ctx: ToolContext) -> ToolResult:
     options = create_options(args)
+    refuse_protected_mounts(list(parse_volumes(args.volumes)), ctx)
     host = connect(ctx)
     with host.errors(image=args.image):
         container = host.client.containers.create(args.image, **options)

@@ -128,7 +128,11 @@ class Sandbox:
     def from_context(cls, ctx: ToolContext, cwd: Path | None = None) -> Sandbox:
         """Build from `ctx.settings.files` (see `effective_roots`) and ctx.home (protected)."""
         files = _setting(ctx.settings, "files")
-        roots, note = effective_roots(ctx.settings, cwd if cwd is not None else Path.cwd())
+        roots, note = effective_roots(
+            ctx.settings,
+            cwd if cwd is not None else Path.cwd(),
+            headless=getattr(ctx, "headless", True),
+        )
         denied = _setting(files, "denied_paths") or []
         home = getattr(ctx, "home", None)
         return cls(roots, [Path(d) for d in denied], deskhand_home=home, note=note)
@@ -478,17 +482,22 @@ def _chmod_fd(fd: int, mode: int) -> None:
 # ------------------------------------------------------------------ which folders
 
 
-def effective_roots(settings: Any, cwd: Path) -> tuple[list[Path], str | None]:
+def effective_roots(
+    settings: Any, cwd: Path, *, headless: bool = True
+) -> tuple[list[Path], str | None]:
     """The folders file tools may touch, and a note to show when that is not the user's choice.
 
-    Configured folders win. With none, a (headless) run works in the current folder only,
+    Configured folders win. With none, a headless run works in the current folder only,
     and says so; when the current folder is the whole home, an ancestor of it or a file
-    system root, the file tools get no folder at all rather than the whole home.
+    system root, the file tools get no folder at all rather than the whole home. In the
+    window (not headless) they get none until the user answers the folder question.
     """
     files = _setting(settings, "files")
     configured = [str(r) for r in (_setting(files, "allowed_roots") or []) if str(r).strip()]
     if configured:
         return [Path(os.path.expanduser(r)) for r in configured], None
+    if not headless:
+        return [], f"File tools have no folder yet. {FOLDERS_HINT}"
     here = _real(cwd)
     home = _real(Path.home())
     none = (

@@ -7,12 +7,15 @@ a second exec. Without a shell, the result says plainly that the command may sti
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shlex
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from websocket import WebSocketException
 
 from tools.credential_values import mask_command
 from tools.docker.exec_stop import KILL_TREE, SHELL, wrap
@@ -29,6 +32,8 @@ ERROR_CHANNEL = 3
 STOP_SECONDS = 10.0
 #: How long a command stopped right after its start may take to report its PID.
 PID_SECONDS = 3.0
+#: Longest a single read of an exec stream may block (a frame the server never finishes).
+READ_SECONDS = 30.0
 
 
 def _handshake_failure(exc: BaseException) -> tuple[int, str] | None:
@@ -54,7 +59,7 @@ def _open(cluster: Cluster, namespace: str, pod: str, command: list[str], contai
     private = k8s.ApiClient(configuration=cluster.client.configuration)
     attempt = Attempt("create", "pods/exec", namespace, pod)
     try:
-        return stream(
+        session = stream(
             k8s.CoreV1Api(private).connect_get_namespaced_pod_exec,
             pod,
             namespace,
@@ -66,6 +71,8 @@ def _open(cluster: Cluster, namespace: str, pod: str, command: list[str], contai
             tty=False,
             _preload_content=False,
         )
+        session.sock.settimeout(READ_SECONDS)  # no read may wait forever
+        return session
     except (ApiException, AttributeError) as exc:
         # The client's error handling itself fails on a refused upgrade (AttributeError on a
         # missing body); the ApiException with the details is then the context.
@@ -79,6 +86,13 @@ def _open(cluster: Cluster, namespace: str, pod: str, command: list[str], contai
         raise unreachable(cluster.server, cluster.context, cause) from None
 
 
+def _drop(session: Any) -> None:
+    """Closes an exec stream without waiting for the server's close reply (the websocket
+    default waits 3 s, and a server still running the command may never send it)."""
+    with contextlib.suppress(OSError, WebSocketException):
+        session.close(timeout=0)
+
+
 @dataclass
 class _Run:
     """One exec session's output so far; with the PID wrapper, its first stdout line (the
@@ -89,11 +103,17 @@ class _Run:
     pid: int | None = None
     stdout: list[str] = field(default_factory=list)
     stderr: list[str] = field(default_factory=list)
+    #: The stream failed (reset, a read that timed out): whether the command ended is unknown.
+    broken: str = ""
     _head: str = ""
 
     def pump(self, timeout: float) -> None:
-        self.session.update(timeout=timeout)
-        self.take()
+        try:
+            self.session.update(timeout=timeout)
+            self.take()
+        except (OSError, WebSocketException) as exc:
+            self.broken = str(exc) or type(exc).__name__
+            _drop(self.session)
 
     def take(self) -> None:
         out = self.session.read_stdout(timeout=0)
@@ -131,7 +151,7 @@ def _follow(run: _Run, ctx: ToolContext, deadline: float) -> bool:
     """Reads until the command ends (True) or the call is cancelled or out of time (False)."""
     while run.session.is_open():
         run.pump(0.5)
-        if ctx.cancelled or time.monotonic() > deadline:
+        if run.broken or ctx.cancelled or time.monotonic() > deadline:
             return False
     run.take()
     return True
@@ -153,19 +173,29 @@ def _stop(
             f"the command may still be running in {where}: closing the exec stream does not "
             "end it, and the container has no shell to end it with"
         )
+    deadline = time.monotonic() + STOP_SECONDS
     try:
         killer = _open(cluster, ns, pod, [SHELL, "-c", KILL_TREE, "sh", str(run.pid)], container)
-        killer.run_forever(timeout=STOP_SECONDS)
-        killer.close()
     except ToolError as exc:
         return False, f"the command may still be running in {where}: ending it failed ({exc})"
-    deadline = time.monotonic() + STOP_SECONDS
-    while run.session.is_open() and time.monotonic() < deadline:
-        run.pump(0.2)
+    try:  # the kill script's own end is not awaited: the command's end is what counts
+        while run.session.is_open() and not run.broken and time.monotonic() < deadline:
+            run.pump(0.2)
+            if killer.is_open():
+                killer.update(timeout=0)
+    except (OSError, WebSocketException):
+        pass
+    finally:
+        _drop(killer)
+    if run.broken:
+        return False, (
+            f"the command may still be running in {where}: the exec stream failed "
+            f"({run.broken}), so whether killing process {run.pid} ended it is unknown"
+        )
     if run.session.is_open():
         return False, (
             f"the command may still be running in {where}: killing process {run.pid} did not "
-            "end it"
+            f"end it within {STOP_SECONDS:g} s"
         )
     return True, f"the command was ended in {where}"
 
@@ -188,7 +218,7 @@ def exec_command(args: Exec, ctx: ToolContext) -> ToolResult:
     try:
         ended = _follow(run, ctx, deadline)
         if ended and run.shell_missing:
-            run.session.close()
+            _drop(run.session)
             ctx.check_cancelled()
             run = _Run(_open(cluster, ns, name, args.command, container), wrapped=False)
             ended = _follow(run, ctx, deadline)
@@ -198,7 +228,7 @@ def exec_command(args: Exec, ctx: ToolContext) -> ToolResult:
         if ended or end.stopped:
             end.code, end.message = run.status()
     finally:
-        run.session.close()
+        _drop(run.session)
     return _result(cluster, ns, args, (name, container), run, end)
 
 
