@@ -385,3 +385,16 @@ def test_subjects_and_summary_lines(browser: BrowserDriver, site_a: Site):
     assert line == f"Click “Send” on 127.0.0.1:{site_a.port}"
     assert browser.hook("browser_click", "subject", text="Send").site == site_a.site
     assert browser.hook("browser_fill", "subject", text="q", value="x").site == site_a.site
+
+
+def test_a_deny_rule_for_a_site_stops_a_redirect_there_without_asking(
+    browser: BrowserDriver, site_a: Site, site_b: Site
+):
+    """A site the user never wants data sent to is refused mid-call, not asked about."""
+    target = site_b.url("/landing?leak=42")
+    browser.answer = True  # even a person who would say yes is not asked
+    ctx = browser.context("browser_navigate")
+    ctx._egress_deny = lambda site: site == site_b.site
+    result = browser.call("browser_navigate", ctx, url=site_a.url(f"/redirect?to={target}"))
+    assert not result.ok and "Deskhand stopped the page" in result.error
+    assert browser.asked == [] and site_b.requests == []

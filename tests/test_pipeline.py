@@ -461,3 +461,18 @@ def test_what_a_stopped_tool_says_about_its_remote_command_is_kept(tmp_path: Pat
     asyncio.run(go())
     said = h.pipeline.stopped_results["r1"]
     assert "may still be running in web-1" in (said.error or "")
+
+
+def _checks_refusal(args: Args, ctx: ToolContext) -> str:
+    return "refused" if ctx.egress_refused(args.path) else "may ask"
+
+
+def test_a_deny_rule_for_a_site_refuses_what_a_running_tool_would_send_there(tmp_path: Path):
+    h = Harness(tmp_path)
+    h.registry.add([manifest("t_refuse", {Operation.READ}, impl=_checks_refusal)])
+    site = "https://tracker.example:443"
+    h.rules.add(
+        Rule(tool="t_*", decision=RuleDecision.DENY, matcher=Matcher(kind="site", value=site))
+    )
+    assert "refused" in h.call("t_refuse", {"path": site}).result.content
+    assert "may ask" in h.call("t_refuse", {"path": "https://other:443"}).result.content

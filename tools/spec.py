@@ -234,6 +234,13 @@ class ToolContext:
         """True when the user has a rule allowing this tool to send data to `site`."""
         return bool(self._egress_rule and self._egress_rule(site))
 
+    #: Set by the call pipeline: site → whether a deny rule for this tool names that site.
+    _egress_deny: Callable[[str], bool] | None = None
+
+    def egress_refused(self, site: str) -> bool:
+        """True when a deny rule forbids this tool to send data to `site` (no question)."""
+        return bool(self._egress_deny and self._egress_deny(site))
+
     def service(self, name: str) -> Any:
         """An app service a tool category needs (e.g. "reminders"), handed in by the app."""
         try:

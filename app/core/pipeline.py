@@ -419,7 +419,13 @@ class CallPipeline:
         ctx.headless = self.env.headless
         ctx._confirm = _Confirmer(self, loop, ctx, manifest, conversation_id, emit)
         ctx._egress_rule = lambda site: self._site_allowed(manifest, site, conversation_id)
+        ctx._egress_deny = lambda site: self._site_denied(manifest, site, conversation_id)
         return ctx
+
+    def _site_denied(self, manifest: ToolManifest, site: str, conversation_id: str | None) -> bool:
+        source = self.registry.source_of(manifest.name)
+        ev = self.rules.evaluate(manifest.name, source.id, Subject(site=site), conversation_id)
+        return ev.decision is RuleDecision.DENY
 
     def _site_allowed(self, manifest: ToolManifest, site: str, conversation_id: str | None) -> bool:
         """A deny or ask rule for the site wins; only a narrow allow rule naming it covers."""

@@ -132,9 +132,20 @@ class EgressGuard:
         except Exception:
             return False
 
+    def _refused(self, site: str) -> bool:
+        check = getattr(self.ctx, "egress_refused", None)
+        if not callable(check):
+            return False
+        try:
+            return bool(check(site))
+        except Exception:
+            return True  # cannot tell: the safe side
+
     def _ask(self, site: str, summary: str, detail: str, verb: str) -> bool:
         if site in self.decisions:
             allowed = self.decisions[site]
+        elif self._refused(site):  # a deny rule names this site: no question
+            allowed = self.decisions[site] = False
         elif self._covered(site):
             allowed = self.decisions[site] = True
         elif self.ctx is None:
