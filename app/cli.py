@@ -188,6 +188,7 @@ async def _ask(args: argparse.Namespace, runtime: Runtime) -> int:
     from app.core.providers.base import ProviderError
 
     config = runtime.provider_config(args.provider, args.base_url, args.model)
+    runtime.start_mcp()  # in the background; tools join the registry as servers come up
     provider = make_provider(config)
     printer = JsonPrinter() if args.json else TextPrinter()
     try:
@@ -207,6 +208,7 @@ async def _ask(args: argparse.Namespace, runtime: Runtime) -> int:
         conversation = runtime.open_conversation(args.conversation)
         if not args.conversation:
             runtime.store.auto_title(conversation.id, args.prompt)
+        await _mcp_head_start(runtime)
         agent = runtime.make_agent(provider, approver, auto_approve=args.yes)
         async for event in agent.run(conversation, args.prompt):
             printer.handle(event)
@@ -214,6 +216,17 @@ async def _ask(args: argparse.Namespace, runtime: Runtime) -> int:
         return EXIT_PROVIDER if printer.failed else EXIT_OK
     finally:
         await provider.aclose()
+
+
+async def _mcp_head_start(runtime: Runtime) -> None:
+    """A short, bounded wait so MCP servers that start quickly are in the first request;
+    slower ones join later requests (a hung one never holds the question up longer)."""
+    import asyncio
+
+    from app.core.runtime import MCP_ASK_WAIT
+
+    if "mcp" in runtime.__dict__:
+        await asyncio.to_thread(runtime.wait_mcp, MCP_ASK_WAIT)
 
 
 # ---- tools -------------------------------------------------------------------------------
@@ -246,12 +259,19 @@ def _folder_note(runtime: Runtime) -> None:
 
 
 def _tools_list(args: argparse.Namespace, runtime: Runtime) -> int:
+    mcp_started = runtime.start_mcp()  # MCP servers come up while the listing is built
     registry = runtime.listing_registry()
+    listing = runtime.mcp_listing(registry) if mcp_started else []
+    waiting = [note for cat, note in listing if args.category in (None, cat)]
     infos = registry.infos(args.category)
+    for note in waiting:  # servers still starting (or failed): said, never waited for long
+        print(f"deskhand: {note}; its tools are not listed", file=sys.stderr)
     if args.json:
         print(json.dumps([i.to_json() for i in infos], ensure_ascii=False))
         return EXIT_OK
     if not infos and not registry.packs:
+        if waiting:
+            return EXIT_OK
         print(f"no tools in category {args.category!r}", file=sys.stderr)
         return EXIT_USAGE if args.category else EXIT_OK
     current = None
@@ -282,8 +302,8 @@ async def _tools_call(args: argparse.Namespace, runtime: Runtime) -> int:
     if args.name.startswith("mcp__") and args.name not in runtime.registry:
         import asyncio
 
-        await asyncio.to_thread(runtime.mcp_tools)
-        hint = None if args.name in runtime.registry else runtime.mcp.missing_tool_hint(args.name)
+        # waits for that tool's server only, a bounded time; others keep starting meanwhile
+        hint = await asyncio.to_thread(runtime.wait_for_mcp_tool, args.name)
         if hint:
             return _print_result(ToolResult.failure(hint), args.json, EXIT_USAGE)
     manifest = runtime.registry.get(args.name)

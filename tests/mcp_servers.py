@@ -1,6 +1,13 @@
 """MCP servers for the tests, written with the official SDK (`MCPServer`).
 
-Run as a script: `python tests/mcp_servers.py stdio | http PORT | sse PORT`.
+Run as a script: `python tests/mcp_servers.py stdio | http PORT | sse PORT | hang | late |
+crash | lc`:
+
+* `hang` never answers (not even `initialize`); `crash` writes to stderr and exits at start;
+* `late` serves stdio only once the file `$MCP_TEST_MARKERS/go` exists;
+* `lc` (list change) adds the tools `grow` / `shrink`, which add or remove the tool `extra`
+  and send `notifications/tools/list_changed`; it starts with `extra` when
+  `$MCP_TEST_MARKERS/extra` exists and hangs at start when `$MCP_TEST_MARKERS/hang` does.
 `MCP_TEST_MARKERS` (a folder) is where tools leave evidence (e.g. of a cancellation);
 `MCP_TEST_TOKEN`, when set, is echoed by `whoami` so tests can check secret passing.
 """
@@ -10,10 +17,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import anyio
-from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.types import ToolAnnotations
 
 # A 1x1 transparent PNG.
@@ -113,12 +121,61 @@ def build() -> MCPServer:
     return server
 
 
+def extra() -> str:
+    """A tool that comes and goes."""
+    return "extra here"
+
+
+def add_list_change_tools(server: MCPServer) -> None:
+    @server.tool()
+    async def grow(ctx: Context) -> str:
+        """Add the tool `extra` and tell the client."""
+        server.add_tool(extra, annotations=ToolAnnotations(read_only_hint=True))
+        await ctx.session.send_tool_list_changed()
+        return "grown"
+
+    @server.tool()
+    async def shrink(ctx: Context) -> str:
+        """Remove the tool `extra` and tell the client."""
+        server.remove_tool("extra")
+        await ctx.session.send_tool_list_changed()
+        return "shrunk"
+
+    if _exists("extra"):
+        server.add_tool(extra, annotations=ToolAnnotations(read_only_hint=True))
+
+
+def _exists(name: str) -> bool:
+    marker = _marker(name)
+    return marker is not None and marker.exists()
+
+
+def _hang() -> None:
+    print("hanging at start", file=sys.stderr, flush=True)
+    while True:
+        time.sleep(60)
+
+
 def main(argv: list[str]) -> None:
     server = build()
     mode = argv[1] if len(argv) > 1 else "stdio"
     token = os.environ.get("MCP_TEST_TOKEN", "")
     print(f"test server starting ({mode}) token={token}", file=sys.stderr, flush=True)
     if mode == "stdio":
+        server.run("stdio")
+    elif mode == "hang":
+        _hang()
+    elif mode == "crash":
+        print("fatal: cannot open the database /nowhere/db", file=sys.stderr, flush=True)
+        raise SystemExit(3)
+    elif mode == "late":
+        while not _exists("go"):
+            time.sleep(0.05)
+        server.run("stdio")
+    elif mode == "lc":
+        if _exists("hang"):
+            _hang()
+        add_list_change_tools(server)
         server.run("stdio")
     elif mode == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(argv[2]))

@@ -589,8 +589,9 @@ def test_runtime_registers_mcp_tools_lazily(home: Path, markers: Path) -> None:
         runtime.close()
 
 
-def test_tools_list_starts_no_server(home: Path, markers: Path) -> None:
-    write_config(home, {"test": stdio_entry(markers)})
+def test_tools_list_without_mcp_json_imports_no_mcp(home: Path) -> None:
+    """No servers configured: listing never loads the MCP SDK (tests/test_mcp_lifecycle.py
+    covers listing the tools of configured servers)."""
     code = (
         "import sys, json; from app.cli import main; main(['tools', 'list', '--json']);"
         "print(json.dumps(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.'))),"

@@ -309,3 +309,34 @@ def test_opens_with_existing_servers_and_rules(
     page.patch()(runtime.settings)  # nothing changed, nothing moves
     page.commit()
     assert runtime.rules.rules() == before
+
+
+def test_the_stderr_tail_on_the_page_masks_secrets_and_controls() -> None:
+    """The page's handler sees a server's log record before the root handlers' redaction."""
+    import logging
+
+    tail = mcp_page.stderr_tail()
+    token = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    logging.getLogger("deskhand.mcp.leaky").warning("[leaky] auth failed for %s\x1b[2J", token)
+    [line] = tail.tail("leaky")
+    assert token not in line and "\x1b" not in line and "auth failed" in line
+
+
+def test_a_bad_entry_is_shown_with_its_field_and_the_others_run(
+    qtbot: Any, qloop: Any, runtime: Runtime, restore_theme: None
+) -> None:
+    mcp_path(runtime.home).write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "broken": {"command": "x", "timeout": "fast"},
+                    "web": {"url": "https://example.com/mcp", "disabled": True},
+                }
+            }
+        )
+    )
+    states = {s.name: s for s in runtime.mcp.states()}
+    assert states["broken"].status is Status.INVALID
+    assert states["web"].status is Status.DISABLED  # the good entry is still there
+    text, role = mcp_page.status_text(states["broken"], [])
+    assert role == "error" and "timeout" in text and "broken" in text

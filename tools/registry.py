@@ -168,12 +168,37 @@ class ToolRegistry:
         """Drops tools (e.g. of an MCP server that was removed or changed its tools)."""
         with self._lock:
             for name in names:
-                self._manifests.pop(name, None)
-                self._sources.pop(name, None)
-                self._impls.pop(name, None)
-                self._availability.pop(name, None)
-                for key in [k for k in self._hooks if k[0] == name]:
-                    del self._hooks[key]
+                self._drop(name)
+
+    def replace_source(
+        self, source: ToolSource, manifests: Iterable[ToolManifest]
+    ) -> tuple[list[str], list[tuple[str, ToolSource]]]:
+        """In one step (no moment without them, for a call looking a tool up meanwhile):
+        drop every tool registered from `source.id` and register `manifests` from `source`
+        (a fresh definition hash per tool). A name another source holds is never taken
+        over: it is skipped. Returns (names added, [(name skipped, its owner)])."""
+        added: list[str] = []
+        skipped: list[tuple[str, ToolSource]] = []
+        with self._lock:
+            for name in [n for n, s in self._sources.items() if s.id == source.id]:
+                self._drop(name)
+            for manifest in manifests:
+                owner = self._sources.get(manifest.name)
+                if manifest.name in self._manifests:
+                    skipped.append((manifest.name, owner or BUILTIN_SOURCE))
+                    continue
+                self._manifests[manifest.name] = manifest
+                self._sources[manifest.name] = source
+                added.append(manifest.name)
+        return added, skipped
+
+    def _drop(self, name: str) -> None:
+        self._manifests.pop(name, None)
+        self._sources.pop(name, None)
+        self._impls.pop(name, None)
+        self._availability.pop(name, None)
+        for key in [k for k in self._hooks if k[0] == name]:
+            del self._hooks[key]
 
     def source_of(self, name: str) -> ToolSource:
         """Where a registered tool comes from; unknown names count as untrusted."""

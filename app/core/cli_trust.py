@@ -105,7 +105,9 @@ def _known_sources(runtime: Runtime, want: str | None) -> dict[str, ToolSource]:
     except Exception as exc:  # a broken skills folder must not hide the other sources
         print(f"deskhand: could not list skills: {exc}", file=sys.stderr)
     if (want is None or want.startswith("mcp:")) and runtime.mcp.configs():
-        runtime.mcp_tools()
+        from app.core.runtime import MCP_LIST_WAIT
+
+        runtime.mcp_tools(wait=MCP_LIST_WAIT)  # a hung server must not stall the listing
         for server, source in runtime.mcp.tool_sources().items():
             found[f"mcp:{server}"] = source
     return found

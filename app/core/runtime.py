@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.resources
 import logging
+import threading
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,15 @@ from tools.runner import ToolRunner
 from tools.session import ToolSession
 
 log = logging.getLogger(__name__)
+
+#: How long `tools list` waits for MCP servers (from their launch) before listing without
+#: the ones still starting.
+MCP_LIST_WAIT = 1.5
+#: How long `deskhand ask` lets MCP servers come up before the first model request; servers
+#: ready later join the registry (and the next requests) on their own.
+MCP_ASK_WAIT = 1.5
+#: The longest `tools call mcp__<server>__…` waits for that server (capped by its timeout).
+MCP_CALL_WAIT = 20.0
 
 DEFAULT_BASE_URLS = {
     "openai": "http://127.0.0.1:11434/v1",
@@ -61,15 +71,24 @@ class Runtime:
         #: A command-line run; the window sets False (file tools then wait for the folder
         #: question instead of using the current folder).
         self.headless = True
+        #: Guards swapping the registry against MCP tools arriving from the MCP thread.
+        self._mcp_lock = threading.RLock()
 
     @cached_property
     def registry(self) -> ToolRegistry:
         """Every tool's manifest (~100 ms with all categories): built on first use, so the
         window paints before it. Third-party packs are imported only if the user enabled
-        exactly this version of them."""
-        return ToolRegistry.default(
+        exactly this version of them. MCP tools already known join it."""
+        built = ToolRegistry.default(
             self.home, entry_points=self._entry_points, pack_enabled=self.trust.is_enabled
         )
+        with self._mcp_lock:
+            existing = self.__dict__.get("registry")
+            if existing is not None:  # another thread built it first: one registry only
+                return existing
+            self.__dict__["registry"] = built
+            self._add_known_mcp_tools(built)
+        return built
 
     def reload_registry(self) -> ToolRegistry:
         """Builds the registry again (a pack was enabled or disabled): the runner and every
@@ -77,11 +96,11 @@ class Runtime:
         fresh = ToolRegistry.default(
             self.home, entry_points=self._entry_points, pack_enabled=self.trust.is_enabled
         )
-        self.__dict__["registry"] = fresh
-        if "runner" in self.__dict__:
-            self.runner.registry = fresh
-        if "mcp" in self.__dict__ and self.mcp.tool_sources():
-            self.mcp_tools(wait=0)
+        with self._mcp_lock:
+            self.__dict__["registry"] = fresh
+            if "runner" in self.__dict__:
+                self.runner.registry = fresh
+            self._add_known_mcp_tools(fresh)
         return fresh
 
     def listing_registry(self) -> ToolRegistry:
@@ -144,44 +163,111 @@ class Runtime:
     @cached_property
     def mcp(self) -> Any:
         """The MCP servers of mcp.json (app.core.mcp.manager.McpManager); nothing starts
-        until `mcp_tools()` (or `mcp.start()`) is called."""
+        until `start_mcp()`, `mcp_tools()` (or `mcp.start()`) is called. The registry
+        follows the servers' tools from then on (`_on_mcp_tools`)."""
         from app.core.mcp.manager import McpManager
 
-        return McpManager(
-            mcp_path(self.home),
-            home=self.home,
-            get_secret=self.secrets.get,
-            remember_secret=remember_secret,
-        )
+        with self._mcp_lock:
+            existing = self.__dict__.get("mcp")
+            if existing is not None:
+                return existing
+            manager = McpManager(
+                mcp_path(self.home),
+                home=self.home,
+                get_secret=self.secrets.get,
+                remember_secret=remember_secret,
+            )
+            manager.subscribe_tools(self._on_mcp_tools)
+            self.__dict__["mcp"] = manager
+            return manager
+
+    def start_mcp(self) -> bool:
+        """Start the enabled MCP servers in the background and return at once (no SDK
+        import here); their tools join the registry as each comes up. False when mcp.json
+        has none (then nothing MCP is even imported)."""
+        if "mcp" not in self.__dict__ and not mcp_path(self.home).exists():
+            return False
+        try:
+            return bool(self.mcp.start_soon())
+        except Exception as exc:  # a closed manager, an unreadable file: no MCP tools
+            log.warning("MCP servers not started: %s", exc)
+            return False
+
+    def wait_mcp(self, timeout: float, names: list[str] | None = None) -> list[Any]:
+        """Wait at most `timeout` s (from their launch) for the MCP servers (or `names`)
+        to be ready or to have failed; their states."""
+        if "mcp" not in self.__dict__:
+            return []
+        return self.mcp.wait_settled(timeout, names)
 
     def mcp_tools(self, wait: float = 30.0) -> list[Any]:
-        """Start the MCP servers (once; they keep running in the background) and add their
-        tools to the registry, each under its server as an untrusted-until-trusted source.
-        Blocks up to `wait` s per server for the first connection."""
+        """Start the MCP servers (once; they keep running in the background), wait up to
+        `wait` s per server for the first connection, and make sure the registry has their
+        tools, each under its own server as an untrusted-until-trusted source."""
         manifests = self.mcp.tool_manifests(wait)
-        sources = self.mcp.tool_sources()
-        for server, mine in self.mcp.server_manifests().items():
-            source = sources[server]
-            keep = []
-            for manifest in mine:
-                known = manifest.name in self.registry
-                owner = self.registry.source_of(manifest.name) if known else None
-                if owner is None:
-                    keep.append(manifest)
-                elif owner.id == source.id:
-                    # the same server again: its tools are re-registered with what it says
-                    # now (a changed definition must meet the trust check with its new hash)
-                    self.registry.remove([manifest.name])
-                    keep.append(manifest)
-                elif owner.id != source.id:
-                    # two servers whose names give the same tool names: the later one never
-                    # takes over a name (nor the trust that comes with it)
-                    log.warning(
-                        "MCP server %s: tool %s is already provided by %s; skipped (rename "
-                        "one of the servers)", server, manifest.name, owner.id
-                    )
-            self.registry.add(keep, source)
+        registry = self.registry  # built outside the lock (never hold it while building)
+        with self._mcp_lock:
+            self._add_known_mcp_tools(registry)
         return manifests
+
+    def wait_for_mcp_tool(self, name: str, wait: float = MCP_CALL_WAIT) -> str | None:
+        """For `tools call mcp__<server>__…`: start the servers, wait for that server only
+        (at most `wait` s, and never past its timeout); None when the tool is there, else
+        why not in plain words."""
+        self.start_mcp()
+        if "mcp" not in self.__dict__:
+            return self.mcp.missing_tool_hint(name)
+        servers = self.mcp.servers_for(name)
+        if servers:
+            limit = min([wait, *(self._mcp_timeout(s) for s in servers)])
+            self.mcp.wait_settled(limit, servers)
+        if name in self.registry:
+            return None
+        return self.mcp.missing_tool_hint(name)
+
+    def _mcp_timeout(self, server: str) -> float:
+        cfg = self.mcp.config(server)
+        return float(cfg.timeout) if cfg is not None else MCP_CALL_WAIT
+
+    def mcp_listing(
+        self, registry: ToolRegistry, wait: float = MCP_LIST_WAIT
+    ) -> list[tuple[str, str]]:
+        """For `tools list`: wait at most `wait` s for the servers, put the tools of those
+        ready into `registry` (the listing one, not this runtime's), and return (category,
+        a plain line) for each enabled server that is not ready."""
+        from app.core.mcp.manifests import category
+
+        if not self.start_mcp():
+            return []
+        self.wait_mcp(wait)
+        tools = self.mcp.server_tools()
+        for server in self.mcp.configs():
+            if server.name in tools:
+                _register_mcp(registry, server.name, tools[server.name])
+        notes = []
+        for server in self.mcp.enabled():
+            if server.name not in tools:
+                why = self.mcp.not_ready_text(server.name) or f"{server.name!r} has no tools"
+                notes.append((category(server.name), why))
+        return notes
+
+    def _on_mcp_tools(self, server: str, tools: Any) -> None:
+        """(MCP thread) A server's tools changed: the registry follows, if it is built (when
+        it is built later, it takes the tools known then)."""
+        with self._mcp_lock:
+            registry = self.__dict__.get("registry")
+            if registry is not None:
+                _register_mcp(registry, server, tools)
+
+    def _add_known_mcp_tools(self, registry: ToolRegistry) -> None:
+        """Every MCP tool known now, into `registry` (caller holds `_mcp_lock`)."""
+        manager = self.__dict__.get("mcp")
+        if manager is None:
+            return
+        known = manager.server_tools()
+        for cfg in manager.configs():  # mcp.json's order: the first server keeps a name
+            if cfg.name in known:
+                _register_mcp(registry, cfg.name, known[cfg.name])
 
     def services(self) -> dict[str, Any]:
         """What tools reach through `ctx.service(name)`; built lazily on first use."""
@@ -396,6 +482,23 @@ class Runtime:
             accounts=self.accounts,
             services=self.services(),
             pipeline=self.make_pipeline(approver, auto_approve=auto_approve, record=record),
+        )
+
+
+def _register_mcp(registry: ToolRegistry, server: str, tools: Any) -> None:
+    """One MCP server's tools (app.core.mcp.manager.ServerTools, or None for none) replace
+    what `registry` had from that server, in one step, with the definition hashes it gives
+    now (a changed definition meets the trust check again). A name another source holds —
+    e.g. another server whose name slugs the same — is never taken over, nor its trust."""
+    from tools.registry import ToolSource
+
+    source = tools.source if tools is not None else ToolSource("mcp", f"mcp:{server}")
+    manifests = tools.manifests if tools is not None else []
+    _added, skipped = registry.replace_source(source, manifests)
+    for name, owner in skipped:
+        log.warning(
+            "MCP server %s: tool %s is already provided by %s; skipped (rename one of the "
+            "servers)", server, name, owner.id
         )
 
 

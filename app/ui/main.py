@@ -118,7 +118,9 @@ class App:
         if not loop.is_running():
             QTimer.singleShot(200, self.start_mcp_servers)
             return
-        self._mcp_future = loop.run_in_executor(None, self.runtime.mcp_tools)
+        # off the GUI thread; returns once the servers are launched, and their tools join the
+        # registry as each one comes up (the runtime follows the manager)
+        self._mcp_future = loop.run_in_executor(None, self.runtime.start_mcp)
 
     def stop_reminders(self) -> None:
         """No more reminders from this App (quitting, or a test tearing it down)."""

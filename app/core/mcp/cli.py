@@ -9,8 +9,17 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from app.core.mcp.config import McpConfigError, claude_desktop_config_path, import_servers
+from app.core.mcp.config import (
+    McpConfig,
+    McpConfigError,
+    claude_desktop_config_path,
+    import_servers,
+    read_config,
+)
+from app.core.mcp.status import ServerState, Status
+from app.core.mcp.stderr import recent as recent_stderr
 from app.core.paths import mcp_path
+from app.core.visible import one_line
 
 if TYPE_CHECKING:
     from app.core.runtime import Runtime
@@ -23,7 +32,10 @@ EXIT_USAGE = 2
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     mcp = sub.add_parser("mcp", help="MCP servers (mcp.json)")
     mcp_sub = mcp.add_subparsers(dest="mcp_command", required=True)
-    lst = mcp_sub.add_parser("list", help="configured MCP servers, their status and tools")
+    lst = mcp_sub.add_parser(
+        "list",
+        help="configured MCP servers, their status and tools (exit 1: an entry is invalid)",
+    )
     lst.add_argument("--json", action="store_true")
     lst.add_argument("--wait", type=float, default=30.0, help="seconds to wait for each server")
     imp = mcp_sub.add_parser("import", help="import mcpServers from claude_desktop_config.json")
@@ -46,25 +58,70 @@ def _list(args: argparse.Namespace, runtime: Runtime) -> int:
     if manager.config_error:
         print(f"deskhand: {manager.config_error}", file=sys.stderr)
         return EXIT_USAGE
+    try:
+        config = read_config(manager.config_path)
+    except McpConfigError as exc:  # changed since the manager read it
+        print(f"deskhand: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     runtime.mcp_tools(args.wait)
-    states = manager.states()
+    states = listed_states(manager.states(), config)
     if args.json:
         print(json.dumps([s.to_json() for s in states], ensure_ascii=False))
-        return EXIT_OK
-    if not states:
+    elif not states:
         print(f"no MCP servers configured in {mcp_path(runtime.home)}")
-        return EXIT_OK
-    for state in states:
-        print(f"{state.name}  [{state.transport}]  {state.status.value}")
-        if state.error:
-            print(f"  error: {state.error}")
-        if state.tools:
-            print(f"  tools: {', '.join(state.tools)}")
-        if state.resources:
-            print(f"  resources: {', '.join(state.resources)}")
-        if state.prompts:
-            print(f"  prompts: {', '.join(state.prompts)}")
-    return EXIT_OK
+    else:
+        for state in states:
+            print("\n".join(describe(state)))
+    return EXIT_FAILED if config.problems else EXIT_OK
+
+
+def listed_states(states: list[ServerState], config: McpConfig) -> list[ServerState]:
+    """Every entry of mcp.json in file order: the manager's state of each usable server
+    (with the last lines of its stderr when it is not running), an INVALID state for each
+    entry that cannot be used."""
+    by_name = {s.name: s for s in states}
+    out: list[ServerState] = []
+    for name in [*config.names, *(n for n in by_name if n not in config.names)]:
+        problems = config.problems_of(name)
+        if problems:
+            out.append(ServerState.invalid(name, problems))
+            continue
+        state = by_name.get(name)
+        if state is None:
+            continue
+        if _has_failed(state) and not state.stderr:
+            state = state.copy()
+            state.stderr = recent_stderr(name)
+        out.append(state)
+    return out
+
+
+def _has_failed(state: ServerState) -> bool:
+    """Failed, or trying again after a failure (a retry keeps the last error)."""
+    if state.status in {Status.FAILED, Status.RESTARTING}:
+        return True
+    return state.status is Status.STARTING and state.error is not None
+
+
+def describe(state: ServerState) -> list[str]:
+    """A server's lines in `mcp list`, every text from the server made visible."""
+    if state.status is Status.INVALID:
+        lines = [f"{state.name}  [not started: mcp.json entry is invalid]"]
+        return lines + [f"  problem: {one_line(p.detail, 300)}" for p in state.problems]
+    lines = [f"{state.name}  [{state.transport}]  {state.status.value}"]
+    if state.error:
+        lines.append(f"  error: {one_line(state.error, 500)}")
+    if state.stderr:
+        lines.append("  the server's last output (stderr):")
+        lines += [f"    {one_line(line, 300)}" for line in state.stderr]
+    for label, names in (
+        ("tools", state.tools),
+        ("resources", state.resources),
+        ("prompts", state.prompts),
+    ):
+        if names:
+            lines.append(f"  {label}: {one_line(', '.join(names), 2000)}")
+    return lines
 
 
 def _import(args: argparse.Namespace, runtime: Runtime) -> int:
@@ -83,7 +140,7 @@ def _import(args: argparse.Namespace, runtime: Runtime) -> int:
         return EXIT_USAGE
     if args.json:
         print(json.dumps(report.to_json(), ensure_ascii=False))
-        return EXIT_OK
+        return EXIT_FAILED if report.invalid else EXIT_OK
     print(f"imported {len(report.added)} server(s) from {report.source}")
     for name in report.added:
         print(f"  + {name}")
@@ -91,6 +148,8 @@ def _import(args: argparse.Namespace, runtime: Runtime) -> int:
         print(f"  = {name} (already configured; --overwrite replaces it)")
     for item in report.moved_to_keyring:
         print(f"  moved {item} to the keyring")
+    for problem in report.invalid:
+        print(f"deskhand: not imported: {one_line(problem.message, 300)}", file=sys.stderr)
     for item in report.kept_in_file:
         print(
             f"deskhand: could not move {item} to the keyring; it stays in "
@@ -98,4 +157,4 @@ def _import(args: argparse.Namespace, runtime: Runtime) -> int:
             "again with --overwrite to move it.",
             file=sys.stderr,
         )
-    return EXIT_OK
+    return EXIT_FAILED if report.invalid else EXIT_OK

@@ -5,7 +5,10 @@ string (an argument, the URL, part of a header) a secret may stand as
 `${keyring:mcp/<server>/<name>}`. Both are resolved only when a server starts. Importing
 a config moves every secret-looking value to the keyring: values under credential-looking
 names, and values that look like credentials whatever their name (token formats, URLs with
-a password, private keys, `--token=…` / `--api-key …` arguments). Imports nothing heavy.
+a password, private keys, `--token=…` / `--api-key …` arguments).
+
+Each entry is checked on its own (`read_config`): a bad entry is reported with its name and
+field, and the others still load. Imports nothing heavier than pydantic.
 """
 
 from __future__ import annotations
@@ -19,9 +22,21 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
-from urllib.parse import unquote
+from typing import Annotated, Any, Literal
+from urllib.parse import unquote, urlsplit
 
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from app.core.visible import visible
 from tools.credential_values import looks_like_credential_value
 from tools.redact import is_credential_key
 
@@ -31,11 +46,50 @@ KEYRING_PREFIX = "keyring:"
 #: A secret inside a longer string: `${keyring:mcp/<server>/<name>}`.
 PLACEHOLDER = re.compile(r"\$\{keyring:(?P<ref>[^}\s]+)\}")
 Transport = Literal["stdio", "http", "sse"]
-_HTTP_TYPES = {"http", "streamable-http", "streamable_http", "streamablehttp", "shttp"}
+#: Every way a config may name a transport (Claude Desktop, Claude Code, Cursor, VS Code,
+#: Cline, Windsurf), lower-cased, and what it means here.
+TRANSPORT_NAMES: dict[str, Transport] = {
+    "stdio": "stdio",
+    "http": "http",
+    "streamable-http": "http",
+    "streamable_http": "http",
+    "streamablehttp": "http",
+    "shttp": "http",
+    "sse": "sse",
+}
+TIMEOUT_RANGE = (1.0, 3600.0)
+DEFAULT_TIMEOUT = 120.0
 
 
 class McpConfigError(Exception):
     """mcp.json (or a config being imported) cannot be used; the message says why."""
+
+
+@dataclass(frozen=True)
+class EntryProblem:
+    """Why one `mcpServers` entry cannot be used. `field` is where (`timeout`, `env.PORT`,
+    `args[2]`), None for the entry as a whole; `message` is the whole sentence, naming the
+    server. Values that may hold a secret are never quoted in it."""
+
+    name: str
+    field: str | None
+    #: What is wrong, without the server's name: "timeout must be … (got 'fast')".
+    detail: str
+
+    @property
+    def message(self) -> str:
+        return f"server {self.name!r}: {self.detail}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "field": self.field, "message": self.message}
+
+
+class EntryError(McpConfigError):
+    """One entry is invalid; `problems` lists every bad field."""
+
+    def __init__(self, problems: list[EntryProblem]) -> None:
+        super().__init__("; ".join(p.message for p in problems))
+        self.problems = problems
 
 
 @dataclass(frozen=True)
@@ -49,40 +103,15 @@ class ServerConfig:
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     disabled: bool = False
-    timeout: float = 120.0
+    timeout: float = DEFAULT_TIMEOUT
 
     @classmethod
     def from_json(cls, name: str, raw: Any) -> ServerConfig:
-        if not isinstance(raw, dict):
-            raise McpConfigError(f"server {name!r}: expected an object")
-        env = _str_map(name, "env", raw.get("env"))
-        headers = _str_map(name, "headers", raw.get("headers"))
-        kind = str(raw.get("type") or raw.get("transport") or "").lower()
-        common: dict[str, Any] = {
-            "disabled": bool(raw.get("disabled", False)),
-            "timeout": float(raw.get("timeout", 120.0)),
-        }
-        if raw.get("command"):
-            args = raw.get("args") or []
-            if not isinstance(args, list):
-                raise McpConfigError(f"server {name!r}: args must be a list")
-            return cls(
-                name,
-                "stdio",
-                command=str(raw["command"]),
-                args=tuple(str(a) for a in args),
-                env=env,
-                cwd=raw.get("cwd"),
-                **common,
-            )
-        if raw.get("url"):
-            url = str(raw["url"])
-            if kind == "sse" or (kind not in _HTTP_TYPES and url.rstrip("/").endswith("/sse")):
-                transport: Transport = "sse"
-            else:
-                transport = "http"
-            return cls(name, transport, url=url, headers=headers, **common)
-        raise McpConfigError(f"server {name!r}: needs either 'command' (stdio) or 'url' (HTTP)")
+        """One `mcpServers` entry, checked; raises EntryError naming every bad field."""
+        found = check_entry(name, raw)
+        if isinstance(found, ServerConfig):
+            return found
+        raise EntryError(found)
 
     def resolved(self, get_secret: SecretGetter) -> ServerConfig:
         """This config as the server must get it: every `keyring:` value and `${keyring:…}`
@@ -115,12 +144,221 @@ class ServerConfig:
         return out
 
 
-def _str_map(server: str, what: str, raw: Any) -> dict[str, str]:
-    if raw is None:
-        return {}
+# ---- one entry, checked on its own ----------------------------------------------------------
+
+
+def _scalar_text(value: Any) -> Any:
+    """JSON numbers and booleans where text is expected become their JSON text (`"PORT":
+    8080`, `["--port", 8080]` are common and meant as text); anything else is left to fail."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return json.dumps(value)
+    return value
+
+
+_Text = Annotated[str, BeforeValidator(_scalar_text)]
+
+
+class ServerEntry(BaseModel):
+    """The typed shape of one `mcpServers` entry. Keys other tools add (`autoApprove`,
+    `alwaysAllow`, `description`, …) are ignored; a JSON `null` means "not set"."""
+
+    model_config = ConfigDict(strict=True, extra="ignore", populate_by_name=True)
+
+    type: str | None = None
+    transport: str | None = None
+    command: str | None = None
+    args: list[_Text] = Field(default_factory=list)
+    env: dict[str, _Text] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    server_url: str | None = Field(default=None, alias="serverUrl")  # Windsurf
+    headers: dict[str, _Text] = Field(default_factory=dict)
+    disabled: bool = False
+    timeout: float = Field(
+        default=DEFAULT_TIMEOUT, ge=TIMEOUT_RANGE[0], le=TIMEOUT_RANGE[1], allow_inf_nan=False
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nulls_are_unset(cls, raw: Any) -> Any:
+        return {k: v for k, v in raw.items() if v is not None} if isinstance(raw, dict) else raw
+
+    @field_validator("type", "transport")
+    @classmethod
+    def _known_transport(cls, value: str | None) -> str | None:
+        if value is not None and value.strip().lower() not in TRANSPORT_NAMES:
+            raise PydanticCustomError("transport", "unknown transport")
+        return value
+
+    @field_validator("command")
+    @classmethod
+    def _some_command(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise PydanticCustomError("empty", "empty")
+        return value
+
+    @field_validator("url", "server_url")
+    @classmethod
+    def _web_address(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = urlsplit(value.strip())
+        if parts.scheme.lower() not in {"http", "https"} or not parts.netloc:
+            raise PydanticCustomError("web_address", "not an http(s) address")
+        return value.strip()
+
+
+def check_entry(name: str, raw: Any) -> ServerConfig | list[EntryProblem]:
+    """One `mcpServers` entry as a ServerConfig, or every reason it cannot be used."""
+    if not str(name).strip():
+        return [EntryProblem(name, None, "the server has an empty name; give it a name")]
     if not isinstance(raw, dict):
-        raise McpConfigError(f"server {server!r}: {what} must be an object")
-    return {str(k): str(v) for k, v in raw.items()}
+        what = "an object with a 'command' (a local server) or a 'url' (a remote one)"
+        return [EntryProblem(name, None, f"must be {what} (got {_kind(raw)})")]
+    try:
+        entry = ServerEntry.model_validate(raw)
+    except ValidationError as exc:
+        return [_problem(name, error) for error in exc.errors(include_url=False)]
+    return _build(name, raw, entry)
+
+
+def _build(name: str, raw: dict[str, Any], entry: ServerEntry) -> ServerConfig | list[EntryProblem]:
+    def problem(where: str | None, text: str) -> list[EntryProblem]:
+        return [EntryProblem(name, where, text)]
+
+    named = [k for k in (entry.type, entry.transport) if k is not None]
+    kinds = {TRANSPORT_NAMES[k.strip().lower()] for k in named}
+    if len(kinds) > 1:
+        return problem("type", "'type' and 'transport' name different transports; keep one")
+    kind = kinds.pop() if kinds else None
+    where = "type" if entry.type is not None else "transport"
+    url = entry.url or entry.server_url
+    common: dict[str, Any] = {"disabled": entry.disabled, "timeout": float(entry.timeout)}
+    if entry.command is not None and kind in (None, "stdio"):
+        return ServerConfig(
+            name,
+            "stdio",
+            command=entry.command,
+            args=tuple(entry.args),
+            env=dict(entry.env),
+            cwd=entry.cwd,
+            **common,
+        )
+    if kind == "stdio":
+        return problem("command", f"{where} is {raw.get(where)!r} but there is no 'command' to run")
+    if url is None:
+        if kind is not None:
+            return problem("url", f"{where} is {raw.get(where)!r} but there is no 'url'")
+        return problem(None, "needs either 'command' (a local server) or 'url' (a remote one)")
+    if kind is None:
+        kind = "sse" if url.rstrip("/").endswith("/sse") else "http"
+    return ServerConfig(name, kind, url=url, headers=dict(entry.headers), **common)
+
+
+_TRANSPORTS_IN_WORDS = "one of stdio, http (also written streamable-http) or sse"
+#: What each field must be, in plain words.
+_MUST_BE = {
+    "type": _TRANSPORTS_IN_WORDS,
+    "transport": _TRANSPORTS_IN_WORDS,
+    "command": "the program to run, as text",
+    "args": "a list of text arguments",
+    "env": 'an object of NAME: "value" pairs',
+    "headers": 'an object of Header-Name: "value" pairs',
+    "cwd": "a folder path, as text",
+    "url": "an http:// or https:// address",
+    "serverUrl": "an http:// or https:// address",
+    "disabled": "true or false",
+    "timeout": (
+        f"a number of seconds between {TIMEOUT_RANGE[0]:g} and {TIMEOUT_RANGE[1]:g}"
+    ),
+}
+#: Fields whose value is quoted in a message; the others may hold a secret.
+_QUOTED = {"type", "transport", "disabled", "timeout"}
+
+
+def _problem(name: str, error: Any) -> EntryProblem:
+    loc = [str(part) for part in error["loc"]]
+    top = loc[0] if loc else ""
+    got = _got(top, error["input"])
+    if top in {"args", "env", "headers"} and len(loc) > 1:
+        if top == "args":
+            where, text = f"args[{loc[1]}]", f"argument {int(loc[1]) + 1} must be text"
+        else:
+            what = "environment variable" if top == "env" else "header"
+            where, text = f"{top}.{loc[1]}", f"the {what} {loc[1]!r} must have a text value"
+        return EntryProblem(name, where, f"{text} (got {got})")
+    if error["type"] == "empty":
+        return EntryProblem(name, top, f"{top} must not be empty")
+    if error["type"] == "web_address":
+        return EntryProblem(name, top, f"{top} must be {_MUST_BE[top]}")
+    must = _MUST_BE.get(top, "valid")
+    return EntryProblem(name, top or None, f"{top} must be {must} (got {got})")
+
+
+def _got(field_name: str, value: Any) -> str:
+    if field_name in _QUOTED and isinstance(value, str | int | float | bool):
+        shown = visible(json.dumps(value, ensure_ascii=False), keep_newlines=False)
+        if isinstance(value, str):
+            shown = repr(visible(value, keep_newlines=False))
+        return shown if len(shown) <= 40 else shown[:39] + "…"
+    return _kind(value)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+# ---- the whole file -------------------------------------------------------------------------
+
+
+@dataclass
+class McpConfig:
+    """What mcp.json holds: the usable servers, and why each other entry is not usable.
+    `names` is every entry's name in file order (good and bad)."""
+
+    servers: list[ServerConfig] = field(default_factory=list)
+    problems: list[EntryProblem] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+
+    def problems_of(self, name: str) -> list[EntryProblem]:
+        return [p for p in self.problems if p.name == name]
+
+    def server(self, name: str) -> ServerConfig | None:
+        return next((s for s in self.servers if s.name == name), None)
+
+
+def parse_servers(block: Mapping[str, Any]) -> McpConfig:
+    """Check every entry of an `mcpServers` object on its own."""
+    config = McpConfig()
+    for name, raw in block.items():
+        config.names.append(name)
+        found = check_entry(name, raw)
+        if isinstance(found, ServerConfig):
+            config.servers.append(found)
+        else:
+            config.problems += found
+    return config
+
+
+def read_config(path: Path) -> McpConfig:
+    """mcp.json, each entry checked on its own (an empty McpConfig when the file does not
+    exist). Raises McpConfigError only when the file as a whole cannot be used (unreadable,
+    not JSON, `mcpServers` not an object)."""
+    return parse_servers(read_servers_block(path))
 
 
 def read_servers_block(path: Path) -> dict[str, Any]:
@@ -129,6 +367,8 @@ def read_servers_block(path: Path) -> dict[str, Any]:
         text = path.read_text("utf-8")
     except FileNotFoundError:
         return {}
+    except UnicodeDecodeError:
+        raise McpConfigError(f"{path} is not UTF-8 text") from None
     except OSError as exc:
         raise McpConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
     if not text.strip():
@@ -136,17 +376,33 @@ def read_servers_block(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise McpConfigError(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno})") from None
+        raise McpConfigError(
+            f"{path} is not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})"
+        ) from None
+    except RecursionError:
+        raise McpConfigError(f"{path} is nested too deeply to read") from None
     if not isinstance(data, dict):
-        raise McpConfigError(f"{path}: expected a JSON object")
+        raise McpConfigError(f"{path}: expected a JSON object (got {_kind(data)})")
     servers = data.get("mcpServers", {})
+    if servers is None:
+        return {}
     if not isinstance(servers, dict):
-        raise McpConfigError(f"{path}: mcpServers must be an object")
+        raise McpConfigError(f"{path}: mcpServers must be an object (got {_kind(servers)})")
     return servers
 
 
 def load_config(path: Path) -> list[ServerConfig]:
-    return [ServerConfig.from_json(name, raw) for name, raw in read_servers_block(path).items()]
+    """The usable servers of mcp.json; each unusable entry is left out and its problem
+    logged (once). Prefer `read_config`, which also says what is wrong with the others."""
+    config = read_config(path)
+    for problem in config.problems:
+        if (path, problem) not in _logged:  # callers may read the file again and again
+            _logged.add((path, problem))
+            log.warning("mcp.json: %s", problem.message)
+    return config.servers
+
+
+_logged: set[tuple[Path, EntryProblem]] = set()
 
 
 def write_servers_block(path: Path, servers: Mapping[str, Any]) -> None:
@@ -324,6 +580,8 @@ class ImportReport:
     moved_to_keyring: list[str] = field(default_factory=list)
     #: Secrets that could not be moved (the keyring failed) and stay in mcp.json.
     kept_in_file: list[str] = field(default_factory=list)
+    #: Entries of the source that are not valid, and why; they are not imported.
+    invalid: list[EntryProblem] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -332,6 +590,7 @@ class ImportReport:
             "skipped": self.skipped,
             "moved_to_keyring": self.moved_to_keyring,
             "kept_in_file": self.kept_in_file,
+            "invalid": [p.to_json() for p in self.invalid],
         }
 
 
@@ -347,16 +606,21 @@ def import_servers(
 ) -> ImportReport:
     """Merge the `mcpServers` block of `source` (default: Claude Desktop's config) into
     `target`. Existing servers are kept unless `overwrite`. With `set_secret`, every
-    secret-looking value moves to the keyring and is replaced by a reference."""
+    secret-looking value moves to the keyring and is replaced by a reference. Invalid
+    entries are left out and listed in `report.invalid`; when no entry is valid, nothing
+    changes and EntryError says why."""
     source = source or claude_desktop_config_path()
     if not source.exists():
         raise McpConfigError(f"{source} does not exist")
     incoming = read_servers_block(source)
-    for name, raw in incoming.items():
-        ServerConfig.from_json(name, raw)  # validate before changing anything
+    checked = parse_servers(incoming)  # before changing anything
+    if checked.problems and not checked.servers:
+        raise EntryError(checked.problems)
     current = read_servers_block(target)
-    report = ImportReport(source)
+    report = ImportReport(source, invalid=list(checked.problems))
     for name, raw in incoming.items():
+        if checked.server(name) is None:
+            continue
         if name in current and not overwrite:
             report.skipped.append(name)
             continue

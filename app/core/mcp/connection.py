@@ -1,5 +1,6 @@
 """One MCP server: connect over its transport, keep one `ClientSession` open, notice a
-crash and reconnect with backoff. Runs entirely on the manager's event loop.
+crash and reconnect with backoff, list its tools again when it says they changed. Runs
+entirely on the manager's event loop; `on_tools` tells the manager each new listing.
 
 This module imports the `mcp` SDK; it is loaded only when a server starts.
 """
@@ -31,6 +32,7 @@ PING_EVERY = 30.0
 BACKOFF_START = 0.5
 BACKOFF_MAX = 30.0
 STABLE_AFTER = 60.0
+RELIST_TIMEOUT = 30.0
 
 
 class ServerUnavailable(Exception):
@@ -51,22 +53,30 @@ class ServerConnection:
         *,
         get_secret: SecretGetter,
         on_change: Callable[[ServerState], None],
+        on_tools: Callable[[ServerConnection], None] = lambda conn: None,
         backoff_start: float = BACKOFF_START,
         connect_timeout: float = CONNECT_TIMEOUT,
     ) -> None:
         self.config = config
         self._get_secret = get_secret
         self._on_change = on_change
+        self._on_tools = on_tools
         self._backoff_start = backoff_start
         self._connect_timeout = connect_timeout
         self._marker = reaper.new_marker()
         self.state = ServerState(config.name, config.transport)
         self.listing = Listing()
+        #: Whether `listing` came from the server (at least one connection succeeded).
+        self.listed = False
+        #: When the current connection attempt began (time.monotonic()).
+        self.attempt_started = time.monotonic()
         self.session: ClientSession | None = None
         self._ready = asyncio.Event()
         self._settled = asyncio.Event()  # first attempt finished, whatever the outcome
         self._stop = asyncio.Event()
         self._broken = asyncio.Event()
+        self._relist = asyncio.Event()  # the server said its tools (or resources...) changed
+        self._wake = asyncio.Event()  # stop or relist: the watch loop looks now
         self._task: asyncio.Task[None] | None = None
 
     # ---- lifecycle ----------------------------------------------------------------------
@@ -81,10 +91,26 @@ class ServerConnection:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._settled.wait(), timeout)
 
+    @property
+    def ready(self) -> bool:
+        return self.session is not None
+
+    @property
+    def settled(self) -> bool:
+        """The first attempt finished, whatever the outcome."""
+        return self._settled.is_set()
+
     async def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
+        self._wake.set()
         if self._task is None:
             return
+        if self.session is None and self.config.transport == "stdio":
+            # Starting or hung: no polite goodbye (the SDK would give a server that never
+            # answered two more seconds to notice its closed stdin); end its processes now.
+            await asyncio.to_thread(reaper.reap, self._marker, 0.5)
+        if self.session is None:
+            self._task.cancel()
         try:
             await asyncio.wait_for(asyncio.shield(self._task), timeout)
         except (TimeoutError, asyncio.CancelledError):
@@ -130,6 +156,7 @@ class ServerConnection:
             if time.monotonic() - started > STABLE_AFTER:
                 delay = self._backoff_start
             self.state.restarts += 1
+            self.attempt_started = time.monotonic() + delay
             was_ready = self._settled.is_set() and self.state.status is Status.READY
             log.warning(
                 "MCP server %s %s: %s; restarting in %.1f s",
@@ -146,6 +173,8 @@ class ServerConnection:
 
     async def _run_once(self) -> None:
         self._broken.clear()
+        self._relist.clear()
+        self.attempt_started = time.monotonic()
         self._set(Status.STARTING)
         async with AsyncExitStack() as stack:
             # Not wait_for: it would run the transport's anyio scopes in another task.
@@ -153,11 +182,19 @@ class ServerConnection:
                 session = await self._connect(stack)
                 self.listing = await self._discover(session)
             self.session = session
+            self.listed = True
             self._ready.set()
             self._set(Status.READY)
             self._settled.set()
             log.info("MCP server %s ready with %d tools", self.config.name, len(self.listing.tools))
+            self._tools_changed()
             await self._watch(session)
+
+    def _tools_changed(self) -> None:
+        try:
+            self._on_tools(self)
+        except Exception:  # a listener must not break the connection
+            log.exception("MCP tools listener failed")
 
     async def _connect(self, stack: AsyncExitStack) -> ClientSession:
         # every keyring: value and ${keyring:…} placeholder, in env, headers, args and URL
@@ -195,7 +232,9 @@ class ServerConnection:
                     streamable_http_client(cfg.url, http_client=client)
                 )
         read, write = streams[0], streams[1]
-        session = await stack.enter_async_context(ClientSession(read, write))
+        session = await stack.enter_async_context(
+            ClientSession(read, write, message_handler=self._on_message)
+        )
         await session.initialize()
         return session
 
@@ -216,12 +255,40 @@ class ServerConnection:
             listing.prompts = await _optional(_all_pages(session.list_prompts, "prompts"))
         return listing
 
+    async def _on_message(self, message: Any) -> None:
+        """Notifications from the server, run inline by the SDK's reader: only flag them
+        (a request from here would wait on that same reader)."""
+        from mcp import types
+
+        changed = (
+            types.ToolListChangedNotification,
+            types.ResourceListChangedNotification,
+            types.PromptListChangedNotification,
+        )
+        if isinstance(message, changed):
+            self._relist.set()
+            self._wake.set()
+
     async def _watch(self, session: ClientSession) -> None:
-        """Returns when asked to stop or when the connection is gone."""
+        """Returns when asked to stop or when the connection is gone; lists the tools
+        again when the server says they changed."""
         last_ping = time.monotonic()
         while not self._stop.is_set():
             if self._broken.is_set() or _closed(session):
                 return
+            if self._relist.is_set():
+                self._relist.clear()
+                try:
+                    async with asyncio.timeout(RELIST_TIMEOUT):
+                        self.listing = await self._discover(session)
+                except Exception as exc:
+                    log.warning("MCP server %s: listing its tools again failed: %s",
+                                self.config.name, _describe(exc))
+                    return  # reconnect: a fresh connection lists them again
+                log.info("MCP server %s changed its tools (%d now)", self.config.name,
+                         len(self.listing.tools))
+                self._set(Status.READY)
+                self._tools_changed()
             if time.monotonic() - last_ping > PING_EVERY:
                 last_ping = time.monotonic()
                 try:
@@ -230,23 +297,51 @@ class ServerConnection:
                 except Exception:
                     return
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), HEALTH_INTERVAL)
+                await asyncio.wait_for(self._wake.wait(), HEALTH_INTERVAL)
+            self._wake.clear()
 
     # ---- calls --------------------------------------------------------------------------
 
+    def not_ready_text(self) -> str:
+        """Why calls cannot run now, in plain words."""
+        name = self.config.name
+        since = max(0.0, time.monotonic() - self.attempt_started)
+        if self.state.status is Status.STARTING:
+            return f"the MCP server {name!r} is not ready (still starting after {since:.1f} s)"
+        why = f": {self.state.error}" if self.state.error else ""
+        if self.state.status is Status.RESTARTING:
+            return f"the MCP server {name!r} is not ready (it stopped and is restarting{why})"
+        if self.state.status is Status.FAILED:
+            return f"the MCP server {name!r} could not start{why}"
+        return f"the MCP server {name!r} is {self.state.status.value}{why}"
+
     async def ready_session(self, timeout: float) -> ClientSession:
-        if self.session is None:
+        """The open session, waiting at most `timeout` s for the server to be ready."""
+        if self.session is None and not self._stop.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._ready.wait(), timeout)
         if self.session is None:
-            why = f": {self.state.error}" if self.state.error else ""
-            raise ServerUnavailable(
-                f"the MCP server {self.config.name!r} is {self.state.status.value}{why}"
-            )
+            raise ServerUnavailable(self.not_ready_text())
         return self.session
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any], timeout: float) -> Any:
-        session = await self.ready_session(min(timeout, 30.0))
+    async def wait_ready(self, timeout: float) -> bool:
+        """Wait at most `timeout` s for the server to be ready (or its start to have failed
+        once, when it never was ready)."""
+        if self.session is None and not self._stop.is_set():
+            waits = [asyncio.ensure_future(self._ready.wait())]
+            if not self._settled.is_set():
+                waits.append(asyncio.ensure_future(self._settled.wait()))
+            try:
+                await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for waiter in waits:
+                    waiter.cancel()
+        return self.session is not None
+
+    async def call_tool(
+        self, tool: str, arguments: dict[str, Any], timeout: float, ready_wait: float = 30.0
+    ) -> Any:
+        session = await self.ready_session(min(timeout, ready_wait))
         try:
             return await session.call_tool(tool, arguments)
         except Exception:
@@ -258,8 +353,8 @@ class ServerConnection:
                 ) from None
             raise
 
-    async def read_resource(self, uri: str) -> Any:
-        session = await self.ready_session(30.0)
+    async def read_resource(self, uri: str, ready_wait: float = 30.0) -> Any:
+        session = await self.ready_session(ready_wait)
         return await session.read_resource(uri)
 
 

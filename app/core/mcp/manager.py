@@ -4,7 +4,18 @@ Tool bodies run on the runner's pool threads; they submit coroutines to this loo
 `asyncio.run_coroutine_threadsafe` and wait, polling `ctx.cancel_event` — cancelling the
 future cancels the SDK request, which sends `notifications/cancelled` to the server.
 
-Importing this module is cheap; the SDK loads when `start()` first runs.
+Servers start in parallel and never wait for one another. Whenever a server's tools change
+(it became ready, reconnected, sent `notifications/tools/list_changed`, was reloaded or
+removed) the manager builds that server's manifests and `ToolSource` again and tells the
+`subscribe_tools` listeners — on the MCP thread; the runtime puts them in its registry.
+A call to a server that is not ready waits at most `ready_wait` s (and never longer than
+the server's own timeout), then fails saying so.
+
+Public API: `configs`, `start`, `start_soon`, `wait_settled`, `reload`, `remove`,
+`states`, `status`, `tools`, `server_tools`, `server_manifests`, `tool_sources`,
+`subscribe`, `subscribe_tools`, `call_tool`, `missing_tool_hint`, `shutdown`.
+
+Importing this module is cheap; the SDK loads on the MCP thread when a server first starts.
 """
 
 from __future__ import annotations
@@ -14,13 +25,20 @@ import atexit
 import concurrent.futures
 import logging
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from app.core.mcp.config import McpConfigError, SecretGetter, ServerConfig, load_config
+from app.core.mcp.config import (
+    EntryProblem,
+    McpConfigError,
+    SecretGetter,
+    ServerConfig,
+    read_config,
+)
 from app.core.mcp.manifests import build_manifests, category, slug
 from app.core.mcp.status import ServerState, Status
 from tools.registry import ToolSource
@@ -32,7 +50,24 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 POLL = 0.05
+#: The longest a tool call waits for its server to be ready (capped by the server's timeout).
+READY_WAIT = 20.0
 Listener = Callable[[ServerState], None]
+
+
+@dataclass(frozen=True)
+class ServerTools:
+    """One server's tools as the registry takes them: its manifests (built from its own
+    connection) and itself as a tool source (identity + each tool's definition hash)."""
+
+    server: str
+    manifests: list[ToolManifest]
+    source: ToolSource
+
+
+#: Called on the MCP thread with a server's name and its tools now (None: it has none any
+#: more — removed, stopped or reloaded).
+ToolsListener = Callable[[str, "ServerTools | None"], None]
 
 
 class ReadResourceArgs(BaseModel):
@@ -48,16 +83,25 @@ class McpManager:
         get_secret: SecretGetter = lambda key: None,
         backoff_start: float = 0.5,
         remember_secret: Callable[[str], None] = lambda value: None,
+        ready_wait: float = READY_WAIT,
     ) -> None:
         self.config_path = config_path
         self._remember_secret = remember_secret
         self.home = home
         self._get_secret = get_secret
         self._backoff_start = backoff_start
+        self.ready_wait = ready_wait
         self._configs: list[ServerConfig] = []
+        self._loaded = False
         self.config_error: str | None = None
+        #: Entries of mcp.json that cannot be used, each with its name and field.
+        self.config_problems: list[EntryProblem] = []
+        self._names: list[str] = []
         self._connections: dict[str, ServerConnection] = {}
         self._listeners: list[Listener] = []
+        self._tool_listeners: list[ToolsListener] = []
+        self._tools: dict[str, ServerTools] = {}
+        self._tools_lock = threading.Lock()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -66,35 +110,88 @@ class McpManager:
     # ---- configuration and state ------------------------------------------------------
 
     def configs(self) -> list[ServerConfig]:
-        if not self._configs and self.config_error is None:
+        """The usable servers of mcp.json; each bad entry is in `config_problems` and the
+        others run (one bad entry never disables the rest)."""
+        if not self._loaded:
+            self._loaded = True
             try:
-                self._configs = load_config(self.config_path)
-                for config in self._configs:  # literal tokens in mcp.json: keep them out of logs
-                    for value in config.credential_values():
-                        self._remember_secret(value)
+                loaded = read_config(self.config_path)
             except McpConfigError as exc:
                 self.config_error = str(exc)
                 log.warning("mcp.json: %s", exc)
+            else:
+                self._configs = loaded.servers
+                self.config_problems = loaded.problems
+                self._names = loaded.names
+                for problem in loaded.problems:
+                    log.warning("mcp.json: %s", problem.message)
+                for config in self._configs:  # literal tokens in mcp.json: keep them out of logs
+                    for value in config.credential_values():
+                        self._remember_secret(value)
         return list(self._configs)
+
+    def reload_config(self) -> list[ServerConfig]:
+        """Read mcp.json again (running servers keep running; see `reload`)."""
+        self._configs = []
+        self._loaded = False
+        self.config_error = None
+        self.config_problems = []
+        self._names = []
+        return self.configs()
+
+    def config(self, name: str) -> ServerConfig | None:
+        return next((c for c in self.configs() if c.name == name), None)
 
     def subscribe(self, listener: Listener) -> None:
         """Called (on the MCP thread) with a copy of a server's state whenever it changes."""
         self._listeners.append(listener)
 
+    def subscribe_tools(self, listener: ToolsListener) -> None:
+        """Called (on the MCP thread) whenever a server's tools change; see `ToolsListener`."""
+        self._tool_listeners.append(listener)
+
     def _notify(self, state: ServerState) -> None:
+        if state.status is Status.STOPPED and state.name not in self._connections:
+            self._drop_tools(state.name)  # stopped and forgotten: its tools go too
         for listener in list(self._listeners):
             listener(state)
 
     def states(self) -> list[ServerState]:
-        out = []
+        """Every entry of mcp.json in file order: bad entries as INVALID with their problems;
+        a server that failed shows the last lines it wrote to stderr."""
+        from app.core.mcp import stderr
+
+        by_name: dict[str, ServerState] = {}
         for cfg in self.configs():
             conn = self._connections.get(cfg.name)
             if conn is not None:
-                out.append(conn.state.copy())
+                state = conn.state.copy()
+                if state.status in (Status.FAILED, Status.RESTARTING) or state.error:
+                    state.stderr = stderr.recent(cfg.name, settle=0)
             else:
                 status = Status.DISABLED if cfg.disabled else Status.STOPPED
-                out.append(ServerState(cfg.name, cfg.transport, status))
-        return out
+                state = ServerState(cfg.name, cfg.transport, status)
+            by_name[cfg.name] = state
+        for name in {p.name for p in self.config_problems}:
+            by_name[name] = ServerState.invalid(
+                name, [p for p in self.config_problems if p.name == name]
+            )
+        order = self._names or list(by_name)
+        return [by_name[n] for n in order if n in by_name]
+
+    def status(self, name: str) -> ServerState | None:
+        """One server's state (None when mcp.json has no such server)."""
+        return next((s for s in self.states() if s.name == name), None)
+
+    def not_ready_text(self, name: str) -> str | None:
+        """Why `name`'s tools cannot be called now, in plain words (None: they can)."""
+        conn = self._connections.get(name)
+        if conn is None:
+            state = self.status(name)
+            if state is None:
+                return f"no MCP server {name!r} is configured in {self.config_path}"
+            return f"the MCP server {name!r} is {state.status.value}"
+        return None if conn.ready else conn.not_ready_text()
 
     def missing_tool_hint(self, name: str) -> str | None:
         """Why an `mcp__<server>__…` tool is not there (its server failed, or no such server)."""
@@ -103,14 +200,29 @@ class McpManager:
         wanted = server_slug_of(name)
         if wanted is None:
             return None
+        for problem in self.config_problems:
+            if slug(problem.name, camel=False) == wanted:
+                return "; ".join(
+                    p.message for p in self.config_problems if p.name == problem.name
+                )
         for state in self.states():
             if slug(state.name, camel=False) == wanted:
                 if state.status is Status.READY:
                     tools = ", ".join(state.tools) or "none"
                     return f"the MCP server {state.name!r} has no such tool (its tools: {tools})"
+                conn = self._connections.get(state.name)
+                if conn is not None:
+                    return conn.not_ready_text()
                 why = f": {state.error}" if state.error else ""
                 return f"the MCP server {state.name!r} is {state.status.value}{why}"
         return f"no MCP server {wanted!r} is configured in {self.config_path}"
+
+    def servers_for(self, tool: str) -> list[str]:
+        """The configured servers an `mcp__<server>__…` name can belong to."""
+        from app.core.mcp.manifests import server_slug_of
+
+        wanted = server_slug_of(tool)
+        return [c.name for c in self.configs() if slug(c.name, camel=False) == wanted]
 
     # ---- the loop -----------------------------------------------------------------------
 
@@ -131,13 +243,41 @@ class McpManager:
     def submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]:
         return asyncio.run_coroutine_threadsafe(coro, self._ensure_loop())
 
+    def enabled(self) -> list[ServerConfig]:
+        return [c for c in self.configs() if not c.disabled]
+
     def start(self, wait: float = 0.0) -> list[ServerState]:
-        """Start every enabled server in the background (idempotent); wait up to `wait`
-        seconds for each to be ready or to have failed once."""
-        configs = [c for c in self.configs() if not c.disabled]
+        """Start every enabled server, all at once (idempotent); wait up to `wait` seconds
+        for each to be ready or to have failed once."""
+        configs = self.enabled()
         if configs:
             self.submit(self._start(configs, wait)).result()
         return self.states()
+
+    def start_soon(self) -> bool:
+        """Start every enabled server without waiting for anything (not even the SDK import,
+        which happens on the MCP thread). False when there is nothing to start."""
+        configs = self.enabled()
+        if configs:
+            self.submit(self._start(configs, 0.0))
+        return bool(configs)
+
+    def wait_settled(self, timeout: float, names: Iterable[str] | None = None) -> list[ServerState]:
+        """Block until each server (or each of `names`) is ready or has failed once, at most
+        `timeout` s counted from when the servers were launched; the states then."""
+        wanted = list(names) if names is not None else [c.name for c in self.enabled()]
+        if wanted and not self._closed:
+            future = self.submit(self._wait_settled(wanted, timeout))
+            try:  # the SDK import may come first on the loop; never hang on it
+                future.result(timeout + 30.0)
+            except concurrent.futures.TimeoutError:
+                future.cancel()
+        return self.states()
+
+    async def _wait_settled(self, names: list[str], timeout: float) -> None:
+        conns = [c for c in (self._connections.get(n) for n in names) if c is not None]
+        if conns:
+            await asyncio.gather(*(c.wait_ready(timeout) for c in conns))
 
     async def _start(self, configs: list[ServerConfig], wait: float) -> None:
         from app.core.mcp.connection import ServerConnection
@@ -148,12 +288,37 @@ class McpManager:
                     cfg,
                     get_secret=self._get_secret,
                     on_change=self._notify,
+                    on_tools=self._publish,
                     backoff_start=self._backoff_start,
                 )
                 self._connections[cfg.name] = conn
                 conn.start()
         if wait > 0:
-            await asyncio.gather(*(self._connections[c.name].wait_settled(wait) for c in configs))
+            await self._wait_settled([c.name for c in configs], wait)
+
+    def reload(self, name: str, wait: float = 0.0) -> ServerState | None:
+        """`name`'s entry in mcp.json changed (or went away): read mcp.json again, stop the
+        server (its tools leave the registry) and start it as now configured, unless it is
+        gone or disabled. Other servers keep running. The state after (None: not configured)."""
+        self.reload_config()
+        self.submit(self._stop_one(name)).result()
+        cfg = self.config(name)
+        if cfg is not None and not cfg.disabled:
+            self.submit(self._start([cfg], wait)).result()
+        return self.status(name)
+
+    def remove(self, name: str) -> None:
+        """Stop `name` and forget it (its tools leave the registry); mcp.json is read again,
+        so remove its entry there first."""
+        if self._loop is not None and not self._closed:
+            self.submit(self._stop_one(name)).result()
+        self.reload_config()
+
+    async def _stop_one(self, name: str) -> None:
+        conn = self._connections.pop(name, None)
+        if conn is not None:
+            await conn.stop()
+        self._drop_tools(name)
 
     def shutdown(self, timeout: float = 15.0) -> None:
         """Stop every server (ending each stdio server's process tree) and the loop."""
@@ -174,62 +339,91 @@ class McpManager:
         atexit.unregister(self.shutdown)
 
     async def _stop_all(self) -> None:
-        await asyncio.gather(
-            *(c.stop() for c in self._connections.values()), return_exceptions=True
-        )
+        conns = list(self._connections.values())
+        await asyncio.gather(*(c.stop() for c in conns), return_exceptions=True)
 
     # ---- tools --------------------------------------------------------------------------
 
-    def tool_manifests(self, wait: float = 30.0) -> list[ToolManifest]:
-        """Start the servers (if needed) and describe the tools of every connected one."""
+    def _publish(self, conn: ServerConnection) -> None:
+        """(MCP thread) `conn` has a new listing: build its tools and tell the listeners."""
+        name = conn.config.name
+        if self._connections.get(name) is not conn:
+            return  # replaced or removed meanwhile
+        tools = self._build_tools(conn)
+        with self._tools_lock:
+            self._tools[name] = tools
+        self._tell(name, tools)
+
+    def _drop_tools(self, name: str) -> None:
+        with self._tools_lock:
+            had = self._tools.pop(name, None)
+        if had is not None:
+            self._tell(name, None)
+
+    def _tell(self, name: str, tools: ServerTools | None) -> None:
+        for listener in list(self._tool_listeners):
+            try:
+                listener(name, tools)
+            except Exception:  # a listener must not break the MCP thread
+                log.exception("MCP tools listener failed for %s", name)
+
+    def _build_tools(self, conn: ServerConnection) -> ServerTools:
         from app.core.sources import mcp_server_fingerprint, mcp_tool_fingerprint
 
+        name = conn.config.name
+        found, names = build_manifests(
+            name,
+            conn.listing.tools,
+            lambda tool, server=name: self._tool_impl(server, tool),
+            timeout=conn.config.timeout,
+        )
+        definitions = {t.name: mcp_tool_fingerprint(t) for t in conn.listing.tools}
+        tools = {m.name: definitions.get(names.get(m.name, ""), "") for m in found}
+        reader = self._resource_manifest(name) if conn.listing.resources else None
+        if reader is not None and reader.name not in {m.name for m in found}:
+            found.append(reader)
+            tools[reader.name] = "resources"
+        config = conn.config
+        source = ToolSource(
+            "mcp",
+            f"mcp:{name}",
+            fingerprint=mcp_server_fingerprint(
+                command=config.command,
+                args=config.args,
+                env=config.env,
+                url=config.url,
+                cwd=config.cwd,
+            ),
+            origin=f"the MCP server {name!r} in mcp.json",
+            tools=tools,
+        )
+        return ServerTools(name, found, source)
+
+    def server_tools(self) -> dict[str, ServerTools]:
+        """Every server's tools now (servers that were ready at least once)."""
+        with self._tools_lock:
+            return dict(self._tools)
+
+    def tools(self, name: str) -> list[ToolManifest]:
+        """One server's manifests now (empty when it never was ready)."""
+        with self._tools_lock:
+            found = self._tools.get(name)
+        return list(found.manifests) if found is not None else []
+
+    def tool_manifests(self, wait: float = 30.0) -> list[ToolManifest]:
+        """Start the servers (if needed), wait up to `wait` s for each, and return the tools
+        of every server that is (or was) ready."""
         self.start(wait)
-        manifests: list[ToolManifest] = []
-        by_server: dict[str, list[ToolManifest]] = {}
-        sources: dict[str, ToolSource] = {}
-        for name, conn in list(self._connections.items()):
-            found, names = build_manifests(
-                name,
-                conn.listing.tools,
-                lambda tool, server=name: self._tool_impl(server, tool),
-                timeout=conn.config.timeout,
-            )
-            definitions = {t.name: mcp_tool_fingerprint(t) for t in conn.listing.tools}
-            tools = {m.name: definitions.get(names.get(m.name, ""), "") for m in found}
-            reader = self._resource_manifest(name) if conn.listing.resources else None
-            if reader is not None and reader.name not in {m.name for m in found}:
-                found.append(reader)
-                tools[reader.name] = "resources"
-            manifests += found
-            by_server[name] = found
-            config = conn.config
-            sources[name] = ToolSource(
-                "mcp",
-                f"mcp:{name}",
-                fingerprint=mcp_server_fingerprint(
-                    command=config.command,
-                    args=config.args,
-                    env=config.env,
-                    url=config.url,
-                    cwd=config.cwd,
-                ),
-                origin=f"the MCP server {name!r} in mcp.json",
-                tools=tools,
-            )
-        self._sources = sources
-        self._by_server = by_server
-        return manifests
+        return [m for tools in self.server_tools().values() for m in tools.manifests]
 
     def server_manifests(self) -> dict[str, list[ToolManifest]]:
-        """Each server's own manifests (built from its own connection), as of the last
-        `tool_manifests()`; names of two servers may collide, so never match by name."""
-        return dict(getattr(self, "_by_server", {}))
+        """Each server's own manifests (built from its own connection); names of two servers
+        may collide, so never match by name."""
+        return {name: list(t.manifests) for name, t in self.server_tools().items()}
 
     def tool_sources(self) -> dict[str, ToolSource]:
-        """Each server as a tool source (identity + each tool's definition hash), as of the
-        last `tool_manifests()`."""
-        return dict(getattr(self, "_sources", {}))
+        """Each server as a tool source (identity + each tool's definition hash)."""
+        return {name: t.source for name, t in self.server_tools().items()}
 
     def _resource_manifest(self, server: str) -> ToolManifest:
         uris = ", ".join(str(r.uri) for r in self._connections[server].listing.resources[:10])
@@ -263,14 +457,15 @@ class McpManager:
         from app.core.mcp.results import convert
 
         conn = self._connection(server)
-        result = self._wait(conn.call_tool(tool, arguments, conn.config.timeout), ctx)
+        timeout = conn.config.timeout
+        result = self._wait(conn.call_tool(tool, arguments, timeout, self.ready_wait), ctx)
         return convert(result, self.home, label=f"mcp-{slug(server, camel=False)}")
 
     def _read_resource(self, server: str, uri: str, ctx: ToolContext) -> ToolResult:
         from app.core.mcp.results import convert_resource
 
         conn = self._connection(server)
-        result = self._wait(conn.read_resource(uri), ctx)
+        result = self._wait(conn.read_resource(uri, min(self.ready_wait, conn.config.timeout)), ctx)
         return convert_resource(result, self.home, label=f"mcp-{slug(server, camel=False)}")
 
     def _wait(self, coro: Coroutine[Any, Any, Any], ctx: ToolContext) -> Any:

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from app.core.mcp.config import EntryProblem
+
 
 class Status(StrEnum):
     DISABLED = "disabled"
@@ -14,6 +16,8 @@ class Status(StrEnum):
     RESTARTING = "restarting"
     FAILED = "failed"
     STOPPED = "stopped"
+    #: The mcp.json entry itself is wrong (see `problems`); the server is never started.
+    INVALID = "invalid"
 
 
 @dataclass
@@ -26,10 +30,26 @@ class ServerState:
     tools: list[str] = field(default_factory=list)
     resources: list[str] = field(default_factory=list)
     prompts: list[str] = field(default_factory=list)
+    #: Why the mcp.json entry cannot be used (only when INVALID).
+    problems: list[EntryProblem] = field(default_factory=list)
+    #: The last lines the server wrote to stderr, redacted and made visible (see stderr.py);
+    #: filled for a server that failed or is restarting.
+    stderr: list[str] = field(default_factory=list)
+
+    @classmethod
+    def invalid(cls, name: str, problems: list[EntryProblem]) -> ServerState:
+        """The state of an mcp.json entry that cannot be used."""
+        error = "; ".join(p.message for p in problems) or None
+        return cls(name, "unknown", Status.INVALID, error=error, problems=list(problems))
 
     def copy(self) -> ServerState:
         return replace(
-            self, tools=list(self.tools), resources=list(self.resources), prompts=list(self.prompts)
+            self,
+            tools=list(self.tools),
+            resources=list(self.resources),
+            prompts=list(self.prompts),
+            problems=list(self.problems),
+            stderr=list(self.stderr),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -42,4 +62,6 @@ class ServerState:
             "tools": list(self.tools),
             "resources": list(self.resources),
             "prompts": list(self.prompts),
+            "problems": [p.to_json() for p in self.problems],
+            "stderr": list(self.stderr),
         }

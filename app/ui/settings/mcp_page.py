@@ -54,6 +54,7 @@ from app.core.mcp.config import (
 )
 from app.core.mcp.manifests import slug
 from app.core.mcp.status import ServerState, Status
+from app.core.mcp.stderr import safe_line
 from app.core.paths import mcp_path
 from app.core.rules import Rule as ApprovalRule
 from app.core.rules import RuleBook, RuleDecision, Scope
@@ -171,7 +172,8 @@ class _StderrTail(logging.Handler):
             text = record.getMessage()
         except Exception:
             return
-        text = text.removeprefix(f"[{server}] ")
+        # this handler sees the record before the root handlers' redaction: mask here
+        text = safe_line(text.removeprefix(f"[{server}] "))
         with self._lines_lock:
             self.lines.setdefault(server, collections.deque(maxlen=STDERR_LINES)).append(text)
 
@@ -243,11 +245,15 @@ def status_text(state: ServerState | None, tail: list[str]) -> tuple[str, str]:
         return f"Reconnecting{why}", "muted"
     if state.status is Status.FAILED:
         text = f"Failed: {state.error or 'unknown error'}"
+        tail = tail or state.stderr  # the manager's copy, redacted and made visible
         if tail:
             text += "\n\nServer output (last lines):\n" + "\n".join(tail)
         return text, "error"
     if state.status is Status.DISABLED:
         return "Disabled", "muted"
+    if state.status is Status.INVALID:
+        problems = "\n".join(f"• {p.message}" for p in state.problems) or (state.error or "")
+        return f"This entry of mcp.json cannot be used, so it is not started:\n{problems}", "error"
     return "Not connected", "muted"
 
 
@@ -670,24 +676,24 @@ class McpPage(SettingsPage):
             self.connect_button.setEnabled(True)
 
     def _reload_manager(self, servers: dict[str, dict[str, Any]], changed: set[str]) -> None:
-        """(worker thread) Make the manager read mcp.json again; stop the servers whose
-        entry changed or went away so that the next connect starts them as configured.
-        The manager has no public reload yet, hence its private fields here."""
+        """(worker thread) Make the manager read mcp.json again: a server whose entry
+        changed is restarted as now configured, a disabled one stopped, a removed one
+        forgotten (their tools leave the registry); the others keep running."""
         for name in changed:
             self._tail.clear(name)
         if "mcp" not in self.runtime.__dict__:
             return
         manager = self.runtime.mcp
-        connections = getattr(manager, "_connections", {})
-        for name in list(connections):
-            if name in changed or name not in servers or servers[name].get("disabled"):
-                conn = connections.pop(name)
-                try:
-                    manager.submit(conn.stop()).result(15)
-                except Exception as exc:
-                    log.warning("stopping MCP server %s: %s", name, exc)
-        manager._configs = []
-        manager.config_error = None
+        known = {state.name for state in manager.states()} | set(changed)
+        for name in sorted(known):
+            try:
+                if name not in servers:
+                    manager.remove(name)
+                elif name in changed or servers[name].get("disabled"):
+                    manager.reload(name)
+            except Exception as exc:
+                log.warning("reloading MCP server %s: %s", name, exc)
+        manager.reload_config()
 
     # -- changes to mcp.json --
 
