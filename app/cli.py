@@ -205,6 +205,7 @@ async def _ask(args: argparse.Namespace, runtime: Runtime) -> int:
             print(f"deskhand: using model {config.model}", file=sys.stderr)
         approver = interactive_approver if _can_ask(args) else deny_all
         _folder_note(runtime)
+        _elicitation(args, runtime)
         conversation = runtime.open_conversation(args.conversation)
         if not args.conversation:
             runtime.store.auto_title(conversation.id, args.prompt)
@@ -235,6 +236,16 @@ async def _mcp_head_start(runtime: Runtime) -> None:
 def _can_ask(args: argparse.Namespace) -> bool:
     """Someone is at a terminal to answer approval questions."""
     return sys.stdin.isatty() and sys.stderr.isatty() and not args.json
+
+
+def _elicitation(args: argparse.Namespace, runtime: Runtime) -> None:
+    """MCP servers asking the user for input get a question on the terminal when someone is
+    there; otherwise (no terminal, --json) the manager declines."""
+    if not _can_ask(args) or "mcp" not in runtime.__dict__:
+        return
+    from app.core.cli_output import terminal_elicitation
+
+    runtime.mcp.set_elicitation_handler(terminal_elicitation())
 
 
 def _notices(runtime: Runtime) -> None:
@@ -312,6 +323,7 @@ async def _tools_call(args: argparse.Namespace, runtime: Runtime) -> int:
     else:
         _notices(runtime)
     approver = interactive_approver if _can_ask(args) else deny_all
+    _elicitation(args, runtime)
     pipeline = runtime.make_pipeline(approver, auto_approve=args.yes, record=False)
 
     def show(event: Any) -> None:

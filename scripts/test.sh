@@ -17,6 +17,8 @@ TEST_PACKAGES=(
 )
 ensure_apt "${TEST_PACKAGES[@]}" "${QT_RUNTIME_PACKAGES[@]}"
 ensure_venv gui,test
+# The official MCP conformance suite and the Node >= 22 it runs on (tests/test_conformance.py)
+ensure_npm .cache/conformance tests/conformance
 cd "$ROOT"
 echo "== ruff"
 "$VENV/bin/ruff" check .

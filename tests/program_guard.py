@@ -4,8 +4,9 @@ from the set-up scripts?
 `ProgramRecorder` is a `sys.addaudithook` hook that notes every program this process starts
 (subprocess/asyncio subprocesses, os.posix_spawn[p], os.exec*, os.system), with the path the
 start really used. `Provenance` says where each came from: the project's virtual environment,
-the Python running the tests, or a Debian package (`dpkg -S`) that the scripts' ensure_apt
-lists install (tests/setup_packages.py). Anything else is a program that a machine which
+the Python running the tests, a Debian package (`dpkg -S`) that the scripts' ensure_apt
+lists install, or a project folder their ensure_npm calls install npm packages into
+(tests/setup_packages.py). Anything else is a program that a machine which
 never saw the project will not have, so CI fails on it.
 
 Not seen: programs started by other programs (dockerd starting containerd, Playwright's
@@ -203,11 +204,20 @@ class Provenance:
     """Judges recorded programs against the packages the set-up scripts install."""
 
     def __init__(
-        self, allowed: Mapping[str, str], venv: Path, python: str = sys.executable
+        self,
+        allowed: Mapping[str, str],
+        venv: Path,
+        python: str = sys.executable,
+        npm: Mapping[Path, str] | None = None,
     ) -> None:
         self.allowed = dict(allowed)
         self.venv = os.path.abspath(venv)
         self.venv_real = os.path.realpath(venv)
+        if npm is None:  # the folders scripts/test.sh installs npm packages into
+            from tests.setup_packages import npm_folders
+
+            npm = npm_folders()
+        self.npm = {os.path.realpath(folder): why for folder, why in npm.items()}
         self.pythons = {os.path.realpath(python), os.path.realpath(sys.executable)}
         self._owners: dict[str, set[str]] = {}
 
@@ -237,6 +247,10 @@ class Provenance:
             return True, "the project's virtual environment"
         if os.path.realpath(path) in self.pythons:
             return True, "the Python running the tests"
+        real = os.path.realpath(path)
+        for folder, why in self.npm.items():
+            if real.startswith(os.path.join(folder, "node_modules") + os.sep):
+                return True, f"an npm package in {folder} ({why})"
         packages = sorted({pkg for name in path_names(path) for pkg in self._owners.get(name, ())})
         if not packages:
             return None

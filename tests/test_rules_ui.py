@@ -84,7 +84,8 @@ def test_always_allow_on_the_card_adds_the_narrow_rule(
 
     async def body() -> None:
         win.send("write the notes", [])
-        await wait_until(lambda: win.controller.pending_approvals(), what="the card")
+        # the card, not only the pending question (the view adds it a moment later)
+        await wait_until(lambda: win.chat_view.bar("w1") is not None, what="the card")
         bar = win.chat_view.bar("w1")
         assert bar is not None
         assert bar.choices() == [

@@ -62,7 +62,7 @@ class Runtime:
     def __init__(self, home: str | Path | None = None, *, entry_points: bool = True) -> None:
         self.home = deskhand_home(home)
         self.settings_store = SettingsStore(settings_path(self.home))
-        self.settings: Settings = self.settings_store.load()
+        self._settings: Settings = self.settings_store.load()
         self.secrets = SecretStore(mode=self.settings.security.keyring, home=self.home)
         # names of stored secrets are known now; values load in the background (no keyring
         # on the start-up path, none at all when nothing is stored)
@@ -73,6 +73,20 @@ class Runtime:
         self.headless = True
         #: Guards swapping the registry against MCP tools arriving from the MCP thread.
         self._mcp_lock = threading.RLock()
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
+    @settings.setter
+    def settings(self, value: Settings) -> None:
+        """Saved settings take effect: MCP servers learn the allowed folders (roots)."""
+        self._settings = value
+        if "mcp" in self.__dict__:
+            try:
+                self.mcp.set_roots(value.files.allowed_roots)
+            except Exception as exc:  # a closed manager: nothing to tell
+                log.debug("MCP roots not updated: %s", exc)
 
     @cached_property
     def registry(self) -> ToolRegistry:
@@ -176,6 +190,7 @@ class Runtime:
                 home=self.home,
                 get_secret=self.secrets.get,
                 remember_secret=remember_secret,
+                roots=list(self.settings.files.allowed_roots),  # advertised to servers
             )
             manager.subscribe_tools(self._on_mcp_tools)
             self.__dict__["mcp"] = manager

@@ -2,6 +2,10 @@
 crash and reconnect with backoff, list its tools again when it says they changed. Runs
 entirely on the manager's event loop; `on_tools` tells the manager each new listing.
 
+It also answers what the server asks of the client (see `ClientHooks`): elicitation goes to
+the manager's handler on a worker thread, roots are the folders the user allowed, sampling
+is declined (and not advertised), log messages go to `deskhand.mcp.<server>`.
+
 This module imports the `mcp` SDK; it is loaded only when a server starts.
 """
 
@@ -20,7 +24,18 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from app.core.mcp import reaper
+from app.core.mcp.client_callbacks import SAMPLING_DECLINED, ServerLog, client_info
 from app.core.mcp.config import SecretGetter, ServerConfig
+from app.core.mcp.elicitation import (
+    ElicitationAnswer,
+    ElicitationHandler,
+    ElicitationRequest,
+    UnsupportedRequest,
+    check_answer,
+    decline_all,
+    form_request,
+    url_request,
+)
 from app.core.mcp.status import ServerState, Status
 from app.core.mcp.stderr import StderrPipe
 
@@ -40,6 +55,33 @@ class ServerUnavailable(Exception):
 
 
 @dataclass
+class ClientHooks:
+    """What the manager provides to answer a server's requests; read at each request, so a
+    handler set (or roots changed) later applies to running connections."""
+
+    elicitation: Callable[[], ElicitationHandler] = lambda: decline_all
+    #: (file:// URI, name) of each folder the user allowed.
+    roots: Callable[[], list[tuple[str, str]]] = lambda: []
+    #: Opens a web page (URL-mode elicitation, after the user agreed).
+    open_url: Callable[[str], object] = lambda url: None
+
+
+class DeskhandSession(ClientSession):
+    """A `ClientSession` that answers sampling requests with a clear refusal but does not
+    advertise sampling (the SDK advertises it whenever a sampling callback is given)."""
+
+    def _build_capabilities(self, version: str) -> Any:
+        caps = super()._build_capabilities(version)
+        return caps.model_copy(update={"sampling": None})
+
+
+async def _decline_sampling(context: Any, params: Any) -> Any:
+    from mcp import types
+
+    return types.ErrorData(code=types.INVALID_REQUEST, message=SAMPLING_DECLINED)
+
+
+@dataclass
 class Listing:
     tools: list[Any] = field(default_factory=list)
     resources: list[Any] = field(default_factory=list)
@@ -56,8 +98,13 @@ class ServerConnection:
         on_tools: Callable[[ServerConnection], None] = lambda conn: None,
         backoff_start: float = BACKOFF_START,
         connect_timeout: float = CONNECT_TIMEOUT,
+        hooks: ClientHooks | None = None,
     ) -> None:
         self.config = config
+        self._hooks = hooks or ClientHooks()
+        self._server_log = ServerLog(config.name)
+        #: Deskhand call ids of the tool calls running on this server now.
+        self._calls: list[str] = []
         self._get_secret = get_secret
         self._on_change = on_change
         self._on_tools = on_tools
@@ -233,7 +280,17 @@ class ServerConnection:
                 )
         read, write = streams[0], streams[1]
         session = await stack.enter_async_context(
-            ClientSession(read, write, message_handler=self._on_message)
+            DeskhandSession(
+                read,
+                write,
+                message_handler=self._on_message,
+                client_info=client_info(),
+                sampling_callback=_decline_sampling,
+                elicitation_callback=self._elicit,
+                list_roots_callback=self._list_roots,
+                logging_callback=self._on_log,
+                log_level="info",
+            )
         )
         await session.initialize()
         return session
@@ -268,6 +325,65 @@ class ServerConnection:
         if isinstance(message, changed):
             self._relist.set()
             self._wake.set()
+        elif isinstance(message, types.ElicitCompleteNotification):
+            log.info("MCP server %s: the web page it asked you to open reports it is done",
+                     self.config.name)
+
+    # ---- what the server asks of the client ----------------------------------------------
+
+    async def _on_log(self, params: Any) -> None:
+        self._server_log.message(params.level, params.data, params.logger)
+
+    async def _list_roots(self, context: Any) -> Any:
+        from mcp import types
+
+        roots = [types.Root(uri=uri, name=name) for uri, name in self._hooks.roots()]
+        return types.ListRootsResult(roots=roots)
+
+    async def roots_changed(self) -> None:
+        """Tell the server the allowed folders changed (it asks for them again)."""
+        from mcp import types
+
+        session = self.session
+        if session is not None:
+            with contextlib.suppress(Exception):  # a closing connection: nothing to tell
+                await session.send_notification(types.RootsListChangedNotification())
+
+    async def _elicit(self, context: Any, params: Any) -> Any:
+        from mcp import types
+
+        name = self.config.name
+        call_id = (self._calls[0] or None) if len(self._calls) == 1 else None
+        try:
+            if getattr(params, "mode", "form") == "url":
+                request = url_request(name, params.message, params.url, call_id)
+            else:
+                request = form_request(name, params.message, params.requested_schema, call_id)
+        except UnsupportedRequest as exc:
+            log.warning("MCP server %s asked for input Deskhand cannot show (%s); declined",
+                        name, exc)
+            return types.ElicitResult(action="decline")
+        answer = await self._ask(request)
+        answer, problem = check_answer(request, answer)
+        if problem:
+            log.warning("MCP server %s: the answer did not fit its form (%s); declined",
+                        name, problem)
+        if request.mode == "url" and answer.action == "accept" and request.url:
+            await asyncio.to_thread(self._hooks.open_url, request.url)
+        return types.ElicitResult(action=answer.action, content=answer.content)
+
+    async def _ask(self, request: ElicitationRequest) -> ElicitationAnswer:
+        """The handler on a worker thread (it may wait for the user); if the server withdraws
+        the request meanwhile, `request.cancelled` tells the handler to stop asking."""
+        handler = self._hooks.elicitation()
+        try:
+            return await asyncio.to_thread(_run_handler, handler, request)
+        except asyncio.CancelledError:
+            request.cancelled.set()
+            raise
+        except Exception:
+            log.exception("the elicitation handler failed; declined")
+            return ElicitationAnswer("decline")
 
     async def _watch(self, session: ClientSession) -> None:
         """Returns when asked to stop or when the connection is gone; lists the tools
@@ -339,11 +455,26 @@ class ServerConnection:
         return self.session is not None
 
     async def call_tool(
-        self, tool: str, arguments: dict[str, Any], timeout: float, ready_wait: float = 30.0
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        timeout: float,
+        ready_wait: float = 30.0,
+        *,
+        progress: Callable[[float, float | None, str | None], None] | None = None,
+        call_id: str = "",
     ) -> Any:
+        """Call `tool`; a progress token goes with every call (`progress` hears each
+        notification); `call_id` ties the server's elicitation requests to this call."""
         session = await self.ready_session(min(timeout, ready_wait))
+
+        async def on_progress(done: float, total: float | None, message: str | None) -> None:
+            if progress is not None:
+                progress(done, total, message)
+
+        self._calls.append(call_id)
         try:
-            return await session.call_tool(tool, arguments)
+            return await session.call_tool(tool, arguments, progress_callback=on_progress)
         except Exception:
             if _closed(session):
                 self._broken.set()
@@ -352,10 +483,17 @@ class ServerConnection:
                     "it is being restarted"
                 ) from None
             raise
+        finally:
+            self._calls.remove(call_id)
 
     async def read_resource(self, uri: str, ready_wait: float = 30.0) -> Any:
         session = await self.ready_session(ready_wait)
         return await session.read_resource(uri)
+
+
+def _run_handler(handler: ElicitationHandler, request: ElicitationRequest) -> ElicitationAnswer:
+    answer = handler(request)
+    return answer if isinstance(answer, ElicitationAnswer) else ElicitationAnswer("decline")
 
 
 def _closed(session: ClientSession) -> bool:

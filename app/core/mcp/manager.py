@@ -13,7 +13,10 @@ the server's own timeout), then fails saying so.
 
 Public API: `configs`, `start`, `start_soon`, `wait_settled`, `reload`, `remove`,
 `states`, `status`, `tools`, `server_tools`, `server_manifests`, `tool_sources`,
-`subscribe`, `subscribe_tools`, `call_tool`, `missing_tool_hint`, `shutdown`.
+`subscribe`, `subscribe_tools`, `call_tool`, `missing_tool_hint`, `shutdown`, and for what
+servers ask of the client: `set_roots` (the folders advertised as roots) and
+`set_elicitation_handler` (who answers `elicitation/create`; by default it is declined).
+Every tool call carries a progress token; progress reaches `ctx.progress`.
 
 Importing this module is cheap; the SDK loads on the MCP thread when a server first starts.
 """
@@ -32,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from app.core.mcp.client_callbacks import file_roots, progress_reporter
 from app.core.mcp.config import (
     EntryProblem,
     McpConfigError,
@@ -39,6 +43,7 @@ from app.core.mcp.config import (
     ServerConfig,
     read_config,
 )
+from app.core.mcp.elicitation import ElicitationHandler, decline_all
 from app.core.mcp.manifests import build_manifests, category, slug
 from app.core.mcp.status import ServerState, Status
 from tools.registry import ToolSource
@@ -84,6 +89,8 @@ class McpManager:
         backoff_start: float = 0.5,
         remember_secret: Callable[[str], None] = lambda value: None,
         ready_wait: float = READY_WAIT,
+        roots: Iterable[str | Path] = (),
+        open_url: Callable[[str], object] | None = None,
     ) -> None:
         self.config_path = config_path
         self._remember_secret = remember_secret
@@ -106,6 +113,46 @@ class McpManager:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._roots = file_roots(roots)
+        self._elicitation: ElicitationHandler = decline_all
+        self._open_url = open_url
+
+    # ---- what servers ask of the client -------------------------------------------------
+
+    def set_roots(self, paths: Iterable[str | Path]) -> None:
+        """The folders the user allowed changed: advertise these as roots from now on and
+        send `notifications/roots/list_changed` to each running server. Returns at once."""
+        roots = file_roots(paths)
+        if roots == self._roots:
+            return
+        self._roots = roots
+        with self._lock:
+            running = self._loop is not None and not self._closed
+        if running:
+            self.submit(self._roots_changed())
+
+    def roots(self) -> list[tuple[str, str]]:
+        """(file:// URI, name) of each folder advertised as a root."""
+        return list(self._roots)
+
+    async def _roots_changed(self) -> None:
+        conns = list(self._connections.values())
+        await asyncio.gather(*(c.roots_changed() for c in conns), return_exceptions=True)
+
+    def set_elicitation_handler(self, handler: ElicitationHandler | None) -> None:
+        """Who answers a server's `elicitation/create` (None: decline every request). It
+        runs on a worker thread and may block until the user answers; see
+        app/core/mcp/elicitation.py for the request and answer it takes and gives."""
+        self._elicitation = handler or decline_all
+
+    def _hooks(self) -> Any:
+        from app.core.mcp.connection import ClientHooks
+
+        return ClientHooks(
+            elicitation=lambda: self._elicitation,
+            roots=lambda: list(self._roots),
+            open_url=_open_in_browser if self._open_url is None else self._open_url,
+        )
 
     # ---- configuration and state ------------------------------------------------------
 
@@ -290,6 +337,7 @@ class McpManager:
                     on_change=self._notify,
                     on_tools=self._publish,
                     backoff_start=self._backoff_start,
+                    hooks=self._hooks(),
                 )
                 self._connections[cfg.name] = conn
                 conn.start()
@@ -458,7 +506,15 @@ class McpManager:
 
         conn = self._connection(server)
         timeout = conn.config.timeout
-        result = self._wait(conn.call_tool(tool, arguments, timeout, self.ready_wait), ctx)
+        call = conn.call_tool(
+            tool,
+            arguments,
+            timeout,
+            self.ready_wait,
+            progress=progress_reporter(ctx.progress),
+            call_id=ctx.call_id,
+        )
+        result = self._wait(call, ctx)
         return convert(result, self.home, label=f"mcp-{slug(server, camel=False)}")
 
     def _read_resource(self, server: str, uri: str, ctx: ToolContext) -> ToolResult:
@@ -487,6 +543,12 @@ class McpManager:
                 raise
             except Exception as exc:
                 raise ToolError(_mcp_error_text(exc)) from None
+
+
+def _open_in_browser(url: str) -> object:
+    import webbrowser
+
+    return webbrowser.open(url)
 
 
 def _mcp_error_text(exc: BaseException) -> str:
