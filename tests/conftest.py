@@ -41,6 +41,14 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
+def markers(tmp_path: Path) -> Path:
+    """A folder the MCP test servers (tests/mcp_servers.py) leave marker files in."""
+    path = tmp_path / "markers"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
 def unused_port() -> int:
     """A loopback port nothing listens on (bound, then released)."""
     import socket

@@ -83,13 +83,6 @@ def alive(pid: int) -> bool:
 
 
 @pytest.fixture
-def markers(tmp_path: Path) -> Path:
-    path = tmp_path / "markers"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
 def stdio_manager(home: Path, markers: Path) -> Iterator[McpManager]:
     config = write_config(home, {"test": stdio_entry(markers, MCP_TEST_TOKEN=TOKEN)})
     manager = McpManager(config, home=home, backoff_start=0.2)

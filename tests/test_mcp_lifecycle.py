@@ -49,13 +49,6 @@ def run_tool(runtime: Runtime, name: str, home: Path, **args: Any) -> ToolResult
 
 
 @pytest.fixture
-def markers(tmp_path: Path) -> Path:
-    path = tmp_path / "markers"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
 def good_url(unused_port: int) -> Iterator[str]:
     """A good server already listening (Streamable HTTP), so timings measure Deskhand only."""
     yield from _http_server("http", unused_port)

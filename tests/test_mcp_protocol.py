@@ -44,13 +44,6 @@ def proto_entry(markers: Path) -> dict[str, Any]:
 
 
 @pytest.fixture
-def markers(tmp_path: Path) -> Path:
-    path = tmp_path / "markers"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
 def allowed(tmp_path: Path) -> list[Path]:
     folders = [tmp_path / "Documents", tmp_path / "Projects"]
     for folder in folders:
