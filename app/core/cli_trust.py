@@ -152,8 +152,7 @@ def _sources(args: argparse.Namespace, runtime: Runtime) -> int:
         if source.kind not in ("pack", "entrypoint"):
             print(f"deskhand: {args.id} needs no enabling; `trust` it instead", file=sys.stderr)
             return EXIT_USAGE
-        names = _pack_tool_names(runtime, source)
-        trust.enable(source, names)
+        names = runtime.enable_pack(source)
         print(f"{args.id}: enabled ({len(names)} tools); its calls ask until you trust it")
         return EXIT_OK
     if verb == "trust":
@@ -162,15 +161,3 @@ def _sources(args: argparse.Namespace, runtime: Runtime) -> int:
         return EXIT_OK
     return EXIT_OK  # untrust/disable of a source never recorded: nothing to do
 
-
-def _pack_tool_names(runtime: Runtime, source: ToolSource) -> list[str]:
-    """Imports the pack once (the user asked to enable it) to record its tool names, so
-    `tools list` can show them later without importing it."""
-    from tools.registry import ToolRegistry
-
-    probe = ToolRegistry()
-    if source.kind == "pack":
-        probe.load_directory(runtime.home / "tools", lambda s: s.id == source.id)
-    else:
-        probe.load_entry_points(lambda s: s.id == source.id)
-    return sorted(name for p in probe.packs for name in p.tools)

@@ -117,6 +117,22 @@ class Runtime:
             self._add_known_mcp_tools(fresh)
         return fresh
 
+    def enable_pack(self, source: Any) -> list[str]:
+        """The user enables a tool pack (a `ToolSource` of kind pack or entrypoint): import
+        it once to record its tool names (so `tools list` shows them without importing it),
+        remember that exactly this version is enabled, and load it into a registry already
+        in use. Its calls still ask until the pack is trusted. Returns its tool names."""
+        probe = ToolRegistry()
+        if source.kind == "pack":
+            probe.load_directory(self.home / "tools", lambda s: s.id == source.id)
+        else:
+            probe.load_entry_points(lambda s: s.id == source.id)
+        names = sorted(name for pack in probe.packs for name in pack.tools)
+        self.trust.enable(source, names)
+        if "registry" in self.__dict__:
+            self.reload_registry()
+        return names
+
     def listing_registry(self) -> ToolRegistry:
         """The tools as `tools list` shows them: no third-party code imported at all."""
         return ToolRegistry.default(self.home, entry_points=self._entry_points)

@@ -19,6 +19,7 @@ from typing import Any
 from tools.browser import urls
 from tools.browser.config import BrowserConfig
 from tools.spec import Escalation, Subject, ToolContext, ToolError
+from tools.summary_text import clean
 
 SITES_NOTE = "browser_sites"
 #: call id → whether browser_click's approval hook made that call ask (see `click_checked`).
@@ -279,15 +280,10 @@ def _target_name(args: Any, ctx: ToolContext) -> str:
     info = _safe_inspect(args, ctx)
     if info is not None:
         name = info.get("name") or info.get("kind") or "element"
-        return f"“{_one_line(name)}”"
+        return f"“{clean(name, 80)}”"
     if args.ref is not None:
         return f"element [{args.ref}]"
-    return f"“{_one_line(args.text or args.selector or '')}”"
-
-
-def _one_line(text: str, limit: int = 80) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return f"“{clean(args.text or args.selector or '', 80)}”"
 
 
 def _on_site(ctx: ToolContext) -> str:
@@ -299,7 +295,7 @@ def summary_navigate(args: Any, ctx: ToolContext) -> str:
     try:
         return f"Open {normalize_url(args.url)}"
     except ToolError:
-        return f"Open {_one_line(args.url)}"
+        return f"Open {clean(args.url, 80)}"
 
 
 def summary_tabs(args: Any, ctx: ToolContext) -> str:
@@ -318,25 +314,25 @@ def summary_click(args: Any, ctx: ToolContext) -> str:
 
 def summary_fill(args: Any, ctx: ToolContext) -> str:
     then = " and submit" if args.submit else ""
-    return f"Type {_one_line(repr(args.value), 40)} into {_target_name(args, ctx)}{then}"
+    return f"Type {clean(repr(args.value), 40)} into {_target_name(args, ctx)}{then}"
 
 
 def summary_type(args: Any, ctx: ToolContext) -> str:
     has_target = any(v is not None for v in (args.ref, args.text, args.selector))
     where = _target_name(args, ctx) if has_target else "the focused field"
-    return f"Type {_one_line(repr(args.value), 40)} into {where}{_on_site(ctx)}"
+    return f"Type {clean(repr(args.value), 40)} into {where}{_on_site(ctx)}"
 
 
 def summary_press(args: Any, ctx: ToolContext) -> str:
-    return f"Press {_one_line(args.key, 30)}{_on_site(ctx)}"
+    return f"Press {clean(args.key, 30)}{_on_site(ctx)}"
 
 
 def summary_select(args: Any, ctx: ToolContext) -> str:
-    return f"Choose {_one_line(repr(args.option), 40)} in {_target_name(args, ctx)}"
+    return f"Choose {clean(repr(args.option), 40)} in {_target_name(args, ctx)}"
 
 
 def summary_download(args: Any, ctx: ToolContext) -> str:
-    source = _one_line(args.url) if args.url else f"what {_target_name(args, ctx)} links to"
+    source = clean(args.url, 80) if args.url else f"what {_target_name(args, ctx)} links to"
     return f"Download {source} into {args.folder}"
 
 

@@ -13,22 +13,9 @@ from typing import Any
 
 from integrations import registry as integration_registry
 from tools.spec import Subject, ToolContext
+from tools.summary_text import QUOTE_LIMIT, clean, quoted
 
-#: At most this many characters of one quoted piece of user-controlled text.
-QUOTE_LIMIT = 60
-
-
-def clean(text: str, limit: int = QUOTE_LIMIT) -> str:
-    """One line (whitespace runs become one space), curly quotes made straight so that the
-    text cannot close a quote the summary opened, cut with an ellipsis."""
-    flat = " ".join(str(text).split()).replace("“", '"').replace("”", '"')
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
-
-
-def quoted(text: str, limit: int = QUOTE_LIMIT) -> str:
-    """User-controlled text as “…”, one line, at most `limit` characters inside the quotes."""
-    return f"“{clean(text, limit)}”"
-
+__all__ = ["QUOTE_LIMIT", "CallAccount", "call_account", "clean", "quoted"]
 
 def title_of(integration: str) -> str:
     """The integration's name as Settings shows it ("GitHub", "Kubernetes")."""

@@ -160,11 +160,7 @@ def apply_action(runtime: Runtime, row: SourceRow, action: str) -> str:
     if row.source is None:
         return "Connect it on the MCP servers page first."
     if action == "enable":
-        from app.core.cli_trust import _pack_tool_names
-
-        names = _pack_tool_names(runtime, row.source)
-        trust.enable(row.source, names)
-        runtime.reload_registry()
+        names = runtime.enable_pack(row.source)
         return (
             f"{row.title} is enabled ({len(names)} tools); every call of its tools asks until "
             "you trust it."

@@ -1,0 +1,19 @@
+"""Text for the one-line summaries approval hooks write: user-, page- or server-controlled
+text is put on one line, cut, and cannot close a quote the summary opened."""
+
+from __future__ import annotations
+
+#: At most this many characters of one quoted piece of user-controlled text.
+QUOTE_LIMIT = 60
+
+
+def clean(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """One line (whitespace runs become one space), curly quotes made straight so that the
+    text cannot close a quote the summary opened, cut with an ellipsis."""
+    flat = " ".join(str(text).split()).replace("“", '"').replace("”", '"')
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def quoted(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """User-controlled text as “…”, one line, at most `limit` characters inside the quotes."""
+    return f"“{clean(text, limit)}”"
