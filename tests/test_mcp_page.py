@@ -340,3 +340,18 @@ def test_a_bad_entry_is_shown_with_its_field_and_the_others_run(
     assert states["web"].status is Status.DISABLED  # the good entry is still there
     text, role = mcp_page.status_text(states["broken"], [])
     assert role == "error" and "timeout" in text and "broken" in text
+
+
+def test_a_bad_entry_shows_its_problem_before_any_server_started(
+    qtbot: Any, qloop: Any, runtime: Runtime, restore_theme: None
+) -> None:
+    mcp_path(runtime.home).write_text(
+        json.dumps({"mcpServers": {"broken": {"command": "x", "timeout": "fast"}}})
+    )
+    page = McpPage(runtime)
+    qtbot.addWidget(page)
+    page.show()
+    run(qloop, asyncio.shield(page.ensure_loaded()))
+    assert "mcp" not in runtime.__dict__  # nothing was started to learn this
+    page.select("broken")
+    assert "cannot be used" in page.status_label.text() and "timeout" in page.status_label.text()

@@ -49,6 +49,7 @@ from app.core.mcp.config import (
     claude_desktop_config_path,
     import_servers,
     keyring_key,
+    parse_servers,
     read_servers_block,
     write_servers_block,
 )
@@ -545,8 +546,12 @@ class McpPage(SettingsPage):
                 servers, error = read_servers_block(self.path), ""
             except McpConfigError as exc:
                 servers, error = {}, str(exc)
-            running = "mcp" in self.runtime.__dict__
-            return servers, error, self.runtime.mcp.states() if running else []
+            if "mcp" in self.runtime.__dict__:
+                return servers, error, self.runtime.mcp.states()
+            # no manager yet: bad entries still show why they cannot be used
+            checked = parse_servers(servers)
+            bad = dict.fromkeys(p.name for p in checked.problems)
+            return servers, error, [ServerState.invalid(n, checked.problems_of(n)) for n in bad]
 
         self.servers, self.load_error, states = await in_thread(work)
         book = await in_thread(lambda: self.runtime.rules)
