@@ -273,15 +273,22 @@ def _tools_list(args: argparse.Namespace, runtime: Runtime) -> int:
     mcp_started = runtime.start_mcp()  # MCP servers come up while the listing is built
     registry = runtime.listing_registry()
     listing = runtime.mcp_listing(registry) if mcp_started else []
-    waiting = [note for cat, note in listing if args.category in (None, cat)]
+    waiting = [(note, known) for cat, note, known in listing if args.category in (None, cat)]
     infos = registry.infos(args.category)
-    for note in waiting:  # servers still starting (or failed): said, never waited for long
-        print(f"deskhand: {note}; its tools are not listed", file=sys.stderr)
+    for note, known in waiting:  # servers still starting (or failed): never waited for long
+        shown = "its last known tools are listed, marked as such" if known else (
+            "its tools are not listed"
+        )
+        print(f"deskhand: {note}; {shown}", file=sys.stderr)
+    last_known = [tool for _, known in waiting for tool in known]
     if args.json:
-        print(json.dumps([i.to_json() for i in infos], ensure_ascii=False))
+        out = [i.to_json() for i in infos]
+        out += [t.to_json() | {"available": False, "last_known": True} for t in last_known]
+        print(json.dumps(out, ensure_ascii=False))
         return EXIT_OK
     if not infos and not registry.packs:
         if waiting:
+            _print_last_known(last_known)
             return EXIT_OK
         print(f"no tools in category {args.category!r}", file=sys.stderr)
         return EXIT_USAGE if args.category else EXIT_OK
@@ -294,6 +301,7 @@ def _tools_list(args: argparse.Namespace, runtime: Runtime) -> int:
         ops = "/".join(sorted(m.operations))
         state = "" if info.available else f"  [unavailable: {info.unavailable_reason}]"
         print(f"  {m.name:<28} {ops:<22} {m.summary}{state}")
+    _print_last_known(last_known)
     if registry.packs and args.category is None:
         from app.core.cli_trust import print_packs
 
@@ -301,6 +309,19 @@ def _tools_list(args: argparse.Namespace, runtime: Runtime) -> int:
     for error in registry.errors:
         print(f"deskhand: skipped tool pack {error.source}: {error.message}", file=sys.stderr)
     return EXIT_OK
+
+
+def _print_last_known(tools: list[Any]) -> None:
+    """Tools of servers still starting, as they listed them last time (not callable yet)."""
+    from app.core.visible import one_line
+
+    current = None
+    for tool in tools:
+        if tool.category != current:
+            current = tool.category
+            print(f"\n{current}  [last known list: the server is not ready yet]")
+        ops = "/".join(tool.operations)
+        print(f"  {tool.name:<28} {ops:<22} {one_line(tool.summary, 200)}  [last known]")
 
 
 async def _tools_call(args: argparse.Namespace, runtime: Runtime) -> int:

@@ -91,6 +91,33 @@ def test_tools_list_with_a_hung_server_is_fast_and_lists_the_good_one(
     assert waiting.returncode == 0 and "'hung' is not ready" in waiting.stderr
 
 
+def test_tools_list_shows_the_last_known_list_of_a_server_still_starting(
+    home: Path, markers: Path
+) -> None:
+    """A server that listed its tools once and now hangs at start: `tools list` does not
+    wait for it, and shows its last known tools marked as such (not callable); once its
+    mcp.json entry changes, that old list is no longer shown as its own."""
+    write_config(home, {"flaky": entry("lc", markers)})
+    ready = deskhand("--home", str(home), "mcp", "list", "--wait", "30", env=deskhand_env())
+    assert ready.returncode == 0 and "ready" in ready.stdout, ready.stderr
+    (markers / "hang").write_text("1")
+
+    listed = deskhand("--home", str(home), "tools", "list", "--json", env=deskhand_env())
+    assert listed.returncode == 0, listed.stderr
+    known = {t["name"]: t for t in json.loads(listed.stdout) if t.get("last_known")}
+    assert "mcp__flaky__echo" in known and known["mcp__flaky__echo"]["available"] is False
+    assert "its last known tools are listed, marked as such" in listed.stderr
+    text = deskhand("--home", str(home), "tools", "list", "--category", "mcp:flaky",
+                    env=deskhand_env())
+    assert "[last known list: the server is not ready yet]" in text.stdout
+    assert "mcp__flaky__echo" in text.stdout and "[last known]" in text.stdout
+
+    write_config(home, {"flaky": entry("lc", markers, cwd=str(home))})  # another identity
+    changed = deskhand("--home", str(home), "tools", "list", "--json", env=deskhand_env())
+    assert not any(t.get("last_known") for t in json.loads(changed.stdout))
+    assert "its tools are not listed" in changed.stderr
+
+
 def test_a_call_to_a_hung_server_fails_fast_while_the_good_one_works(
     tmp_path: Path, markers: Path, good_url: str
 ) -> None:

@@ -416,3 +416,34 @@ def test_terminal_handler_declines_without_a_terminal(manager: McpManager, opene
     assert answer_of(run(manager, "ask"))["action"] == "decline"
     assert answer_of(run(manager, "ask_url", url="https://example.com/"))["action"] == "decline"
     assert piped_err.getvalue() == "" and opened == []
+
+
+# ---- tasks: a tool that runs only as a task is never offered --------------------------------
+
+
+def test_tools_that_require_tasks_are_not_offered() -> None:
+    """The SDK's client cannot run task-augmented calls, so a tool whose `execution` says
+    tasks are required would fail on every call: it never reaches the model, and the server's
+    state says which tools were left out and why."""
+    from types import SimpleNamespace
+
+    from app.core.mcp.cli import describe
+    from app.core.mcp.manifests import NEEDS_TASKS, build_manifests, needs_tasks
+    from app.core.mcp.status import ServerState, Status
+
+    def tool(name: str, support: str | None) -> Any:
+        execution = SimpleNamespace(task_support=support) if support else None
+        return SimpleNamespace(
+            name=name, description=name, input_schema={"type": "object"}, annotations=None,
+            execution=execution,
+        )
+
+    tools = [tool("plain", None), tool("maybe", "optional"), tool("only_task", "required")]
+    assert [needs_tasks(t) for t in tools] == [False, False, True]
+    manifests, names = build_manifests("srv", tools, lambda original: lambda a, c: None)
+    assert sorted(names.values()) == ["maybe", "plain"] and len(manifests) == 2
+    state = ServerState("srv", "stdio", Status.READY, tools=["plain", "maybe"],
+                        hidden_tools=["only_task"])
+    text = "\n".join(describe(state))
+    assert NEEDS_TASKS in text and "only_task" in text
+    assert state.copy().to_json()["hidden_tools"] == ["only_task"]

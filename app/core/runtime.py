@@ -196,6 +196,7 @@ class Runtime:
         until `start_mcp()`, `mcp_tools()` (or `mcp.start()`) is called. The registry
         follows the servers' tools from then on (`_on_mcp_tools`)."""
         from app.core.mcp.manager import McpManager
+        from app.core.mcp.secret_access import SecretAccess
 
         with self._mcp_lock:
             existing = self.__dict__.get("mcp")
@@ -207,6 +208,12 @@ class Runtime:
                 get_secret=self.secrets.get,
                 remember_secret=remember_secret,
                 roots=list(self.settings.files.allowed_roots),  # advertised to servers
+                secrets=SecretAccess(
+                    get=self.secrets.get,
+                    set=self.secrets.set,
+                    delete=self.secrets.delete,
+                    remember=remember_secret,
+                ),
             )
             manager.subscribe_tools(self._on_mcp_tools)
             self.__dict__["mcp"] = manager
@@ -262,10 +269,10 @@ class Runtime:
 
     def mcp_listing(
         self, registry: ToolRegistry, wait: float = MCP_LIST_WAIT
-    ) -> list[tuple[str, str]]:
+    ) -> list[tuple[str, str, list[Any]]]:
         """For `tools list`: wait at most `wait` s for the servers, put the tools of those
         ready into `registry` (the listing one, not this runtime's), and return (category,
-        a plain line) for each enabled server that is not ready."""
+        a plain line, its last known tools) for each enabled server that is not ready."""
         from app.core.mcp.manifests import category
 
         if not self.start_mcp():
@@ -279,7 +286,8 @@ class Runtime:
         for server in self.mcp.enabled():
             if server.name not in tools:
                 why = self.mcp.not_ready_text(server.name) or f"{server.name!r} has no tools"
-                notes.append((category(server.name), why))
+                known = self.mcp.last_known_tools(server.name) or []
+                notes.append((category(server.name), why, known))
         return notes
 
     def _on_mcp_tools(self, server: str, tools: Any) -> None:

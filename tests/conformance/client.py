@@ -14,10 +14,13 @@ thread), its tools are the manager's `ToolManifest`s, and calls go through each 
 parameter model and `impl` with a `ToolContext`, so the results pass through
 `app.core.mcp.results` as well. Nothing calls the SDK directly: that would test the SDK.
 
-OAuth (`auth/*`) and elicitation are not built yet (issue 14 §5); those scenarios run the
-generic flow below and fail, and tests/conformance/expected-failures.yml says why. When they
-land, this entry must hand the context's credentials to Deskhand the way a user would (an
-`mcp.json` field, the keyring), not to the SDK.
+Sign-in (`auth/*`) goes the way a user's does: what the scenario's context gives (a client
+id, a secret, a private key) is written where a user would put it — the entry's `auth` in
+`mcp.json`, the secret in the keyring (here the encrypted-file keyring of the fresh home),
+the key in a file — and when the server needs a sign-in, `McpManager.sign_in` runs with a
+"browser" that loads the sign-in page and follows its redirect to Deskhand's loopback
+listener, as a browser would after the user agreed. Elicitation requests are answered by a
+handler that accepts each form with its defaults, as a user pressing Accept would.
 """
 
 from __future__ import annotations
@@ -34,11 +37,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run as a script by the suite, from any folder
     sys.path.insert(0, str(ROOT))
+#: The fresh home's encrypted-file keyring is opened with this (read once, then removed
+#: from the environment by app.core.keyring_fallback).
+os.environ.setdefault("DESKHAND_KEYRING_PASSPHRASE", "conformance-" + os.urandom(16).hex())
 
+from app.core.mcp.config import keyring_key  # noqa: E402
+from app.core.mcp.elicitation import ElicitationAnswer, ElicitationRequest  # noqa: E402
 from app.core.mcp.manager import McpManager  # noqa: E402
 from app.core.mcp.manifests import tool_name  # noqa: E402
+from app.core.mcp.secret_access import SecretAccess  # noqa: E402
 from app.core.mcp.status import Status  # noqa: E402
 from app.core.paths import mcp_path  # noqa: E402
+from app.core.secrets import SecretStore  # noqa: E402
 from tools.spec import ToolContext, ToolManifest, ToolResult  # noqa: E402
 
 SERVER = "conformance"
@@ -52,15 +62,73 @@ class ScenarioFailed(Exception):
     """The client could not do what the scenario asks; the message says why."""
 
 
+#: Where a user would host Deskhand's OAuth client metadata document (used only when the
+#: authorization server supports client ID metadata documents).
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+
+
+def accept_defaults(request: ElicitationRequest) -> ElicitationAnswer:
+    """A user who presses Accept on the form as shown: every field keeps its default."""
+    content = {f.name: f.default for f in request.fields if f.default is not None}
+    return ElicitationAnswer("accept", content)
+
+
+def browser(url: str) -> bool:
+    """A browser whose user agrees to sign in: load the page, follow its redirects (the
+    last one lands on Deskhand's loopback listener)."""
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=20) as page:
+        log.info("sign-in page ended at %s (%s)", page.url.split("?")[0], page.status)
+    return True
+
+
+def auth_entry(scenario: str, context: dict[str, Any], home: Path, secrets: SecretStore) -> Any:
+    """The entry's `auth` a user would write for this scenario's server."""
+    secret = context.get("client_secret")
+    if secret:  # a user keeps it in the keyring, referred to from mcp.json
+        secrets.set(keyring_key(SERVER, "client_secret"), secret)
+        secret = "${keyring:" + keyring_key(SERVER, "client_secret") + "}"
+    if scenario.startswith("auth/client-credentials"):
+        entry: dict[str, Any] = {"type": "client_credentials", "client_id": context["client_id"]}
+        if context.get("private_key_pem"):
+            key = home / "client-key.pem"
+            key.write_text(context["private_key_pem"], "utf-8")
+            key.chmod(0o600)
+            entry |= {
+                "private_key_file": str(key),
+                "signing_algorithm": context.get("signing_algorithm", "ES256"),
+            }
+        else:
+            entry |= {"client_secret": secret, "token_endpoint_auth_method": "client_secret_basic"}
+        return entry
+    entry = {"type": "oauth", "client_metadata_url": CLIENT_METADATA_URL}
+    if context.get("client_id"):  # registered beforehand
+        entry |= {"client_id": context["client_id"], "client_secret": secret}
+    return entry
+
+
 class Session:
     """One Deskhand MCP manager with the scenario's server as its only `mcp.json` entry."""
 
-    def __init__(self, url: str, home: Path) -> None:
+    def __init__(self, url: str, home: Path, scenario: str = "") -> None:
         self.home = home
-        mcp_path(home).write_text(
-            json.dumps({"mcpServers": {SERVER: {"type": "http", "url": url}}}), "utf-8"
+        self.scenario = scenario
+        store = SecretStore(home=home, mode="encrypted_file")
+        entry: dict[str, Any] = {"type": "http", "url": url}
+        if scenario.startswith("auth/"):
+            context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+            entry["auth"] = auth_entry(scenario, context, home, store)
+        mcp_path(home).write_text(json.dumps({"mcpServers": {SERVER: entry}}), "utf-8")
+        self.manager = McpManager(
+            mcp_path(home),
+            home=home,
+            backoff_start=30.0,
+            get_secret=store.get,
+            open_url=browser,
+            secrets=SecretAccess(get=store.get, set=store.set, delete=store.delete),
         )
-        self.manager = McpManager(mcp_path(home), home=home, backoff_start=30.0)
+        self.manager.set_elicitation_handler(accept_defaults)
 
     def connect(self) -> None:
         problems = [p.message for p in self.manager.config_problems]
@@ -69,6 +137,9 @@ class Session:
         if self.manager.config_error or problems:
             raise ScenarioFailed(f"mcp.json: {self.manager.config_error or problems}")
         state = self.manager.status(SERVER)
+        if state is not None and state.status is Status.NEEDS_SIGN_IN:
+            log.info("the server needs a sign-in: %s", state.error)
+            state = self.manager.sign_in(SERVER, timeout=READY_WAIT)
         if state is None or state.status is not Status.READY:
             why = state.error if state is not None else "not configured"
             raise ScenarioFailed(f"the server did not become ready: {why}")
@@ -124,7 +195,7 @@ SCENARIOS: dict[str, Callable[[Session], None]] = {
 def run(scenario: str, url: str) -> None:
     with tempfile.TemporaryDirectory(prefix="deskhand-conformance-") as folder:
         home = Path(folder)
-        session = Session(url, home)
+        session = Session(url, home, scenario)
         try:
             session.connect()
             SCENARIOS.get(scenario, _first_tool)(session)

@@ -1,4 +1,5 @@
-"""`deskhand mcp list [--json]` and `deskhand mcp import [PATH] [--overwrite]`.
+"""`deskhand mcp list [--json]`, `deskhand mcp import [PATH] [--overwrite]`, and
+`deskhand mcp login NAME` / `deskhand mcp logout NAME` for remote servers that use OAuth.
 
 `mcp import` always moves every secret-looking value to the keyring (see config.py)."""
 
@@ -16,6 +17,7 @@ from app.core.mcp.config import (
     import_servers,
     read_config,
 )
+from app.core.mcp.manifests import NEEDS_TASKS
 from app.core.mcp.status import ServerState, Status
 from app.core.mcp.stderr import recent as recent_stderr
 from app.core.paths import mcp_path
@@ -44,12 +46,84 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     imp.add_argument("--keyring", action="store_true", help=argparse.SUPPRESS)
     imp.add_argument("--overwrite", action="store_true", help="replace servers of the same name")
     imp.add_argument("--json", action="store_true")
+    login = mcp_sub.add_parser(
+        "login", help="sign in to a remote MCP server in your browser (OAuth)"
+    )
+    login.add_argument("name", help="the server's name in mcp.json")
+    login.add_argument(
+        "--no-browser",
+        action="store_true",
+        help="print the sign-in address instead of opening the browser",
+    )
+    logout = mcp_sub.add_parser("logout", help="forget a remote MCP server's sign-in")
+    logout.add_argument("name", help="the server's name in mcp.json")
 
 
 def run_mcp(args: argparse.Namespace, runtime: Runtime) -> int:
     if args.mcp_command == "import":
         return _import(args, runtime)
+    if args.mcp_command == "login":
+        return _login(args, runtime)
+    if args.mcp_command == "logout":
+        return _logout(args, runtime)
     return _list(args, runtime)
+
+
+def _remote(runtime: Runtime, name: str) -> str | None:
+    """Why `name` cannot sign in (None: it can)."""
+    manager = runtime.mcp
+    cfg = manager.config(name)
+    if manager.config_error:
+        return manager.config_error
+    if cfg is None:
+        return f"there is no MCP server {name!r} in {mcp_path(runtime.home)}"
+    if cfg.transport == "stdio":
+        return f"{name!r} is a local server; only remote (http/sse) servers sign in"
+    if cfg.auth.kind != "oauth":
+        return f"{name!r} does not sign in with a browser (auth is {cfg.auth.kind!r} in mcp.json)"
+    if cfg.disabled:
+        return f"{name!r} is disabled in mcp.json"
+    return None
+
+
+def _login(args: argparse.Namespace, runtime: Runtime) -> int:
+    problem = _remote(runtime, args.name)
+    if problem:
+        print(f"deskhand: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    manager = runtime.mcp
+
+    def show(url: str) -> bool:
+        from urllib.parse import urlsplit
+
+        host = urlsplit(url).hostname or "?"
+        print(f"Sign in to {args.name} at {host}. If no browser opens, visit:\n  {url}",
+              file=sys.stderr)
+        if args.no_browser:
+            return True
+        import webbrowser
+
+        return webbrowser.open(url)
+
+    manager.set_url_opener(show)
+    print(f"waiting for you to sign in to {args.name} (up to 5 minutes)…", file=sys.stderr)
+    state = manager.sign_in(args.name)
+    if state is not None and state.status is Status.READY:
+        print(f"signed in to {args.name}: {len(state.tools)} tools")
+        return EXIT_OK
+    why = state.error if state is not None and state.error else "it did not connect"
+    print(f"deskhand: not signed in to {args.name}: {one_line(why, 500)}", file=sys.stderr)
+    return EXIT_FAILED
+
+
+def _logout(args: argparse.Namespace, runtime: Runtime) -> int:
+    manager = runtime.mcp
+    if manager.config(args.name) is None:
+        print(f"deskhand: there is no MCP server {args.name!r}", file=sys.stderr)
+        return EXIT_USAGE
+    manager.sign_out(args.name)
+    print(f"signed out of {args.name}: its tokens were removed from the keyring")
+    return EXIT_OK
 
 
 def _list(args: argparse.Namespace, runtime: Runtime) -> int:
@@ -121,6 +195,8 @@ def describe(state: ServerState) -> list[str]:
     ):
         if names:
             lines.append(f"  {label}: {one_line(', '.join(names), 2000)}")
+    if state.hidden_tools:
+        lines.append(f"  {NEEDS_TASKS}: {one_line(', '.join(state.hidden_tools), 500)}")
     return lines
 
 

@@ -92,6 +92,32 @@ class EntryError(McpConfigError):
         self.problems = problems
 
 
+AuthKind = Literal["oauth", "client_credentials", "none"]
+#: How a client-credentials client proves itself at the token endpoint.
+TokenAuthMethod = Literal["client_secret_basic", "client_secret_post", "private_key_jwt"]
+
+
+@dataclass(frozen=True)
+class AuthConfig:
+    """How Deskhand signs in to a remote server (the `auth` object of an mcp.json entry).
+
+    "oauth" (the default for remote servers): OAuth 2.1 on demand — when the server answers
+    401, the user signs in through the system browser (`client_id`/`client_secret` for a
+    client registered beforehand, otherwise dynamic registration or `client_metadata_url`).
+    "client_credentials": machine to machine, no person involved (`client_id` with
+    `client_secret`, or with `private_key_file` for `private_key_jwt`). "none": never."""
+
+    kind: AuthKind = "oauth"
+    client_id: str | None = None
+    client_secret: str | None = None
+    method: TokenAuthMethod | None = None
+    private_key_file: str | None = None
+    signing_algorithm: str = "ES256"
+    scope: str | None = None
+    issuer: str | None = None
+    client_metadata_url: str | None = None
+
+
 @dataclass(frozen=True)
 class ServerConfig:
     name: str
@@ -104,6 +130,7 @@ class ServerConfig:
     headers: Mapping[str, str] = field(default_factory=dict)
     disabled: bool = False
     timeout: float = DEFAULT_TIMEOUT
+    auth: AuthConfig = field(default_factory=AuthConfig)
 
     @classmethod
     def from_json(cls, name: str, raw: Any) -> ServerConfig:
@@ -123,6 +150,13 @@ class ServerConfig:
             env=resolve_secrets(self.env, get_secret),
             headers=resolve_secrets(self.headers, get_secret),
             url=resolve_text("url", self.url, get_secret) if self.url else self.url,
+            auth=replace(
+                self.auth,
+                client_secret=resolve_text("auth.client_secret", self.auth.client_secret,
+                                           get_secret),
+            )
+            if self.auth.client_secret
+            else self.auth,
         )
 
     def credential_values(self) -> list[str]:
@@ -141,6 +175,9 @@ class ServerConfig:
             out += [self.args[i][a:b] for a, b in _arg_spans(self.args, i)]
         if self.url:
             out += [self.url[a:b] for a, b in secret_spans(self.url)]
+        secret = self.auth.client_secret
+        if secret and not secret.startswith(KEYRING_PREFIX) and _literal(secret):
+            out.append(secret)
         return out
 
 
@@ -158,6 +195,61 @@ def _scalar_text(value: Any) -> Any:
 
 
 _Text = Annotated[str, BeforeValidator(_scalar_text)]
+
+
+class AuthEntry(BaseModel):
+    """The typed shape of an entry's `auth` object (camelCase names accepted too)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", populate_by_name=True)
+
+    type: AuthKind = "oauth"
+    client_id: str | None = Field(default=None, alias="clientId")
+    client_secret: _Text | None = Field(default=None, alias="clientSecret")
+    token_endpoint_auth_method: TokenAuthMethod | None = Field(
+        default=None, alias="tokenEndpointAuthMethod"
+    )
+    private_key_file: str | None = Field(default=None, alias="privateKeyFile")
+    signing_algorithm: Literal["ES256", "ES384", "ES512", "RS256", "RS384", "RS512"] = Field(
+        default="ES256", alias="signingAlgorithm"
+    )
+    scope: str | None = None
+    issuer: str | None = None
+    client_metadata_url: str | None = Field(default=None, alias="clientMetadataUrl")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nulls_are_unset(cls, raw: Any) -> Any:
+        return {k: v for k, v in raw.items() if v is not None} if isinstance(raw, dict) else raw
+
+    @field_validator("client_metadata_url")
+    @classmethod
+    def _https_document(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = urlsplit(value.strip())
+        if parts.scheme != "https" or not parts.netloc or parts.path in {"", "/"}:
+            raise PydanticCustomError("metadata_url", "not an https document address")
+        return value.strip()
+
+    @field_validator("issuer")
+    @classmethod
+    def _issuer_address(cls, value: str | None) -> str | None:
+        if value is not None and urlsplit(value).scheme not in {"http", "https"}:
+            raise PydanticCustomError("web_address", "not an http(s) address")
+        return value
+
+    def config(self) -> AuthConfig:
+        return AuthConfig(
+            kind=self.type,
+            client_id=self.client_id,
+            client_secret=self.client_secret,
+            method=self.token_endpoint_auth_method,
+            private_key_file=self.private_key_file,
+            signing_algorithm=self.signing_algorithm,
+            scope=self.scope,
+            issuer=self.issuer,
+            client_metadata_url=self.client_metadata_url,
+        )
 
 
 class ServerEntry(BaseModel):
@@ -179,6 +271,8 @@ class ServerEntry(BaseModel):
     timeout: float = Field(
         default=DEFAULT_TIMEOUT, ge=TIMEOUT_RANGE[0], le=TIMEOUT_RANGE[1], allow_inf_nan=False
     )
+    #: Checked on its own by `_auth` (one clear message rather than one per union member).
+    auth: Any = None
 
     @model_validator(mode="before")
     @classmethod
@@ -237,6 +331,8 @@ def _build(name: str, raw: dict[str, Any], entry: ServerEntry) -> ServerConfig |
     url = entry.url or entry.server_url
     common: dict[str, Any] = {"disabled": entry.disabled, "timeout": float(entry.timeout)}
     if entry.command is not None and kind in (None, "stdio"):
+        if entry.auth is not None:
+            return problem("auth", "auth applies only to remote servers (with a 'url')")
         return ServerConfig(
             name,
             "stdio",
@@ -254,7 +350,50 @@ def _build(name: str, raw: dict[str, Any], entry: ServerEntry) -> ServerConfig |
         return problem(None, "needs either 'command' (a local server) or 'url' (a remote one)")
     if kind is None:
         kind = "sse" if url.rstrip("/").endswith("/sse") else "http"
-    return ServerConfig(name, kind, url=url, headers=dict(entry.headers), **common)
+    auth = _auth(name, entry.auth)
+    if isinstance(auth, list):
+        return auth
+    return ServerConfig(name, kind, url=url, headers=dict(entry.headers), auth=auth, **common)
+
+
+def _auth(name: str, raw: Any) -> AuthConfig | list[EntryProblem]:
+    """The entry's sign-in settings, or every reason they cannot be used."""
+    if raw is None:
+        return AuthConfig()
+    if raw in ("none", "oauth"):
+        return AuthConfig(kind=raw)
+    if not isinstance(raw, dict):
+        return [EntryProblem(name, "auth", f"auth must be {_MUST_BE['auth']} (got {_kind(raw)})")]
+    try:
+        entry = AuthEntry.model_validate(raw)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        return [_problem(name, {**e, "loc": ("auth", *e["loc"])}) for e in errors]
+    found = _auth_problem(entry.config())
+    if isinstance(found, str):
+        where, text = found.split(": ", 1)
+        return [EntryProblem(name, where, text)]
+    return found
+
+
+def _auth_problem(auth: AuthConfig) -> AuthConfig | str:
+    """`auth` made complete, or "<field>: <what is wrong>"."""
+    if auth.kind == "client_credentials":
+        if not auth.client_id:
+            return "auth.client_id: client credentials need the client_id the server gave you"
+        if auth.method == "private_key_jwt" or (auth.private_key_file and not auth.client_secret):
+            if not auth.private_key_file:
+                return "auth.private_key_file: private_key_jwt needs the PEM file of your key"
+            return AuthConfig(**{**auth.__dict__, "method": "private_key_jwt"})
+        if not auth.client_secret:
+            return (
+                "auth.client_secret: client credentials need a client_secret "
+                "(or a private_key_file)"
+            )
+        return AuthConfig(**{**auth.__dict__, "method": auth.method or "client_secret_basic"})
+    if auth.kind == "oauth" and auth.method == "private_key_jwt":
+        return "auth.token_endpoint_auth_method: private_key_jwt is for client_credentials"
+    return auth
 
 
 _TRANSPORTS_IN_WORDS = "one of stdio, http (also written streamable-http) or sse"
@@ -273,6 +412,25 @@ _MUST_BE = {
     "timeout": (
         f"a number of seconds between {TIMEOUT_RANGE[0]:g} and {TIMEOUT_RANGE[1]:g}"
     ),
+    "auth": 'an object like {"type": "oauth"}, or "none"',
+}
+#: What each field of `auth` must be, in plain words.
+_AUTH_MUST_BE = {
+    "type": "one of oauth, client_credentials or none",
+    "token_endpoint_auth_method": (
+        "one of client_secret_basic, client_secret_post or private_key_jwt"
+    ),
+    "signing_algorithm": "one of ES256, ES384, ES512, RS256, RS384, RS512",
+    "client_metadata_url": "an https:// address of a document (not a bare host)",
+    "issuer": "an http:// or https:// address",
+}
+_AUTH_ALIASES = {
+    "clientId": "client_id",
+    "clientSecret": "client_secret",
+    "tokenEndpointAuthMethod": "token_endpoint_auth_method",
+    "privateKeyFile": "private_key_file",
+    "signingAlgorithm": "signing_algorithm",
+    "clientMetadataUrl": "client_metadata_url",
 }
 #: Fields whose value is quoted in a message; the others may hold a secret.
 _QUOTED = {"type", "transport", "disabled", "timeout"}
@@ -289,6 +447,13 @@ def _problem(name: str, error: Any) -> EntryProblem:
             what = "environment variable" if top == "env" else "header"
             where, text = f"{top}.{loc[1]}", f"the {what} {loc[1]!r} must have a text value"
         return EntryProblem(name, where, f"{text} (got {got})")
+    if top == "auth" and len(loc) > 1:
+        sub = _AUTH_ALIASES.get(loc[1], loc[1])
+        if error["type"] == "extra_forbidden":
+            return EntryProblem(name, f"auth.{sub}", f"auth has an unknown field {sub!r}")
+        must = _AUTH_MUST_BE.get(sub, "text")
+        got = _got("type", error["input"]) if sub in _AUTH_MUST_BE else _kind(error["input"])
+        return EntryProblem(name, f"auth.{sub}", f"auth.{sub} must be {must} (got {got})")
     if error["type"] == "empty":
         return EntryProblem(name, top, f"{top} must not be empty")
     if error["type"] == "web_address":

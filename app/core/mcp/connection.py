@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -36,8 +36,13 @@ from app.core.mcp.elicitation import (
     form_request,
     url_request,
 )
+from app.core.mcp.manifests import needs_tasks
 from app.core.mcp.status import ServerState, Status
 from app.core.mcp.stderr import StderrPipe
+
+if TYPE_CHECKING:
+    from app.core.mcp.oauth import LoopbackRedirect
+    from app.core.mcp.secret_access import SecretAccess
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +67,10 @@ class ClientHooks:
     elicitation: Callable[[], ElicitationHandler] = lambda: decline_all
     #: (file:// URI, name) of each folder the user allowed.
     roots: Callable[[], list[tuple[str, str]]] = lambda: []
-    #: Opens a web page (URL-mode elicitation, after the user agreed).
+    #: Opens a web page (URL-mode elicitation after the user agreed; a sign-in page).
     open_url: Callable[[str], object] = lambda url: None
+    #: The keyring, for OAuth tokens (None: remote servers cannot sign in).
+    secrets: SecretAccess | None = None
 
 
 class DeskhandSession(ClientSession):
@@ -125,6 +132,13 @@ class ServerConnection:
         self._relist = asyncio.Event()  # the server said its tools (or resources...) changed
         self._wake = asyncio.Event()  # stop or relist: the watch loop looks now
         self._task: asyncio.Task[None] | None = None
+        #: The httpx auth of the current attempt (remote servers), which notes sign-in needs.
+        self._auth: Any = None
+        #: Set while the user signs in (the browser may be opened); stays for the connection's
+        #: life, so a scope step-up during a call can ask again.
+        self._redirect: LoopbackRedirect | None = None
+        self._sign_in = asyncio.Event()  # the user asked to sign in
+        self._signed_in = asyncio.Event()  # that attempt finished, whatever the outcome
 
     # ---- lifecycle ----------------------------------------------------------------------
 
@@ -164,13 +178,17 @@ class ServerConnection:
             self._task.cancel()
             with contextlib.suppress(BaseException):
                 await self._task
+        if self._redirect is not None:
+            await self._redirect.close()
+            self._redirect = None
         self._set(Status.STOPPED)
 
     def _set(self, status: Status, error: str | None = None) -> None:
         self.state.status = status
         if error is not None or status is Status.READY:
             self.state.error = error
-        self.state.tools = [t.name for t in self.listing.tools]
+        self.state.tools = [t.name for t in self.listing.tools if not needs_tasks(t)]
+        self.state.hidden_tools = [t.name for t in self.listing.tools if needs_tasks(t)]
         self.state.resources = [str(r.uri) for r in self.listing.resources]
         self.state.prompts = [p.name for p in self.listing.prompts]
         try:
@@ -199,6 +217,13 @@ class ServerConnection:
                 self._ready.clear()
             if self._stop.is_set():
                 break
+            if self._sign_in.is_set():  # the user asked to sign in: go again at once
+                continue
+            problem = getattr(self._auth, "problem", None)
+            if problem is not None:
+                await self._wait_for_sign_in(str(problem))
+                delay = self._backoff_start
+                continue
             error = error or "the server closed the connection"
             if time.monotonic() - started > STABLE_AFTER:
                 delay = self._backoff_start
@@ -218,7 +243,42 @@ class ServerConnection:
                 await asyncio.wait_for(self._stop.wait(), delay)
             delay = min(delay * 2, BACKOFF_MAX)
 
+    async def _wait_for_sign_in(self, why: str) -> None:
+        """The server needs the user: say so and wait for Sign in (or stop), never retrying
+        on its own."""
+        log.warning("MCP server %s: %s", self.config.name, why)
+        self._set(Status.NEEDS_SIGN_IN, why)
+        self._settled.set()
+        self._signed_in.set()
+        stop = asyncio.ensure_future(self._stop.wait())
+        asked = asyncio.ensure_future(self._sign_in.wait())
+        try:
+            await asyncio.wait([stop, asked], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+            asked.cancel()
+
+    async def sign_in(self, timeout: float) -> ServerState:
+        """Connect again with the browser sign-in allowed; the state once that attempt is
+        over (ready, or why not), waiting at most `timeout` s."""
+        from app.core.mcp.oauth import loopback_for
+
+        hooks = self._hooks
+        if self.config.transport == "stdio" or hooks.secrets is None:
+            return self.state.copy()
+        assert self.config.url is not None
+        if self._redirect is None:
+            self._redirect = await loopback_for(self.config.name, self.config.url, hooks.secrets)
+        self._signed_in.clear()
+        self._sign_in.set()
+        self._broken.set()  # a running connection reconnects (now able to sign in)
+        self._wake.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._signed_in.wait(), timeout)
+        return self.state.copy()
+
     async def _run_once(self) -> None:
+        self._sign_in.clear()
         self._broken.clear()
         self._relist.clear()
         self.attempt_started = time.monotonic()
@@ -233,6 +293,7 @@ class ServerConnection:
             self._ready.set()
             self._set(Status.READY)
             self._settled.set()
+            self._signed_in.set()
             log.info("MCP server %s ready with %d tools", self.config.name, len(self.listing.tools))
             self._tools_changed()
             await self._watch(session)
@@ -263,17 +324,18 @@ class ServerConnection:
             assert cfg.url is not None
             headers = dict(cfg.headers)
             timeout = httpx2.Timeout(30.0, read=300.0)
+            auth = self._auth = self._make_auth(cfg)
             if cfg.transport == "sse":
                 from mcp.client.sse import sse_client
 
                 streams = await stack.enter_async_context(
-                    sse_client(cfg.url, headers=headers or None)
+                    sse_client(cfg.url, headers=headers or None, auth=auth)
                 )
             else:
                 from mcp.client.streamable_http import streamable_http_client
 
                 client = await stack.enter_async_context(
-                    httpx2.AsyncClient(headers=headers, timeout=timeout)
+                    httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth)
                 )
                 streams = await stack.enter_async_context(
                     streamable_http_client(cfg.url, http_client=client)
@@ -294,6 +356,22 @@ class ServerConnection:
         )
         await session.initialize()
         return session
+
+    def _make_auth(self, cfg: ServerConfig) -> Any:
+        """OAuth for this attempt (None when the entry says "none" or there is no keyring)."""
+        secrets = self._hooks.secrets
+        if secrets is None or cfg.auth.kind == "none" or cfg.url is None:
+            return None
+        from app.core.mcp.oauth import make_auth
+
+        return make_auth(
+            cfg.name,
+            cfg.url,
+            cfg.auth,
+            secrets,
+            redirect=self._redirect,
+            open_url=self._hooks.open_url,
+        )
 
     def _errlog(self, stack: AsyncExitStack) -> IO[str]:
         """The server's stderr, logged line by line (and scrubbed by the log tripwire)."""
@@ -429,6 +507,8 @@ class ServerConnection:
             return f"the MCP server {name!r} is not ready (it stopped and is restarting{why})"
         if self.state.status is Status.FAILED:
             return f"the MCP server {name!r} could not start{why}"
+        if self.state.status is Status.NEEDS_SIGN_IN:
+            return self.state.error or f"the MCP server {name!r} needs you to sign in"
         return f"the MCP server {name!r} is {self.state.status.value}{why}"
 
     async def ready_session(self, timeout: float) -> ClientSession:
@@ -489,6 +569,12 @@ class ServerConnection:
     async def read_resource(self, uri: str, ready_wait: float = 30.0) -> Any:
         session = await self.ready_session(ready_wait)
         return await session.read_resource(uri)
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str], ready_wait: float = 30.0
+    ) -> Any:
+        session = await self.ready_session(ready_wait)
+        return await session.get_prompt(name, arguments or None)
 
 
 def _run_handler(handler: ElicitationHandler, request: ElicitationRequest) -> ElicitationAnswer:

@@ -13,9 +13,11 @@ the server's own timeout), then fails saying so.
 
 Public API: `configs`, `start`, `start_soon`, `wait_settled`, `reload`, `remove`,
 `states`, `status`, `tools`, `server_tools`, `server_manifests`, `tool_sources`,
-`subscribe`, `subscribe_tools`, `call_tool`, `missing_tool_hint`, `shutdown`, and for what
+`subscribe`, `subscribe_tools`, `call_tool`, `resources`, `read_resource`, `prompts`,
+`get_prompt`, `missing_tool_hint`, `shutdown`, and for what
 servers ask of the client: `set_roots` (the folders advertised as roots) and
-`set_elicitation_handler` (who answers `elicitation/create`; by default it is declined).
+`set_elicitation_handler` (who answers `elicitation/create`; by default it is declined);
+`sign_in`, `sign_out`, `signed_in` for remote servers that need OAuth.
 Every tool call carries a progress token; progress reaches `ctx.progress`.
 
 Importing this module is cheap; the SDK loads on the MCP thread when a server first starts.
@@ -35,6 +37,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from app.core.mcp.catalog import (
+    PromptEntry,
+    PromptMessage,
+    ResourceEntry,
+    prompt_entries,
+    prompt_messages,
+    resource_entries,
+)
 from app.core.mcp.client_callbacks import file_roots, progress_reporter
 from app.core.mcp.config import (
     EntryProblem,
@@ -51,10 +61,13 @@ from tools.spec import Operation, ToolCancelled, ToolContext, ToolError, ToolMan
 
 if TYPE_CHECKING:
     from app.core.mcp.connection import ServerConnection
+    from app.core.mcp.secret_access import SecretAccess
 
 log = logging.getLogger(__name__)
 
 POLL = 0.05
+#: How long `sign_in` waits for the user to finish in the browser.
+SIGN_IN_WAIT = 300.0
 #: The longest a tool call waits for its server to be ready (capped by the server's timeout).
 READY_WAIT = 20.0
 Listener = Callable[[ServerState], None]
@@ -91,6 +104,7 @@ class McpManager:
         ready_wait: float = READY_WAIT,
         roots: Iterable[str | Path] = (),
         open_url: Callable[[str], object] | None = None,
+        secrets: SecretAccess | None = None,
     ) -> None:
         self.config_path = config_path
         self._remember_secret = remember_secret
@@ -116,6 +130,8 @@ class McpManager:
         self._roots = file_roots(roots)
         self._elicitation: ElicitationHandler = decline_all
         self._open_url = open_url
+        #: Where OAuth sign-ins are kept (None: remote servers cannot sign in).
+        self.secrets = secrets
 
     # ---- what servers ask of the client -------------------------------------------------
 
@@ -151,8 +167,48 @@ class McpManager:
         return ClientHooks(
             elicitation=lambda: self._elicitation,
             roots=lambda: list(self._roots),
-            open_url=_open_in_browser if self._open_url is None else self._open_url,
+            open_url=self._open_page,
+            secrets=self.secrets,
         )
+
+    def _open_page(self, url: str) -> object:
+        opener = self._open_url if self._open_url is not None else _open_in_browser
+        return opener(url)
+
+    # ---- signing in (OAuth) -------------------------------------------------------------
+
+    def set_url_opener(self, open_url: Callable[[str], object]) -> None:
+        """Who opens web pages for servers (sign-in, URL elicitation after the user agreed);
+        connections made from now on use it. Default: the system browser."""
+        self._open_url = open_url
+
+    def sign_in(self, name: str, timeout: float = SIGN_IN_WAIT) -> ServerState | None:
+        """Blocking: sign in to the remote server `name` — the system browser opens the
+        server's sign-in page and the answer comes back to a loopback address — then
+        connect. Starts the server if needed. The state after (None: not configured)."""
+        cfg = self.config(name)
+        if cfg is None or cfg.disabled:
+            return self.status(name)
+        if name not in self._connections:
+            self.submit(self._start([cfg], 0.0)).result()
+        conn = self._connections[name]
+        future = self.submit(conn.sign_in(timeout))
+        return future.result(timeout + 30.0)
+
+    def sign_out(self, name: str) -> ServerState | None:
+        """Blocking: forget `name`'s tokens and registration, and reconnect (it will need
+        a new sign-in if the server asks for one)."""
+        from app.core.mcp.secret_access import forget_sign_in
+
+        if self.secrets is not None:
+            forget_sign_in(name, self.secrets)
+        return self.reload(name)
+
+    def signed_in(self, name: str) -> bool:
+        """Blocking (keyring): whether `name` has a stored sign-in."""
+        from app.core.mcp.secret_access import has_sign_in
+
+        return self.secrets is not None and has_sign_in(name, self.secrets)
 
     # ---- configuration and state ------------------------------------------------------
 
@@ -401,6 +457,9 @@ class McpManager:
         with self._tools_lock:
             self._tools[name] = tools
         self._tell(name, tools)
+        from app.core.mcp.known_tools import remember
+
+        remember(self.home, name, tools.source.fingerprint, tools.manifests)
 
     def _drop_tools(self, name: str) -> None:
         with self._tools_lock:
@@ -447,6 +506,20 @@ class McpManager:
         )
         return ServerTools(name, found, source)
 
+    def last_known_tools(self, name: str) -> list[Any] | None:
+        """`name`'s tools as it listed them last time (app.core.mcp.known_tools), if its
+        mcp.json entry is unchanged since; for listings while it is still starting."""
+        from app.core.mcp.known_tools import last_known
+        from app.core.sources import mcp_server_fingerprint
+
+        cfg = self.config(name)
+        if cfg is None:
+            return None
+        fingerprint = mcp_server_fingerprint(
+            command=cfg.command, args=cfg.args, env=cfg.env, url=cfg.url, cwd=cfg.cwd
+        )
+        return last_known(self.home, name, fingerprint)
+
     def server_tools(self) -> dict[str, ServerTools]:
         """Every server's tools now (servers that were ready at least once)."""
         with self._tools_lock:
@@ -472,6 +545,36 @@ class McpManager:
     def tool_sources(self) -> dict[str, ToolSource]:
         """Each server as a tool source (identity + each tool's definition hash)."""
         return {name: t.source for name, t in self.server_tools().items()}
+
+    # ---- resources and prompts (attachments and slash commands) -------------------------
+
+    def resources(self) -> list[ResourceEntry]:
+        """Every ready server's resources, for attaching to a message."""
+        out: list[ResourceEntry] = []
+        for name, conn in list(self._connections.items()):
+            if conn.listed:
+                out += resource_entries(name, list(conn.listing.resources))
+        return out
+
+    def prompts(self) -> list[PromptEntry]:
+        """Every ready server's prompts, offered as slash commands."""
+        out: list[PromptEntry] = []
+        for name, conn in list(self._connections.items()):
+            if conn.listed:
+                out += prompt_entries(name, list(conn.listing.prompts))
+        return out
+
+    def read_resource(self, server: str, uri: str, ctx: ToolContext) -> ToolResult:
+        """Blocking: read one resource (text inline, binary saved as an attachment file)."""
+        return self._read_resource(server, uri, ctx)
+
+    def get_prompt(
+        self, server: str, name: str, arguments: dict[str, str], ctx: ToolContext
+    ) -> list[PromptMessage]:
+        """Blocking: the messages of `server`'s prompt `name` filled with `arguments`."""
+        conn = self._connection(server)
+        wait = min(self.ready_wait, conn.config.timeout)
+        return prompt_messages(self._wait(conn.get_prompt(name, arguments, wait), ctx))
 
     def _resource_manifest(self, server: str) -> ToolManifest:
         uris = ", ".join(str(r.uri) for r in self._connections[server].listing.resources[:10])

@@ -99,6 +99,19 @@ def operations_of(annotations: Any) -> frozenset[Operation]:
 
 Impl = Callable[[Any, ToolContext], Any]
 
+#: Why a tool that requires task-augmented execution is not offered to the model.
+NEEDS_TASKS = (
+    "not offered: it runs only as an MCP task (task-augmented execution), "
+    "which Deskhand's MCP client does not support yet"
+)
+
+
+def needs_tasks(tool: Any) -> bool:
+    """The server says the tool can only be called as a task (`execution.taskSupport` is
+    "required"): a plain call would always fail, so it is never offered."""
+    execution = getattr(tool, "execution", None)
+    return getattr(execution, "task_support", None) == "required"
+
 
 def build_manifests(
     server: str,
@@ -108,10 +121,13 @@ def build_manifests(
     timeout: float = 120.0,
 ) -> tuple[list[ToolManifest], dict[str, str]]:
     """Manifests for one server's tools and a map manifest name → the server's tool name.
-    `make_impl(original_tool_name)` returns the function a call runs."""
+    `make_impl(original_tool_name)` returns the function a call runs. Tools that can only
+    run as tasks are left out (`needs_tasks`)."""
     manifests: list[ToolManifest] = []
     names: dict[str, str] = {}
     for tool in tools:
+        if needs_tasks(tool):
+            continue
         name = tool_name(server, tool.name)
         base, n = name, 2
         while name in names:

@@ -16,6 +16,8 @@ class Status(StrEnum):
     RESTARTING = "restarting"
     FAILED = "failed"
     STOPPED = "stopped"
+    #: A remote server answered 401: the user must sign in (OAuth); never retried alone.
+    NEEDS_SIGN_IN = "needs sign-in"
     #: The mcp.json entry itself is wrong (see `problems`); the server is never started.
     INVALID = "invalid"
 
@@ -30,6 +32,8 @@ class ServerState:
     tools: list[str] = field(default_factory=list)
     resources: list[str] = field(default_factory=list)
     prompts: list[str] = field(default_factory=list)
+    #: Tools the server lists that are not offered to the model (they need MCP tasks).
+    hidden_tools: list[str] = field(default_factory=list)
     #: Why the mcp.json entry cannot be used (only when INVALID).
     problems: list[EntryProblem] = field(default_factory=list)
     #: The last lines the server wrote to stderr, redacted and made visible (see stderr.py);
@@ -46,6 +50,7 @@ class ServerState:
         return replace(
             self,
             tools=list(self.tools),
+            hidden_tools=list(self.hidden_tools),
             resources=list(self.resources),
             prompts=list(self.prompts),
             problems=list(self.problems),
@@ -60,6 +65,7 @@ class ServerState:
             "error": self.error,
             "restarts": self.restarts,
             "tools": list(self.tools),
+            "hidden_tools": list(self.hidden_tools),
             "resources": list(self.resources),
             "prompts": list(self.prompts),
             "problems": [p.to_json() for p in self.problems],

@@ -1,0 +1,108 @@
+"""The last tools each MCP server listed, kept in `<home>/mcp-known-tools.json`, so
+`tools list` can show a server's tools while it is still starting — marked as the last
+known list, never offered to the model (only a live server's tools are).
+
+Each server's list is stored with the fingerprint of its mcp.json identity (command,
+arguments, environment keys, URL origin…): when the entry changes, the old list is not
+shown as if it were this server's.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tools.spec import ToolManifest
+
+log = logging.getLogger(__name__)
+
+FILE_NAME = "mcp-known-tools.json"
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class KnownTool:
+    name: str
+    category: str
+    description: str
+    operations: tuple[str, ...]
+
+    @property
+    def summary(self) -> str:
+        return self.description.strip().split("\n", 1)[0][:200]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "category": self.category,
+            "description": self.description,
+            "operations": list(self.operations),
+        }
+
+
+def known_tools_path(home: Path) -> Path:
+    return home / FILE_NAME
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def remember(home: Path, server: str, fingerprint: str, manifests: list[ToolManifest]) -> None:
+    """Keep `server`'s tools as listed now (a failure to write only loses the cache)."""
+    path = known_tools_path(home)
+    entry = {
+        "fingerprint": fingerprint,
+        "listed_at": time.time(),
+        "tools": [
+            KnownTool(
+                m.name, m.category, m.description, tuple(sorted(o.value for o in m.operations))
+            ).to_json()
+            for m in manifests
+        ],
+    }
+    with _lock:
+        data = _read(path)
+        if data.get(server) == entry | {"listed_at": data.get(server, {}).get("listed_at")}:
+            return
+        data[server] = entry
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".mcp-known-")
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(data, out, ensure_ascii=False)
+            os.replace(tmp, path)
+        except OSError as exc:
+            log.info("could not keep the MCP tools list: %s", exc)
+
+
+def last_known(home: Path, server: str, fingerprint: str) -> list[KnownTool] | None:
+    """The tools `server` listed last time, if its entry is unchanged since (else None)."""
+    entry = _read(known_tools_path(home)).get(server)
+    if not isinstance(entry, dict) or entry.get("fingerprint") != fingerprint:
+        return None
+    out = []
+    for raw in entry.get("tools") or []:
+        try:
+            out.append(
+                KnownTool(
+                    str(raw["name"]),
+                    str(raw["category"]),
+                    str(raw.get("description", "")),
+                    tuple(str(o) for o in raw.get("operations", [])),
+                )
+            )
+        except (KeyError, TypeError):
+            continue
+    return out
