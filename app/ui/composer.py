@@ -1,16 +1,29 @@
-"""The message composer: multi-line input, send/stop button, file attachments."""
+"""The message composer: multi-line input, send/stop button, file attachments; with MCP
+servers running, their resources can be attached and their prompts typed as "/" commands.
+
+MCP is optional and loaded late: the composer asks `set_mcp`'s source for the manager each
+time (None until servers were started) and imports its MCP pieces (`app.ui.mcp_picker`,
+`app.core.mcp.catalog`) only then. Server requests run off the GUI thread.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import re
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QMimeData, Qt, Signal
+from PySide6.QtCore import QMimeData, QModelIndex, QPoint, Qt, Signal
 from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeyEvent, QResizeEvent
 from PySide6.QtWidgets import (
+    QCompleter,
     QFileDialog,
     QFrame,
     QHBoxLayout,
     QLabel,
+    QMenu,
     QPlainTextEdit,
     QPushButton,
     QSizePolicy,
@@ -19,7 +32,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+if TYPE_CHECKING:
+    from app.core.mcp.catalog import PromptEntry, ResourceEntry
+    from app.ui.mcp_picker import McpChip, PromptForm, ResourcePicker
+
+log = logging.getLogger(__name__)
+
 MAX_LINES_VISIBLE = 10
+#: What the message box holds while "/" commands are offered: one word starting with "/".
+SLASH = re.compile(r"/[^\s/]*")
+#: Returns the MCP manager, or None while no server was started (nothing is imported).
+McpSource = Callable[[], Any]
 
 
 class ComposerEdit(QPlainTextEdit):
@@ -27,10 +50,14 @@ class ComposerEdit(QPlainTextEdit):
 
     submitted = Signal()
     filesDropped = Signal(list)
+    #: A key the user typed was handled (the "/" completion follows the text).
+    typed = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.send_key = "enter"
+        #: The "/" completion, once prompts were offered; its popup takes Enter, Tab, Esc.
+        self.completer: QCompleter | None = None
         self.setAcceptDrops(True)
         self.setTabChangesFocus(True)
         self.setPlaceholderText(
@@ -62,6 +89,9 @@ class ComposerEdit(QPlainTextEdit):
         self._fit_height()  # wrapping changes the line count
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
+        if self._popup_takes(event):
+            event.ignore()
+            return
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
             mods = event.modifiers()
             ctrl = bool(mods & Qt.KeyboardModifier.ControlModifier)
@@ -76,6 +106,12 @@ class ComposerEdit(QPlainTextEdit):
                 self.insertPlainText("\n")
                 return
         super().keyPressEvent(event)
+        self.typed.emit()
+
+    def _popup_takes(self, event: QKeyEvent) -> bool:
+        keys = (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Tab, Qt.Key.Key_Backtab)
+        popup = self.completer.popup() if self.completer is not None else None
+        return popup is not None and popup.isVisible() and event.key() in (*keys, Qt.Key.Key_Escape)
 
     def canInsertFromMimeData(self, source: QMimeData) -> bool:
         return source.hasUrls() or super().canInsertFromMimeData(source)
@@ -113,6 +149,7 @@ class AttachmentChip(QFrame):
         layout.setContentsMargins(8, 2, 4, 2)
         layout.setSpacing(4)
         label = QLabel(Path(path).name)
+        label.setTextFormat(Qt.TextFormat.PlainText)
         label.setToolTip(path)
         close = QToolButton()
         close.setText("×")
@@ -134,6 +171,13 @@ class Composer(QFrame):
         self.setObjectName("composer")
         self._busy = False
         self.attachments: list[str] = []
+        self._mcp: McpSource | None = None
+        self.mcp_chips: list[McpChip] = []
+        self.prompt_form: PromptForm | None = None
+        self.picker: ResourcePicker | None = None
+        self.attach_menu: QMenu | None = None
+        self._prompts: list[PromptEntry] = []
+        self._tasks: set[asyncio.Future[None]] = set()
         self.edit = ComposerEdit()
         self.attach_button = QToolButton()
         self.attach_button.setText("+")
@@ -150,6 +194,8 @@ class Composer(QFrame):
         self._chips.addStretch(1)
         chips_box = QWidget()
         chips_box.setLayout(self._chips)
+        # many chips are clipped rather than widening the window
+        chips_box.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self._chips_box = chips_box
         chips_box.hide()
 
@@ -164,11 +210,13 @@ class Composer(QFrame):
         layout.setSpacing(6)
         layout.addWidget(chips_box)
         layout.addLayout(row)
+        self._layout = layout
 
         self.edit.submitted.connect(self.submit)
         self.edit.filesDropped.connect(self.add_attachments)
+        self.edit.typed.connect(self._offer_prompts)
         self.send_button.clicked.connect(self._on_button)
-        self.attach_button.clicked.connect(self._pick_files)
+        self.attach_button.clicked.connect(self._on_attach)
 
     # ---- state --------------------------------------------------------------------------
 
@@ -196,12 +244,15 @@ class Composer(QFrame):
     # ---- actions ------------------------------------------------------------------------
 
     def submit(self) -> None:
-        if self._busy:
+        """Sends the text and the attachments; waits (sends nothing) while a resource is
+        still being read. A resource that could not be read is not sent."""
+        if self._busy or any(chip.state == "reading" for chip in self.mcp_chips):
             return
         text = self.text().strip()
-        if not text and not self.attachments:
-            return
         files = list(self.attachments)
+        files += [path for chip in self.mcp_chips if chip.ready for path in chip.paths]
+        if not text and not files:
+            return
         self.sendRequested.emit(text, files)
         self.edit.clear()
         self.clear_attachments()
@@ -211,6 +262,19 @@ class Composer(QFrame):
             self.stopRequested.emit()
         else:
             self.submit()
+
+    def _on_attach(self) -> None:
+        """The + button: the file dialog, or with MCP servers running, a menu of both."""
+        if self.mcp_manager() is None:
+            self._pick_files()
+            return
+        if self.attach_menu is not None:
+            self.attach_menu.deleteLater()
+        menu = QMenu(self)
+        menu.addAction("Files…", self._pick_files)
+        menu.addAction("From an MCP server…", self.open_resource_picker)
+        self.attach_menu = menu
+        menu.popup(self.attach_button.mapToGlobal(QPoint(0, -menu.sizeHint().height() - 4)))
 
     def _pick_files(self) -> None:
         files, _ = QFileDialog.getOpenFileNames(self, "Attach files")
@@ -223,7 +287,7 @@ class Composer(QFrame):
                 chip = AttachmentChip(path)
                 chip.removed.connect(self.remove_attachment)
                 self._chips.insertWidget(self._chips.count() - 1, chip)
-        self._chips_box.setVisible(bool(self.attachments))
+        self._show_chips()
 
     def remove_attachment(self, path: str) -> None:
         if path in self.attachments:
@@ -233,8 +297,198 @@ class Composer(QFrame):
             if isinstance(widget, AttachmentChip) and widget.path == path:
                 widget.deleteLater()
                 self._chips.takeAt(i)
-        self._chips_box.setVisible(bool(self.attachments))
+        self._show_chips()
 
     def clear_attachments(self) -> None:
         for path in list(self.attachments):
             self.remove_attachment(path)
+        for chip in list(self.mcp_chips):
+            self.remove_mcp_chip(chip)
+
+    def _show_chips(self) -> None:
+        self._chips_box.setVisible(bool(self.attachments or self.mcp_chips))
+
+    # ---- MCP: resources as attachments, prompts as "/" commands ---------------------------
+
+    def set_mcp(self, source: McpSource | None) -> None:
+        """Where the MCP manager comes from (e.g. the runtime's, once started)."""
+        self._mcp = source
+
+    def mcp_manager(self) -> Any:
+        """The MCP manager when it has servers to run, else None."""
+        manager = self._mcp() if self._mcp is not None else None
+        return manager if manager is not None and manager.enabled() else None
+
+    def open_resource_picker(self) -> ResourcePicker | None:
+        """The popup listing the ready servers' resources; picking one attaches it."""
+        from app.ui.mcp_picker import ResourcePicker, place_above
+
+        manager = self.mcp_manager()
+        if manager is None:
+            return None
+        if self.picker is not None:
+            self.picker.deleteLater()
+        self.picker = ResourcePicker(manager.resources(), self)
+        self.picker.picked.connect(self.attach_resource)
+        place_above(self.picker, self, self.attach_button)
+        return self.picker
+
+    def attach_resource(self, entry: ResourceEntry) -> McpChip:
+        """Adds a chip for `entry` and reads it off the GUI thread; the chip then holds the
+        files to send, or says why nothing will be."""
+        from app.ui.mcp_picker import McpChip
+
+        chip = McpChip(entry)
+        chip.removed.connect(self.remove_mcp_chip)
+        self.mcp_chips.append(chip)
+        self._chips.insertWidget(self._chips.count() - 1, chip)
+        self._show_chips()
+        self._spawn(self._read(chip))
+        return chip
+
+    async def _read(self, chip: McpChip) -> None:
+        from app.core.mcp.catalog import read_for_message
+        from app.ui.mcp_picker import in_thread
+        from tools.spec import ToolCancelled, ToolError
+
+        manager = self.mcp_manager()
+        try:
+            if manager is None:
+                raise ToolError("the MCP servers were stopped")
+            attached = await in_thread(read_for_message, manager, chip.entry, chip.cancel)
+        except ToolCancelled:
+            return
+        except Exception as exc:  # a bug or a broken server must not break the composer
+            if not isinstance(exc, ToolError):
+                log.warning("reading MCP resource %s failed", chip.entry.uri, exc_info=exc)
+            if chip in self.mcp_chips:  # not removed meanwhile
+                chip.set_error(str(exc) if isinstance(exc, ToolError) else "reading it failed")
+        else:
+            if chip in self.mcp_chips:
+                chip.set_ready(attached.paths, attached.skipped)
+
+    def remove_mcp_chip(self, chip: McpChip) -> None:
+        chip.cancel.set()
+        if chip in self.mcp_chips:
+            self.mcp_chips.remove(chip)
+            self._chips.removeWidget(chip)
+            chip.deleteLater()
+        self._show_chips()
+
+    def _offer_prompts(self) -> None:
+        """While the box holds only "/word", completes the MCP prompts' commands."""
+        completer = self.edit.completer
+        manager = self.mcp_manager() if SLASH.fullmatch(self.text()) else None
+        prompts = manager.prompts() if manager is not None else []
+        if not prompts:
+            if completer is not None:
+                completer.popup().hide()
+            return
+        completer = self._completer(prompts)
+        completer.setCompletionPrefix(self.text().removeprefix("/"))
+        if completer.completionCount() == 0:
+            completer.popup().hide()
+            return
+        rect = self.edit.cursorRect()
+        rect.setWidth(max(360, min(560, self.edit.width() - rect.x())))
+        completer.complete(rect)
+        popup = completer.popup()
+        popup.setCurrentIndex(completer.completionModel().index(0, 0))
+        # above the message box, inside the window, rather than below it off the window
+        popup.move(self.edit.mapToGlobal(QPoint(rect.x(), -popup.height() - 4)))
+
+    def _completer(self, prompts: list[PromptEntry]) -> QCompleter:
+        from app.ui.mcp_picker import fit_popup, prompt_model, slash_completer
+
+        completer = self.edit.completer
+        if completer is None:
+            completer = slash_completer(self.edit)
+            completer.activated[QModelIndex].connect(self._prompt_chosen)
+            self.edit.completer = completer
+        if prompts != self._prompts or completer.model() is None:
+            self._prompts = list(prompts)
+            completer.setModel(prompt_model(self._prompts, completer))
+            fit_popup(completer, self._prompts)
+        return completer
+
+    def _prompt_chosen(self, index: QModelIndex) -> None:
+        from app.ui.mcp_picker import ENTRY_ROLE
+
+        position = index.data(ENTRY_ROLE)
+        if isinstance(position, int) and 0 <= position < len(self._prompts):
+            self.choose_prompt(self._prompts[position])
+
+    def choose_prompt(self, entry: PromptEntry) -> PromptForm:
+        """Clears the "/" text and shows the prompt's form (its arguments, if any); a prompt
+        without arguments is fetched at once. Nothing is sent."""
+        from app.ui.mcp_picker import PromptForm
+
+        self.close_prompt_form()
+        self.edit.clear()
+        form = PromptForm(entry)
+        form.submitted.connect(lambda values: self._fill(form, values))
+        form.cancelled.connect(self.close_prompt_form)
+        self.prompt_form = form
+        self._layout.insertWidget(self._layout.indexOf(self._chips_box) + 1, form)
+        form.show()
+        if entry.arguments:
+            form.focus_first()
+        else:
+            self._fill(form, {})
+        return form
+
+    def close_prompt_form(self) -> None:
+        form, self.prompt_form = self.prompt_form, None
+        if form is not None:
+            form.cancel.set()
+            self._layout.removeWidget(form)
+            form.deleteLater()
+            self.edit.setFocus()
+
+    def _fill(self, form: PromptForm, values: dict[str, str]) -> None:
+        from app.core.mcp.catalog import check_arguments
+        from tools.spec import ToolError
+
+        try:
+            check_arguments(form.entry, values)
+        except ToolError as exc:
+            form.show_error(str(exc))
+            return
+        form.set_busy(True)
+        self._spawn(self._get_prompt(form, values))
+
+    async def _get_prompt(self, form: PromptForm, values: dict[str, str]) -> None:
+        from app.core.mcp.catalog import fill_prompt
+        from app.ui.mcp_picker import in_thread
+        from tools.spec import ToolCancelled, ToolError
+
+        manager = self.mcp_manager()
+        try:
+            if manager is None:
+                raise ToolError("the MCP servers were stopped")
+            text = await in_thread(fill_prompt, manager, form.entry, values, form.cancel)
+        except ToolCancelled:
+            return
+        except Exception as exc:
+            if not isinstance(exc, ToolError):
+                log.warning("getting MCP prompt %s failed", form.entry.command, exc_info=exc)
+            if form is self.prompt_form:
+                form.set_busy(False)
+                form.show_error(str(exc) if isinstance(exc, ToolError) else "getting it failed")
+            return
+        if form is not self.prompt_form:
+            return  # cancelled or replaced meanwhile
+        self.close_prompt_form()
+        current = self.text().strip()
+        self.set_text(f"{text}\n\n{current}" if current else text)
+        self.edit.setFocus()
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def settle(self) -> None:
+        """Waits for the reads and prompt requests under way (for tests and shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)

@@ -121,6 +121,8 @@ class App:
         # off the GUI thread; returns once the servers are launched, and their tools join the
         # registry as each one comes up (the runtime follows the manager)
         self._mcp_future = loop.run_in_executor(None, self.runtime.start_mcp)
+        # servers may ask the user something as soon as they connect: the window answers
+        self._mcp_future.add_done_callback(lambda _done: self.window.attach_mcp())
 
     def stop_reminders(self) -> None:
         """No more reminders from this App (quitting, or a test tearing it down)."""

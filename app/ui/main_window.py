@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from app.core.events import Error, Notice, ToolCallFinished, TurnFinished
 from app.core.runtime import Runtime
+from app.ui.chat.elicitation_form import ElicitationPanel
 from app.ui.chat.view import ChatView
 from app.ui.composer import Composer
 from app.ui.controller import ChatController
@@ -93,10 +94,13 @@ class MainWindow(QMainWindow):
         self.reminders_view: RemindersView | None = None  # built on first use
         #: Where first-run looks for local servers (None: Ollama's and LM Studio's ports).
         self.local_candidates: list[tuple[str, str]] | None = None
+        #: The MCP manager whose elicitation requests this window answers.
+        self._elicitation_manager: Any = None
         self._build()
         self._build_menus()
         self._connect()
         self._restore()
+        self.attach_mcp()
 
     # ---- layout --------------------------------------------------------------------------
 
@@ -105,10 +109,14 @@ class MainWindow(QMainWindow):
         self.chat_view = ChatView()
         self.composer = Composer()
         self.composer.edit.set_send_key(self.runtime.settings.general.send_key)
+        # MCP resources and prompts, once servers were started (never starts or imports them)
+        self.composer.set_mcp(lambda: self.runtime.__dict__.get("mcp"))
         self.setup_card = SetupCard()
         self.folders_prompt = FoldersPrompt(self.runtime)
         self.folders_prompt.hide()
         self.undo_bar = UndoBar()
+        #: MCP servers' questions (elicitation), one form at a time, above the composer.
+        self.elicitation = ElicitationPanel()
         self.title_label = QLabel("New chat")
         self.title_label.setObjectName("chatTitle")
         self.model_label = QLabel()
@@ -149,6 +157,7 @@ class MainWindow(QMainWindow):
         self.folders_prompt.setMaximumWidth(860)
         right_layout.addLayout(prompt_row)
         right_layout.addLayout(self.chat_stack, 1)
+        right_layout.addWidget(self.elicitation)
         right_layout.addWidget(self.undo_bar)
         right_layout.addWidget(self.composer)
 
@@ -202,6 +211,7 @@ class MainWindow(QMainWindow):
         c.approvalPending.connect(self._on_approval_pending)
         c.setupNeeded.connect(lambda _: self.show_setup(True))
         c.notice.connect(lambda text: self.chat_view.add_error(text))
+        self.elicitation.asked.connect(self._on_elicitation)
         self.chat_view.approvalDecided.connect(c.decide)
         self.chat_view.retryRequested.connect(c.retry)
         self.chat_view.linkActivated.connect(lambda url: QDesktopServices.openUrl(QUrl(url)))
@@ -283,7 +293,11 @@ class MainWindow(QMainWindow):
 
     def _start_detection(self) -> None:
         """Looks for local servers once the window is on screen and the loop runs."""
-        if not asyncio.get_event_loop().is_running():
+        try:
+            loop = asyncio.get_event_loop()
+        except RuntimeError:  # no loop on this thread (the window closing, or a bare test)
+            return
+        if not loop.is_running():
             QTimer.singleShot(200, self._start_detection)  # start-up is not finished yet
             return
         if self._detect_task is None or self._detect_task.done():
@@ -407,12 +421,34 @@ class MainWindow(QMainWindow):
     def _on_busy(self, busy: bool) -> None:
         self.composer.set_busy(busy)
         self.stop_action.setEnabled(busy)
-        if not busy:
+        if busy:
+            self.attach_mcp()  # the servers may have started since (their tools run now)
+        else:
             self.chat_view.finish_streaming()
+            self.elicitation.cancel_calls()  # the calls they came during are over
 
     def _on_approval_pending(self, call_id: str, tool: str) -> None:
         if self.tray is not None and (not self.isVisible() or self.isMinimized()):
             self.tray.notify("Deskhand needs your approval", f"{tool} is waiting for you.")
+
+    def _on_elicitation(self) -> None:
+        if self.tray is not None and (not self.isVisible() or self.isMinimized()):
+            # no server text here: notifications may interpret markup
+            self.tray.notify(
+                "An MCP server is asking you something", "Open Deskhand to answer or decline."
+            )
+
+    def attach_mcp(self) -> bool:
+        """Once the runtime has its MCP manager, the servers' questions (elicitation)
+        come to this window's form. The manager is never created here: it and the SDK stay
+        off the start-up path. True when the form answers them."""
+        manager = self.runtime.__dict__.get("mcp")
+        if manager is None:
+            return False
+        if manager is not self._elicitation_manager:
+            manager.set_elicitation_handler(self.elicitation.bridge)
+            self._elicitation_manager = manager
+        return True
 
     def apply_settings(self) -> None:
         self.runtime.settings = self.runtime.settings_store.load()
@@ -472,6 +508,7 @@ class MainWindow(QMainWindow):
             self.ui_state.save(self.state_path)
 
     def stop_background_work(self) -> None:
+        self.elicitation.close_all()  # waiting MCP servers are told "declined"
         self.controller.stop()
         if self._detect_task is not None and not self._detect_task.done():
             self._detect_task.cancel()

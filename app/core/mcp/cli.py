@@ -96,9 +96,14 @@ def _login(args: argparse.Namespace, runtime: Runtime) -> int:
     def show(url: str) -> bool:
         from urllib.parse import urlsplit
 
-        host = urlsplit(url).hostname or "?"
-        print(f"Sign in to {args.name} at {host}. If no browser opens, visit:\n  {url}",
-              file=sys.stderr)
+        from app.core.visible import visible
+
+        host = visible(urlsplit(url).hostname or "?", keep_newlines=False)
+        print(
+            f"Sign in to {args.name} at {host}. If no browser opens, visit:\n"
+            f"  {visible(url, keep_newlines=False)}",
+            file=sys.stderr,
+        )
         if args.no_browser:
             return True
         import webbrowser

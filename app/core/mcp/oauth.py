@@ -223,6 +223,9 @@ class LoopbackRedirect:
         self.port = self._sock.getsockname()[1]
         self._result: asyncio.Future[AuthorizationCodeResult] | None = None
         self._server: asyncio.Server | None = None
+        #: The `state` of the sign-in under way: a callback without it is someone else's
+        #: (another local program guessing the port) and is ignored, not taken as the answer.
+        self.expected_state: str | None = None
 
     @property
     def uri(self) -> str:
@@ -264,6 +267,9 @@ class LoopbackRedirect:
                 return
             query = parse_qs(parts.query)
             first = {k: v[0] for k, v in query.items() if v}
+            if self.expected_state is not None and first.get("state") != self.expected_state:
+                await _answer(writer, 400, "Unknown sign-in", "This is not the sign-in under way.")
+                return
             if "error" in first:
                 why = first.get("error_description") or first["error"]
                 self._finish(SignInFailed(f"the sign-in was refused: {why[:200]}"))
@@ -457,6 +463,7 @@ class DeskhandOAuth(_Remembering, OAuthClientProvider):
                 f"the server's sign-in page is not a web address ({parts.scheme or 'none'}:); "
                 "Deskhand did not open it"
             )
+        self._redirect.expected_state = (parse_qs(parts.query).get("state") or [None])[0]
         await self._redirect.start()
         log.info("MCP server %s: opening the sign-in page at %s", self._server, parts.hostname)
         await asyncio.to_thread(self._open_url, authorization_url)
