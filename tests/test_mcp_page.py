@@ -6,17 +6,23 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from app.core.mcp.status import Status
+from app.core.mcp.manager import McpManager
+from app.core.mcp.secret_access import SecretAccess, token_key
+from app.core.mcp.status import ServerState, Status
 from app.core.paths import mcp_path
 from app.core.rules import RuleDecision, rule_from_legacy_pattern
 from app.core.runtime import Runtime
-from app.ui.settings import mcp_page
+from app.ui.settings import mcp_page, mcp_signin
 from app.ui.settings.mcp_page import McpPage
 from tests import test_settings_dialog as base
 from tests.fixtures_qt import wait_until
@@ -134,11 +140,15 @@ def test_failed_server_shows_stderr(page: McpPage, qloop: Any, runtime: Runtime)
         await wait_until(
             lambda: (
                 "Failed" in page.status_label.text()
-                and "boom: no config" in page.status_label.text()
+                and "boom: no config" in page.output_box.toPlainText()
+                and page.output_box.isVisible()
             ),
             timeout=30,
             what="the failure with the stderr tail",
         )
+        # one start's output (the manager's copy), not every restart's
+        assert page.output_box.toPlainText().count("boom: no config") == 1
+        assert "boom: no config" in page.status_line("broken")
         assert page.grab().save("/tmp/mcp_page_failed.png")
         # the arguments read back as typed, and split the same way
         page.select("broken")
@@ -354,4 +364,370 @@ def test_a_bad_entry_shows_its_problem_before_any_server_started(
     run(qloop, asyncio.shield(page.ensure_loaded()))
     assert "mcp" not in runtime.__dict__  # nothing was started to learn this
     page.select("broken")
-    assert "cannot be used" in page.status_label.text() and "timeout" in page.status_label.text()
+    assert "cannot be used" in page.status_label.text() and "timeout" in page.status_shown()
+
+
+# ---- remote servers that need the user to sign in (OAuth) ---------------------------------
+
+
+class _Unauthorized(BaseHTTPRequestHandler):
+    """A remote MCP server that answers every request 401: Deskhand must ask to sign in."""
+
+    def _deny(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        self.send_response(401)
+        self.send_header("WWW-Authenticate", 'Bearer realm="test"')
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_POST = do_DELETE = _deny
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def unauthorized_url() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Unauthorized)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/mcp"
+    server.shutdown()
+    server.server_close()
+    thread.join(5)
+
+
+class SignInStub(McpManager):
+    """A real manager whose `sign_in` skips the browser round trip (no OAuth server here):
+    it waits until the test lets it go, records the thread it ran on, stores a sign-in
+    record as a real sign-in does, and reports the server ready. Everything else — starting,
+    the 401, `signed_in`, `sign_out`, `reload` — is the real manager."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.gate = threading.Event()
+        self.returned = threading.Event()
+        self.threads: list[threading.Thread] = []
+        #: What the browser round trip ends in: READY, or STARTING (time ran out first).
+        self.outcome = Status.READY
+
+    def sign_in(self, name: str, timeout: float = 300.0) -> ServerState | None:
+        self.threads.append(threading.current_thread())
+        try:
+            if not self.gate.wait(30):
+                raise TimeoutError("the test never let the sign-in finish")
+            if self.outcome is Status.STARTING:  # still waiting for the browser
+                return ServerState(name, "http", Status.STARTING)
+            cfg = self.config(name)
+            assert cfg is not None and cfg.url is not None and self.secrets is not None
+            record = {"url": cfg.url, "tokens": {"access_token": ACCESS, "token_type": "Bearer"}}
+            self.secrets.set(token_key(name), json.dumps(record))
+            return ServerState(name, "http", Status.READY, tools=["search", "fetch"])
+        finally:
+            self.returned.set()
+
+
+ACCESS = "at-9f8e7d6c5b4a3921"
+
+
+def install_manager(runtime: Runtime, cls: type[McpManager] = McpManager) -> list[str]:
+    """`runtime.mcp` as the runtime makes it, with a url opener that records instead of
+    opening a browser; returns what it was asked to open."""
+    opened: list[str] = []
+    secrets = runtime.secrets
+    manager = cls(
+        mcp_path(runtime.home),
+        home=runtime.home,
+        get_secret=secrets.get,
+        open_url=opened.append,
+        secrets=SecretAccess(get=secrets.get, set=secrets.set, delete=secrets.delete),
+    )
+    runtime.__dict__["mcp"] = manager
+    return opened
+
+
+def write_servers(runtime: Runtime, servers: dict[str, Any]) -> None:
+    mcp_path(runtime.home).write_text(json.dumps({"mcpServers": servers}))
+
+
+def open_page(qtbot: Any, qloop: Any, runtime: Runtime) -> McpPage:
+    from app.ui import theme
+
+    theme.apply_theme(QApplication.instance(), "light")  # type: ignore[arg-type]
+    page = McpPage(runtime)
+    qtbot.addWidget(page)
+    page.resize(720, 560)
+    page.show()
+    run(qloop, asyncio.shield(page.ensure_loaded()))
+    return page
+
+
+def status_of(page: McpPage, name: str) -> Status | None:
+    state = page.states.get(name)
+    return state.status if state is not None else None
+
+
+def row_detail(page: McpPage, name: str) -> str:
+    for row in range(page.server_list.count()):
+        item = page.server_list.item(row)
+        if item.text() == name:
+            return str(item.data(mcp_page.DETAIL_ROLE))
+    raise AssertionError(f"no row {name}")
+
+
+async def connect_until(page: McpPage, wanted: dict[str, Status]) -> None:
+    await page.connect_servers()
+    await wait_until(
+        lambda: all(status_of(page, n) is s for n, s in wanted.items()),
+        timeout=30,
+        what=f"the servers to be {wanted}",
+    )
+
+
+def test_sign_in_is_offered_only_to_a_remote_server_that_needs_it(
+    qtbot: Any, qloop: Any, runtime: Runtime, restore_theme: None, unauthorized_url: str
+) -> None:
+    write_servers(
+        runtime,
+        {
+            "wiki": {"url": unauthorized_url},
+            "no-auth": {"url": unauthorized_url, "auth": "none"},
+            "notes": {"command": sys.executable, "args": [SERVER, "stdio"]},
+        },
+    )
+    opened = install_manager(runtime)
+    page = open_page(qtbot, qloop, runtime)
+    run(
+        qloop,
+        connect_until(
+            page, {"wiki": Status.NEEDS_SIGN_IN, "no-auth": Status.FAILED, "notes": Status.READY}
+        ),
+    )
+    page.select("wiki")
+    assert page.status_label.text() == "Needs you to sign in"
+    assert "needs you to sign in" in page.status_detail.text()  # the state's own words
+    assert page.signin.sign_in_button.isVisible()
+    assert page.signin.sign_in_button.property("accent")
+    assert not page.signin.sign_out_button.isVisible()
+    assert row_detail(page, "wiki") == "Needs you to sign in"
+    for other in ("no-auth", "notes"):
+        page.select(other)
+        assert not page.signin.sign_in_button.isVisible(), other
+        assert not page.signin.isVisible(), other
+    assert opened == []  # nothing opened a browser by itself
+
+
+def test_sign_in_runs_off_the_gui_thread_and_the_row_becomes_ready(
+    qtbot: Any, qloop: Any, runtime: Runtime, restore_theme: None, unauthorized_url: str
+) -> None:
+    write_servers(runtime, {"wiki": {"url": unauthorized_url}})
+    install_manager(runtime, SignInStub)
+    manager: SignInStub = runtime.mcp
+    page = open_page(qtbot, qloop, runtime)
+
+    async def body() -> None:
+        await connect_until(page, {"wiki": Status.NEEDS_SIGN_IN})
+        qtbot.mouseClick(page.signin.sign_in_button, Qt.MouseButton.LeftButton)
+        # sign_in blocks on its worker thread; the page keeps running and says what it waits for
+        await wait_until(lambda: manager.threads, what="sign_in to be waiting for the browser")
+        assert page.signin.cancel_button.isVisible()
+        assert page.signin.note.text() == mcp_signin.WAITING
+        assert not page.signin.sign_in_button.isVisible()
+        assert not page.status_detail.isVisible()  # no "press Sign in" while the browser is open
+        manager.gate.set()
+        await wait_until(lambda: page.status_label.text() == "Ready · 2 tools", what="ready")
+        assert row_detail(page, "wiki") == "Ready · 2 tools"
+        assert page.status_label.toolTip() == "<p>search, fetch</p>"
+        # the stored sign-in is found (off the GUI thread) and can be undone
+        await wait_until(lambda: page.signin.sign_out_button.isVisible(), what="Sign out")
+        assert not page.signin.cancel_button.isVisible()
+        assert page.signin.note.text() == mcp_signin.SIGNED_IN
+
+    run(qloop, body())
+    assert manager.threads and manager.threads[0] is not threading.main_thread()
+    assert ACCESS not in page.status_shown()  # tokens are never shown
+
+
+def test_a_sign_in_that_does_not_work_says_why(
+    qtbot: Any, qloop: Any, runtime: Runtime, restore_theme: None, unauthorized_url: str
+) -> None:
+    """The real sign-in against a server that refuses everything: registration fails."""
+    write_servers(runtime, {"wiki": {"url": unauthorized_url}})
+    opened = install_manager(runtime)
+    page = open_page(qtbot, qloop, runtime)
+
+    async def body() -> None:
+        await connect_until(page, {"wiki": Status.NEEDS_SIGN_IN})
+        qtbot.mouseClick(page.signin.sign_in_button, Qt.MouseButton.LeftButton)
+        await wait_until(lambda: not page.signin.waiting("wiki"), timeout=30, what="the end")
+        assert "Signing in did not work" in page.status_detail.text()
+        assert "401" in page.status_detail.text()
+        assert page.status_detail.property("role") == "error"
+        assert page.status_label.text() == "Needs you to sign in"
+        assert page.signin.sign_in_button.isVisible()  # try again
+        assert not page.signin.cancel_button.isVisible()
+
+    run(qloop, body())
+    assert opened == []  # it failed before any sign-in page existed
+
+
+def test_cancel_stops_waiting_and_offers_sign_in_again(
+    qtbot: Any, qloop: Any, runtime: Runtime, restore_theme: None, unauthorized_url: str
+) -> None:
+    write_servers(runtime, {"wiki": {"url": unauthorized_url}})
+    install_manager(runtime, SignInStub)
+    manager: SignInStub = runtime.mcp
+    seen: list[Status] = []
+    manager.subscribe(lambda state: seen.append(state.status))
+    page = open_page(qtbot, qloop, runtime)
+
+    async def body() -> None:
+        await connect_until(page, {"wiki": Status.NEEDS_SIGN_IN})
+        qtbot.mouseClick(page.signin.sign_in_button, Qt.MouseButton.LeftButton)
+        await wait_until(lambda: manager.threads, what="sign_in to be waiting for the browser")
+        waiting = page.signin._waiting["wiki"]
+        seen.clear()
+        qtbot.mouseClick(page.signin.cancel_button, Qt.MouseButton.LeftButton)
+        assert page.signin.note.text() == mcp_signin.CANCELLED
+        assert not page.signin.cancel_button.isVisible()
+        # the attempt is stopped: the server restarts without it and asks again
+        await wait_until(
+            lambda: seen[-1:] == [Status.NEEDS_SIGN_IN] and Status.STARTING in seen,
+            timeout=30,
+            what="the server to restart and ask again",
+        )
+        await wait_until(lambda: page.signin.sign_in_button.isVisible(), what="Sign in… again")
+        manager.gate.set()  # the abandoned call ends; nothing is left to show its result
+        await wait_until(manager.returned.is_set, what="the abandoned call to end")
+        assert waiting.cancelled()
+
+    run(qloop, body())
+    assert status_of(page, "wiki") is Status.NEEDS_SIGN_IN
+    assert page.status_label.text() == "Needs you to sign in"
+
+
+def test_sign_out_asks_first_and_forgets_the_sign_in(
+    qtbot: Any,
+    qloop: Any,
+    runtime: Runtime,
+    restore_theme: None,
+    unauthorized_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    write_servers(runtime, {"wiki": {"url": unauthorized_url}})
+    record = {"url": unauthorized_url, "tokens": {"access_token": ACCESS, "token_type": "Bearer"}}
+    runtime.secrets.set(token_key("wiki"), json.dumps(record))  # an earlier sign-in
+    install_manager(runtime)
+    answers: list[bool] = [False, True]
+    asked: list[str] = []
+
+    def answer(parent: Any, title: str, text: str) -> bool:
+        asked.append(text)
+        return answers.pop(0)
+
+    monkeypatch.setattr(mcp_page, "confirm", answer)
+    page = open_page(qtbot, qloop, runtime)
+
+    async def body() -> None:
+        page.select("wiki")
+        await wait_until(lambda: page.signin.sign_out_button.isVisible(), what="Sign out")
+        assert ACCESS not in page.status_shown()
+        qtbot.mouseClick(page.signin.sign_out_button, Qt.MouseButton.LeftButton)
+        assert len(asked) == 1 and "wiki" in asked[0]
+        assert runtime.secrets.get(token_key("wiki")) is not None  # "No" keeps it
+        await page.connect_servers()
+        qtbot.mouseClick(page.signin.sign_out_button, Qt.MouseButton.LeftButton)
+        assert len(asked) == 2
+        await wait_until(
+            lambda: runtime.secrets.get(token_key("wiki")) is None, what="the sign-in to go"
+        )
+        # the manager reconnected without it: the server asks the user to sign in
+        await wait_until(
+            lambda: status_of(page, "wiki") is Status.NEEDS_SIGN_IN, timeout=30, what="401"
+        )
+        await wait_until(lambda: page.signin.sign_in_button.isVisible(), what="Sign in…")
+        assert not page.signin.sign_out_button.isVisible()
+        assert page.signin.note.text() == mcp_signin.SIGNED_OUT
+
+    run(qloop, body())
+
+
+def test_server_text_is_plain_and_long_lines_wrap(
+    qtbot: Any, qloop: Any, runtime: Runtime, restore_theme: None
+) -> None:
+    """An error that looks like HTML stays text; a long path never widens the page."""
+    write_servers(runtime, {"web": {"url": "https://example.com/mcp"}})
+    page = open_page(qtbot, qloop, runtime)
+    long_path = "/srv/" + "x" * 200 + ".json"
+    page._on_state(
+        ServerState(
+            "web",
+            "http",
+            Status.FAILED,
+            error=f"<b>bold</b> <a href='https://evil.example'>click</a> {long_path}\x1b[2J",
+            stderr=["<img src='https://evil.example/p.png'>", long_path],
+        )
+    )
+    page.select("web")
+    assert page.status_label.textFormat() == Qt.TextFormat.PlainText
+    assert "<b>bold</b>" in page.status_label.text()
+    assert "\x1b" not in page.status_shown() and "⟨U+001B⟩" in page.status_shown()
+    assert long_path in page.status_shown()
+    assert "<img" in page.output_box.toPlainText()  # a plain-text box: shown, not loaded
+    area = page.detail_area
+    assert area.widget().minimumSizeHint().width() <= area.viewport().width()
+
+
+def test_the_smallest_dialog_shows_sign_in_unclipped(
+    qtbot: Any, qloop: Any, runtime: Runtime, restore_theme: None, unauthorized_url: str
+) -> None:
+    from app.ui.settings.dialog import SettingsDialog
+
+    write_servers(runtime, {"work-wiki": {"url": unauthorized_url}})
+    install_manager(runtime)
+    dialog = SettingsDialog(runtime, page="mcp")
+    qtbot.addWidget(dialog)
+    dialog.resize(dialog.minimumSize())
+    dialog.show()
+    page = dialog.mcp
+    run(qloop, asyncio.shield(page.ensure_loaded()))
+    run(qloop, connect_until(page, {"work-wiki": Status.NEEDS_SIGN_IN}))
+    run(qloop, asyncio.shield(dialog.key_states))
+    viewport = page.detail_area.viewport()
+    assert page.detail_area.widget().width() <= viewport.width()  # nothing cut off at the right
+    for widget in (page.signin.sign_in_button, page.status_label, page.connect_button):
+        assert widget.isVisible()
+        corner = widget.mapTo(viewport, widget.rect().bottomRight())
+        assert viewport.rect().contains(corner), widget
+
+
+def test_a_sign_in_that_times_out_says_so_and_offers_sign_in_again(
+    qtbot: Any, qloop: Any, runtime: Runtime, restore_theme: None, unauthorized_url: str
+) -> None:
+    write_servers(runtime, {"wiki": {"url": unauthorized_url}})
+    install_manager(runtime, SignInStub)
+    manager: SignInStub = runtime.mcp
+    manager.outcome = Status.STARTING
+    manager.gate.set()
+    page = open_page(qtbot, qloop, runtime)
+
+    async def body() -> None:
+        await connect_until(page, {"wiki": Status.NEEDS_SIGN_IN})
+        qtbot.mouseClick(page.signin.sign_in_button, Qt.MouseButton.LeftButton)
+        await wait_until(lambda: "did not finish signing in" in page.signin.note.text())
+        assert "5 minutes" in page.signin.note.text()
+        assert page.signin.note.property("role") == "error"
+        # the attempt is stopped and the server asks again
+        await wait_until(
+            lambda: (
+                page.signin.sign_in_button.isVisible()
+                and status_of(page, "wiki") is Status.NEEDS_SIGN_IN
+            ),
+            timeout=30,
+            what="Sign in… again",
+        )
+        assert "did not finish signing in" in page.status_shown()
+
+    run(qloop, body())

@@ -68,14 +68,44 @@ _AUTH_SCHEME = re.compile(r"^(?:bearer|basic|token|bot|digest)\s+(\S+)$", re.IGN
 
 def remember_secret(value: str | None) -> None:
     """Add a value to the process-wide set the redaction tripwire masks (an
-    `Authorization`-style value also adds the credential after its scheme)."""
+    `Authorization`-style value also adds the credential after its scheme; a JSON record —
+    an MCP server's OAuth tokens — adds the credentials inside it, not the whole text,
+    which changes on every save and would only make the tripwire slow)."""
     if not value or len(value) < MIN_KNOWN_LENGTH:
         return
     found = {value}
-    if match := _AUTH_SCHEME.match(value.strip()):
+    if value.lstrip().startswith("{") and (inside := _json_credentials(value)) is not None:
+        found = inside
+    elif match := _AUTH_SCHEME.match(value.strip()):
         found.add(match.group(1))
     with _known_lock:
         _known.update(v for v in found if len(v) >= MIN_KNOWN_LENGTH)
+
+
+def _json_credentials(text: str) -> set[str] | None:
+    """The values under credential-looking names anywhere in a JSON object (None: `text`
+    is not one)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    from tools.redact import is_credential_key
+
+    found: set[str] = set()
+    stack: list[object] = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, inner in item.items():
+                if isinstance(inner, str) and is_credential_key(str(key)):
+                    found.add(inner)
+                else:
+                    stack.append(inner)
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
 
 
 # The encrypted store's passphrase is a secret too (whichever prompt supplied it).

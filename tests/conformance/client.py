@@ -83,14 +83,38 @@ def browser(url: str) -> bool:
     return True
 
 
-def auth_entry(scenario: str, context: dict[str, Any], home: Path, secrets: SecretStore) -> Any:
+def issuer_of(url: str) -> str:
+    """The authorization server the MCP server names in its protected-resource metadata —
+    what an administrator tells a user to put in `auth.issuer` for client credentials."""
+    import urllib.error
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    base = f"{parts.scheme}://{parts.netloc}/.well-known/oauth-protected-resource"
+    for where in (base + parts.path, base):
+        try:
+            with urllib.request.urlopen(where, timeout=10) as answer:
+                return str(json.loads(answer.read())["authorization_servers"][0])
+        except (urllib.error.URLError, KeyError, IndexError, ValueError):
+            continue
+    raise ScenarioFailed(f"no protected-resource metadata for {url}")
+
+
+def auth_entry(
+    scenario: str, context: dict[str, Any], home: Path, secrets: SecretStore, url: str
+) -> Any:
     """The entry's `auth` a user would write for this scenario's server."""
     secret = context.get("client_secret")
     if secret:  # a user keeps it in the keyring, referred to from mcp.json
         secrets.set(keyring_key(SERVER, "client_secret"), secret)
         secret = "${keyring:" + keyring_key(SERVER, "client_secret") + "}"
     if scenario.startswith("auth/client-credentials"):
-        entry: dict[str, Any] = {"type": "client_credentials", "client_id": context["client_id"]}
+        entry: dict[str, Any] = {
+            "type": "client_credentials",
+            "client_id": context["client_id"],
+            "issuer": issuer_of(url),
+        }
         if context.get("private_key_pem"):
             key = home / "client-key.pem"
             key.write_text(context["private_key_pem"], "utf-8")
@@ -118,7 +142,7 @@ class Session:
         entry: dict[str, Any] = {"type": "http", "url": url}
         if scenario.startswith("auth/"):
             context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
-            entry["auth"] = auth_entry(scenario, context, home, store)
+            entry["auth"] = auth_entry(scenario, context, home, store, url)
         mcp_path(home).write_text(json.dumps({"mcpServers": {SERVER: entry}}), "utf-8")
         self.manager = McpManager(
             mcp_path(home),

@@ -379,21 +379,29 @@ def _auth(name: str, raw: Any) -> AuthConfig | list[EntryProblem]:
 def _auth_problem(auth: AuthConfig) -> AuthConfig | str:
     """`auth` made complete, or "<field>: <what is wrong>"."""
     if auth.kind == "client_credentials":
-        if not auth.client_id:
-            return "auth.client_id: client credentials need the client_id the server gave you"
-        if auth.method == "private_key_jwt" or (auth.private_key_file and not auth.client_secret):
-            if not auth.private_key_file:
-                return "auth.private_key_file: private_key_jwt needs the PEM file of your key"
-            return AuthConfig(**{**auth.__dict__, "method": "private_key_jwt"})
-        if not auth.client_secret:
+        found = _client_credentials(auth)
+        if isinstance(found, AuthConfig) and not found.issuer:
             return (
-                "auth.client_secret: client credentials need a client_secret "
-                "(or a private_key_file)"
+                "auth.issuer: client credentials need the issuer (the address of the "
+                "authorization server that gave you the client id), so that the secret is "
+                "only ever sent there and never to a server the MCP server points to"
             )
-        return AuthConfig(**{**auth.__dict__, "method": auth.method or "client_secret_basic"})
+        return found
     if auth.kind == "oauth" and auth.method == "private_key_jwt":
         return "auth.token_endpoint_auth_method: private_key_jwt is for client_credentials"
     return auth
+
+
+def _client_credentials(auth: AuthConfig) -> AuthConfig | str:
+    if not auth.client_id:
+        return "auth.client_id: client credentials need the client_id the server gave you"
+    if auth.method == "private_key_jwt" or (auth.private_key_file and not auth.client_secret):
+        if not auth.private_key_file:
+            return "auth.private_key_file: private_key_jwt needs the PEM file of your key"
+        return AuthConfig(**{**auth.__dict__, "method": "private_key_jwt"})
+    if not auth.client_secret:
+        return "auth.client_secret: client credentials need a client_secret (or a private_key_file)"
+    return AuthConfig(**{**auth.__dict__, "method": auth.method or "client_secret_basic"})
 
 
 _TRANSPORTS_IN_WORDS = "one of stdio, http (also written streamable-http) or sse"

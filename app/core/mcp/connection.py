@@ -181,6 +181,7 @@ class ServerConnection:
         if self._redirect is not None:
             await self._redirect.close()
             self._redirect = None
+        self._signed_in.set()  # a sign-in waiting on this connection ends with it
         self._set(Status.STOPPED)
 
     def _set(self, status: Status, error: str | None = None) -> None:
@@ -512,7 +513,10 @@ class ServerConnection:
         return f"the MCP server {name!r} is {self.state.status.value}{why}"
 
     async def ready_session(self, timeout: float) -> ClientSession:
-        """The open session, waiting at most `timeout` s for the server to be ready."""
+        """The open session, waiting at most `timeout` s for the server to be ready (not at
+        all when it waits for the user to sign in)."""
+        if self.session is None and self.state.status is Status.NEEDS_SIGN_IN:
+            raise ServerUnavailable(self.not_ready_text())
         if self.session is None and not self._stop.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._ready.wait(), timeout)
@@ -522,7 +526,10 @@ class ServerConnection:
 
     async def wait_ready(self, timeout: float) -> bool:
         """Wait at most `timeout` s for the server to be ready (or its start to have failed
-        once, when it never was ready)."""
+        once, when it never was ready; at once when it needs the user to sign in)."""
+        needs_user = self.state.status is Status.NEEDS_SIGN_IN
+        if self._settled.is_set() and (not self.listed or needs_user):
+            return self.session is not None  # its first start failed already: no waiting
         if self.session is None and not self._stop.is_set():
             waits = [asyncio.ensure_future(self._ready.wait())]
             if not self._settled.is_set():

@@ -208,7 +208,10 @@ class McpManager:
         """Blocking (keyring): whether `name` has a stored sign-in."""
         from app.core.mcp.secret_access import has_sign_in
 
-        return self.secrets is not None and has_sign_in(name, self.secrets)
+        cfg = self.config(name)
+        if self.secrets is None or cfg is None:
+            return False
+        return has_sign_in(name, cfg.url, self.secrets)
 
     # ---- configuration and state ------------------------------------------------------
 

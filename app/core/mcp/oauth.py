@@ -52,6 +52,7 @@ from pydantic import AnyUrl
 from app.core.mcp.client_callbacks import client_version
 from app.core.mcp.config import AuthConfig
 from app.core.mcp.secret_access import SecretAccess, token_key
+from app.core.visible import visible
 
 log = logging.getLogger(__name__)
 
@@ -422,33 +423,46 @@ class DeskhandOAuth(_Remembering, OAuthClientProvider):
         await self._restore(self._store)
 
     async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, Any]:
-        flow = super()._auth_flow(request)
-        try:
-            outgoing = await flow.__anext__()
-            while True:
-                response = yield outgoing
-                if (
-                    not self.interactive
-                    and outgoing is request
-                    and response.status_code == 401
-                    and self.context.current_tokens is None
-                ):
-                    raise self._fail(SignInNeeded(self._server))
-                outgoing = await flow.asend(response)
-                if outgoing is request:
-                    await self._store.set_metadata(
-                        self.context.oauth_metadata, self.context.protected_resource_metadata
-                    )
-        except StopAsyncIteration:
-            return
-        except (SignInNeeded, SignInFailed) as exc:
-            raise self._fail(exc) from None
-        except Exception as exc:
-            if self.interactive:
-                raise self._fail(SignInFailed(f"signing in did not work: {_plain(exc)}")) from exc
-            raise
-        finally:
-            await flow.aclose()
+        """The SDK's flow, watched: a 401 in the background ends it (`SignInNeeded`) unless a
+        refresh token can renew the access token first (the server may reject a token the
+        SDK's clock thinks valid: revoked, no `expires_in`, clock skew); metadata naming a
+        sign-in page that is not a web address ends it with the reason."""
+        refreshed = False
+        while True:
+            flow = super()._auth_flow(request)
+            retry = False
+            try:
+                outgoing = await flow.__anext__()
+                while True:
+                    response = yield outgoing
+                    if outgoing is request and response.status_code == 401:
+                        if not refreshed and self.context.can_refresh_token():
+                            refreshed = retry = True
+                            self.context.token_expiry_time = 1.0  # expired: refresh, retry
+                            break
+                        if not self.interactive:
+                            raise SignInNeeded(self._server)
+                    await _check_metadata(outgoing, response)
+                    outgoing = await flow.asend(response)
+                    if outgoing is request:
+                        await self._store.set_metadata(
+                            self.context.oauth_metadata,
+                            self.context.protected_resource_metadata,
+                        )
+            except StopAsyncIteration:
+                return
+            except (SignInNeeded, SignInFailed) as exc:
+                raise self._fail(exc) from None
+            except Exception as exc:
+                if self.interactive:
+                    raise self._fail(
+                        SignInFailed(f"signing in did not work: {_plain(exc)}")
+                    ) from exc
+                raise
+            finally:
+                await flow.aclose()
+            if not retry:
+                return
 
     def _fail(self, exc: Exception) -> Exception:
         self.problem = exc
@@ -517,6 +531,35 @@ class DeskhandPrivateKeyJWT(_Remembering, PrivateKeyJWTOAuthProvider):
     async def _initialize(self) -> None:
         await super()._initialize()
         await self._restore(self._store)
+
+
+_METADATA_PATHS = ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration")
+_ENDPOINTS = ("authorization_endpoint", "token_endpoint", "registration_endpoint")
+
+
+async def _check_metadata(request: httpx2.Request, response: httpx2.Response) -> None:
+    """Authorization-server metadata whose endpoints are not web addresses (`javascript:`,
+    `file:`…) ends the sign-in saying so; the SDK alone would drop the document and guess
+    endpoints at the server's origin, and the user would never learn why."""
+    if response.status_code != 200 or not request.url.path.startswith(_METADATA_PATHS):
+        return
+    try:
+        data = json.loads(await response.aread())
+    except ValueError:
+        return
+    if not isinstance(data, dict):
+        return
+    for key in _ENDPOINTS:
+        value = data.get(key)
+        if value is None:
+            continue
+        parts = urlsplit(str(value))
+        if parts.scheme not in {"https", "http"} or not parts.hostname:
+            scheme = visible(parts.scheme or "none", keep_newlines=False)[:20]
+            raise SignInFailed(
+                f"the server's sign-in settings name a {key.replace('_', ' ')} that is not a "
+                f"web address ({scheme}:); Deskhand did not open or use it"
+            )
 
 
 def _plain(exc: BaseException) -> str:

@@ -3,6 +3,7 @@ and how to forget it."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -30,9 +31,11 @@ def forget_sign_in(server: str, secrets: SecretAccess) -> None:
     secrets.delete(token_key(server))
 
 
-def has_sign_in(server: str, secrets: SecretAccess) -> bool:
-    """Blocking: whether `server` has a stored sign-in (for "Sign out")."""
+def has_sign_in(server: str, url: str | None, secrets: SecretAccess) -> bool:
+    """Blocking: whether `server` has a stored sign-in for its `url` (for "Sign out")."""
     try:
-        return bool(secrets.get(token_key(server)))
+        text = secrets.get(token_key(server))
+        record = json.loads(text) if text else None
     except Exception:
         return False
+    return isinstance(record, dict) and record.get("url") == url and bool(record.get("tokens"))

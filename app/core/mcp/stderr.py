@@ -104,6 +104,8 @@ def recent(server: str, limit: int = 10, *, settle: float = SETTLE) -> list[str]
         ended = [s for s in starts if s.finished]
         chosen = (ended or starts)[-1:]
         lines = list(chosen[0].lines)[-limit:] if chosen and limit > 0 else []
+    if not lines:
+        return []
     redactor = Redactor(known_secret_values())
     return [_safe(redactor, line) for line in lines]
 

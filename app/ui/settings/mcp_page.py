@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import html
 import json
 import logging
 import shlex
@@ -24,12 +25,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtGui import QShowEvent
+from PySide6.QtGui import QFontDatabase, QShowEvent, QTextOption
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QFileDialog,
     QFormLayout,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -38,6 +40,7 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QPlainTextEdit,
     QPushButton,
+    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
@@ -61,7 +64,9 @@ from app.core.rules import Rule as ApprovalRule
 from app.core.rules import RuleBook, RuleDecision, Scope
 from app.core.runtime import Runtime
 from app.core.settings import Settings
+from app.core.visible import visible
 from app.ui.settings.account_list import DETAIL_ROLE, AccountDelegate
+from app.ui.settings.mcp_signin import NEEDS_SIGN_IN, SignInPanel, is_failure
 from app.ui.settings.page import Patch, SettingsPage, in_thread
 from app.ui.settings.widgets import (
     ROW_HEIGHT,
@@ -70,6 +75,7 @@ from app.ui.settings.widgets import (
     muted_label,
     plural,
     role_label,
+    set_role,
 )
 from tools.redact import is_credential_key
 
@@ -86,6 +92,10 @@ LIST_WIDTH = 220
 LABEL_WIDTH = 110
 CONNECT_WAIT = 20.0
 STDERR_LINES = 12
+#: The server-output box shows this many lines before it scrolls.
+OUTPUT_LINES = 8
+#: A longer run without spaces gets break opportunities, so a status line always wraps.
+LONG_RUN = 30
 SET_PLACEHOLDER = "•••••••• set (type to replace)"
 
 
@@ -131,9 +141,7 @@ def set_server_rule(book: RuleBook, server: str, rule: Rule) -> None:
     if rule == "ask":
         return
     decision = RuleDecision.DENY if rule == "deny" else RuleDecision.ALLOW
-    book.add(
-        ApprovalRule(tool="*", source=server_source(server), decision=decision, origin=ORIGIN)
-    )
+    book.add(ApprovalRule(tool="*", source=server_source(server), decision=decision, origin=ORIGIN))
 
 
 def confirm(parent: QWidget, title: str, text: str) -> bool:
@@ -233,29 +241,59 @@ def format_pairs(values: dict[str, str], sep: str) -> str:
     return "\n".join(f"{k}{joiner}{v}" for k, v in values.items())
 
 
-def status_text(state: ServerState | None, tail: list[str]) -> tuple[str, str]:
-    """(text, role) for a server's state."""
+def status_parts(state: ServerState | None, tail: list[str]) -> tuple[str, str, str, list[str]]:
+    """(state line, detail, role, the server's last output lines) for a server's state;
+    everything a server sent is made visible (control characters escaped)."""
     if state is None:
-        return "Not connected", "muted"
+        return "Not connected", "", "muted", []
+    error = visible(state.error or "")
+    error = error[:1].upper() + error[1:]
     if state.status is Status.READY:
-        return f"Ready · {plural(len(state.tools), 'tool')}", "ok"
+        return f"Ready · {plural(len(state.tools), 'tool')}", "", "ok", []
     if state.status is Status.STARTING:
-        return "Connecting…", "muted"
+        return "Connecting…", "", "muted", []
     if state.status is Status.RESTARTING:
-        why = f": {state.error}" if state.error else ""
-        return f"Reconnecting{why}", "muted"
+        return "Reconnecting", error, "muted", []
     if state.status is Status.FAILED:
-        text = f"Failed: {state.error or 'unknown error'}"
-        tail = tail or state.stderr  # the manager's copy, redacted and made visible
-        if tail:
-            text += "\n\nServer output (last lines):\n" + "\n".join(tail)
-        return text, "error"
+        # the manager's copy (one start, redacted, visible) before the page's running tail
+        lines = [visible(line, keep_newlines=False) for line in state.stderr or tail]
+        return f"Failed: {error or 'unknown error'}", "", "error", lines
+    if state.status is Status.NEEDS_SIGN_IN:
+        return NEEDS_SIGN_IN, error, "section", []
     if state.status is Status.DISABLED:
-        return "Disabled", "muted"
+        return "Disabled", "", "muted", []
     if state.status is Status.INVALID:
-        problems = "\n".join(f"• {p.message}" for p in state.problems) or (state.error or "")
-        return f"This entry of mcp.json cannot be used, so it is not started:\n{problems}", "error"
-    return "Not connected", "muted"
+        problems = "\n".join(f"• {visible(p.message)}" for p in state.problems) or error
+        return "This entry of mcp.json cannot be used, so it is not started:", problems, "error", []
+    return "Not connected", "", "muted", []
+
+
+def status_text(state: ServerState | None, tail: list[str]) -> tuple[str, str]:
+    """(text, role) for a server's state, as one plain text."""
+    line, detail, role, output = status_parts(state, tail)
+    text = f"{line}\n{detail}" if detail else line
+    if output:
+        text += "\n\nServer output (last lines):\n" + "\n".join(output)
+    return text, role
+
+
+def breakable(text: str) -> str:
+    """`text` with zero-width spaces in long runs without spaces (paths, URLs), so a
+    word-wrapped label can break them instead of growing wider than the page."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        words = []
+        for word in line.split(" "):
+            if len(word) > LONG_RUN:
+                word = "\u200b".join(word[i : i + LONG_RUN] for i in range(0, len(word), LONG_RUN))
+            words.append(word)
+        out.append(" ".join(words))
+    return "\n".join(out)
+
+
+def plain_tooltip(text: str) -> str:
+    """A tooltip that shows `text` as it is (Qt would render one that looks like HTML)."""
+    return f"<p>{html.escape(visible(text))}</p>" if text else ""
 
 
 class _Bridge(QObject):
@@ -308,6 +346,10 @@ class ServerEditor(QWidget):
         self.token_edit = QLineEdit()
         self.token_edit.setEchoMode(QLineEdit.EchoMode.Password)
         self.token_edit.setPlaceholderText("Sent as “Authorization: Bearer …”")
+        self.token_edit.setToolTip(
+            "A fixed token the server's provider gave you. Leave it empty for a server you "
+            "sign in to in the browser (Sign in… above)."
+        )
         self._stdio_rows: list[QWidget] = []
         self._http_rows: list[QWidget] = []
         for text, widget, rows in [
@@ -316,7 +358,7 @@ class ServerEditor(QWidget):
             ("Environment", self.env_edit, self._stdio_rows),
             ("URL *", self.url_edit, self._http_rows),
             ("Headers", self.headers_edit, self._http_rows),
-            ("OAuth token", self.token_edit, self._http_rows),
+            ("Access token", self.token_edit, self._http_rows),
         ]:
             label = form_label(text, LABEL_WIDTH)
             if isinstance(widget, QPlainTextEdit):
@@ -331,6 +373,11 @@ class ServerEditor(QWidget):
         for rule, text in RULES:
             self.rule_combo.addItem(text, rule)
         self.rule_combo.setToolTip("Applies to every tool of this server (saved with Save)")
+        for combo in (self.transport_combo, self.rule_combo):  # may be narrower than its text
+            combo.setSizeAdjustPolicy(
+                QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+            )
+            combo.setMinimumContentsLength(6)
         form.addRow(form_label("Approval", LABEL_WIDTH), self.rule_combo)
         outer.addWidget(box)
         # below the form, not in it: QFormLayout sizes a wrapped label by its widest hint
@@ -498,31 +545,84 @@ class McpPage(SettingsPage):
         left.addWidget(self.import_claude_button)
         root.addLayout(left)
 
-        right = QVBoxLayout()
+        # the status first (what the user looks for), then the form; it all scrolls, so a
+        # small dialog or a long error never squeezes the form's rows together
+        detail = QWidget()
+        detail.setObjectName("mcpDetail")
+        right = QVBoxLayout(detail)
+        right.setContentsMargins(0, 0, 12, 0)  # room for the scroll bar
         right.setSpacing(8)
+        self._build_status(right)
+        right.addSpacing(10)
         self.editor = ServerEditor()
         self.editor.save_button.clicked.connect(lambda: self._spawn(self.save_editor()))
         self.editor.cancel_button.clicked.connect(self._show_current)
         right.addWidget(self.editor)
-        right.addSpacing(6)
-        right.addWidget(role_label("Status", "section"))
-        self.status_label = QLabel("")
-        self.status_label.setWordWrap(True)
-        self.status_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        right.addWidget(self.status_label)
-        status_row = QHBoxLayout()
-        self.message = muted_label("")
-        status_row.addWidget(self.message, 1)
+        right.addStretch(1)
+        area = QScrollArea()
+        area.setObjectName("mcpDetailArea")
+        area.setWidgetResizable(True)
+        area.setFrameShape(QFrame.Shape.NoFrame)
+        area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        area.setStyleSheet(
+            "QScrollArea#mcpDetailArea, QWidget#mcpDetail { background: transparent; }"
+        )
+        area.setWidget(detail)
+        self.detail_area = area
+        root.addWidget(area, 1)
+
+    def _build_status(self, right: QVBoxLayout) -> None:
+        """The selected server's state line, its detail, its last output lines, sign-in."""
+        self.empty_hint = muted_label(
+            "No MCP servers yet. Fill in the form below to add one, or import the servers "
+            "you set up for Claude Desktop."
+        )
+        right.addWidget(self.empty_hint)
+        header = QHBoxLayout()
+        self.status_heading = role_label("Status", "section")
+        header.addWidget(self.status_heading, 1)
         self.connect_button = QPushButton("Connect")
         self.connect_button.setToolTip("Start the enabled servers and list their tools")
         self.connect_button.clicked.connect(lambda: self._spawn(self.connect_servers()))
-        status_row.addWidget(self.connect_button)
-        right.addLayout(status_row)
-        right.addStretch(1)
-        root.addLayout(right, 1)
+        header.addWidget(self.connect_button)
+        right.addLayout(header)
+        self.status_label = self._plain_label()
+        right.addWidget(self.status_label)
+        self.status_detail = self._plain_label()
+        self.status_detail.setProperty("role", "muted")
+        right.addWidget(self.status_detail)
+        self.output_heading = role_label("Server output (last lines)", "muted")
+        right.addWidget(self.output_heading)
+        self.output_box = QPlainTextEdit()
+        self.output_box.setObjectName("mcpServerOutput")
+        self.output_box.setReadOnly(True)
+        self.output_box.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.output_box.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+        right.addWidget(self.output_box)
+        self.signin = SignInPanel(self.runtime, ask=lambda t, x: confirm(self, t, x))
+        self.signin.state_changed.connect(self._on_state)
+        self.signin.waiting_changed.connect(self._show_status)
+        right.addWidget(self.signin)
+        self.message = muted_label("")
+        self.message.setTextFormat(Qt.TextFormat.PlainText)
+        self.message.hide()
+        right.addWidget(self.message)
+
+    @staticmethod
+    def _plain_label() -> QLabel:
+        """Server text is untrusted: never rich text, wrapped, selectable."""
+        label = QLabel("")
+        label.setTextFormat(Qt.TextFormat.PlainText)
+        label.setWordWrap(True)
+        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        return label
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
-        task = asyncio.ensure_future(coro)
+        try:
+            task = asyncio.ensure_future(coro)
+        except RuntimeError:  # no event loop any more: the app is closing
+            coro.close()
+            return
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -589,6 +689,8 @@ class McpPage(SettingsPage):
             return "Not connected"
         if state.status is Status.READY:
             return f"Ready · {plural(len(state.tools), 'tool')}"
+        if state.status is Status.NEEDS_SIGN_IN:
+            return NEEDS_SIGN_IN
         return state.status.value.capitalize()
 
     def current_name(self) -> str | None:
@@ -615,24 +717,56 @@ class McpPage(SettingsPage):
         raw = self.servers.get(name or "", {})
         state = self.states.get(name or "")
         if raw.get("disabled"):
-            text, role = "Disabled", "muted"
+            line, detail, role, output = "Disabled", "", "muted", []
         else:
-            text, role = status_text(state, self._tail.tail(name or ""))
+            line, detail, role, output = status_parts(state, self._tail.tail(name or ""))
         if name is None:
-            text, role = "", "muted"
-        self.status_label.setText(text)
+            line, detail, role, output = "", "", "muted", []
+        self.empty_hint.setVisible(not self.servers)
+        self.status_heading.setVisible(bool(self.servers))
+        self.connect_button.setVisible(bool(self.servers))
+        self.status_label.setText(breakable(line))
+        self.status_label.setVisible(bool(line))
         tools = state.tools if state is not None and state.status is Status.READY else []
-        self.status_label.setToolTip(", ".join(tools))
-        self.status_label.setProperty("role", role)
-        self.status_label.style().unpolish(self.status_label)
-        self.status_label.style().polish(self.status_label)
+        self.status_label.setToolTip(plain_tooltip(", ".join(tools)))
+        set_role(self.status_label, role)
+        if name is not None and self.signin.waiting(name) and line == NEEDS_SIGN_IN:
+            detail = ""  # "press Sign in" or the last failure, while the browser is open
+        self.status_detail.setText(breakable(detail))
+        self.status_detail.setVisible(bool(detail))
+        failed = state is not None and is_failure(state.error)
+        set_role(self.status_detail, "error" if role == "error" or failed else "muted")
+        self._show_output(output)
+        self.signin.show_server(name, raw, None if raw.get("disabled") else state)
+
+    def _show_output(self, lines: list[str]) -> None:
+        self.output_heading.setVisible(bool(lines))
+        self.output_box.setVisible(bool(lines))
+        if self.output_box.toPlainText() != "\n".join(lines):
+            self.output_box.setPlainText("\n".join(lines))
+            bar = self.output_box.verticalScrollBar()
+            bar.setValue(bar.maximum())  # the last lines say why it stopped
+        shown = max(3, min(len(lines) + 1, OUTPUT_LINES))
+        height = self.output_box.fontMetrics().lineSpacing() * shown
+        self.output_box.setFixedHeight(height + 14)
 
     def status_line(self, name: str) -> str:
         state = self.states.get(name)
         return status_text(state, self._tail.tail(name))[0]
 
+    def status_shown(self) -> str:
+        """What the status area says now (zero-width break hints removed)."""
+        parts = [self.status_label, self.status_detail]
+        if not self.signin.isHidden():
+            parts.append(self.signin.note)
+        text = "\n".join(w.text() for w in parts if not w.isHidden() and w.text())
+        if not self.output_box.isHidden():
+            text += "\n" + self.output_box.toPlainText()
+        return text.replace("\u200b", "")
+
     def set_message(self, text: str, *, error: bool = False) -> None:
         self.message.setText(text)
+        self.message.setVisible(bool(text))
         self.message.setProperty("role", "error" if error else "muted")
         self.message.style().unpolish(self.message)
         self.message.style().polish(self.message)
@@ -655,12 +789,25 @@ class McpPage(SettingsPage):
         if state.name not in self.servers:
             return
         self.states[state.name] = state
+        if state.status is Status.FAILED and not state.stderr:
+            self._spawn(self._add_stderr(state))
         for row in range(self.server_list.count()):
             item = self.server_list.item(row)
             if item.data(Qt.ItemDataRole.UserRole) == state.name:
                 item.setData(DETAIL_ROLE, self._detail(state.name, self.servers[state.name]))
         if state.name == self.current_name():
             self._show_status()
+
+    async def _add_stderr(self, state: ServerState) -> None:
+        """A failure arrives without the server's output: read that start's last lines
+        (redacted, made visible) on a worker thread and show them unless a newer state came."""
+        from app.core.mcp import stderr
+
+        lines = await in_thread(stderr.recent, state.name)
+        if lines and self.states.get(state.name) is state:
+            state.stderr = lines
+            if state.name == self.current_name():
+                self._show_status()
 
     async def connect_servers(self) -> None:
         """Start every enabled server not running yet; statuses follow as they change."""
@@ -707,7 +854,7 @@ class McpPage(SettingsPage):
         self.server_list.setCurrentRow(-1)
         self.editor.open(None, {}, "ask")
         self.remove_button.setEnabled(False)
-        self.status_label.setText("")
+        self._show_status()  # nothing selected: no status
 
     def _store_secrets(self, name: str, entry: dict[str, Any], token: str | None) -> None:
         """(worker thread) Move secret-looking literal values and the token to the keyring."""
