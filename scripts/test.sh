@@ -14,6 +14,7 @@ TEST_PACKAGES=(
   chromium                          # the browser tools' tests, through Playwright
   desktop-file-utils                # desktop-file-validate (test_packaging.py, package-test.sh)
   file                              # platform.architecture() runs it (croniter imports that)
+  bubblewrap                        # bwrap: the shell tool's sandbox (test_shell_sandbox.py)
 )
 ensure_apt "${TEST_PACKAGES[@]}" "${QT_RUNTIME_PACKAGES[@]}"
 ensure_venv gui,test

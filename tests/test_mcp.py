@@ -165,7 +165,8 @@ def test_keyring_references_resolve_and_literal_tokens_are_known() -> None:
         {"url": "https://x/mcp", "headers": {"Authorization": "Bearer abcdef", "Accept": "j"}},
     )
     assert config.credential_values() == ["abcdef"]
-    assert keyring_key("my server", "API_KEY") == "mcp/my_server/API_KEY"
+    assert keyring_key("my server", "API_KEY") == "mcp/my%20server/API_KEY"  # reversible
+    assert keyring_key("my_server", "API_KEY") == "mcp/my_server/API_KEY"
 
 
 def test_import_claude_desktop_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -481,7 +481,10 @@ def test_the_loopback_listener_takes_one_callback_with_the_right_state(
         answers["forged state"] = load(f"{base}?code={code}&state=forged")[0]
         answers["forged refusal"] = load(f"{base}?error=access_denied&state=forged")[0]
         answers["callback"] = load(callback)[0]
-        answers["second callback"] = load(callback)[0]
+        try:
+            answers["second callback"] = load(callback)[0]
+        except OSError:  # the listener stops once it has its answer
+            answers["second callback"] = 404
         return True
 
     manager = started(app, oauth.url)

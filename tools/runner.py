@@ -222,6 +222,10 @@ class ToolRunner:
         leaving a part the tripwire no longer recognises). Every result passes here."""
         return cap_output(self.redact(result), self.output_cap)
 
+    def known_secrets(self) -> Iterable[str]:
+        """Every secret value known so far (what the tripwire masks)."""
+        return self._secrets()
+
     def refresh_secrets(self) -> Redactor:
         """The tripwire, knowing every secret known so far."""
         self.redactor.update(self._secrets())

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -62,6 +62,19 @@ class Escalation:
 
 
 @dataclass(frozen=True)
+class CommandPart:
+    """One simple command of a command line, as rules see it (the shell tool's subject)."""
+
+    #: Its words as the shell passes them, joined with shell quoting ("git status --short").
+    text: str
+    #: What "Always allow" proposes for it ("git status").
+    prefix: str
+    #: It runs code the model can write (`npm test`, `make`, `pytest`): a rule for it
+    #: applies to one folder only.
+    in_folder: bool = False
+
+
+@dataclass(frozen=True)
 class Subject:
     """What a call acts on, for rules with argument matchers and for the approval card.
 
@@ -74,6 +87,11 @@ class Subject:
     site: str | None = None
     account: str | None = None
     command: str | None = None
+    #: Every simple command of a command line (after unwrapping `env`, `sh -c`…): a call
+    #: runs without asking only when each one is covered by an allow rule.
+    commands: tuple[CommandPart, ...] = ()
+    #: The command may use the network (data may leave the machine).
+    network: bool = False
     #: Plain words: where the call acts ("Docker · prod-host", "GitHub · work").
     target: str | None = None
 
@@ -205,6 +223,9 @@ class ToolContext:
         #: switch accounts.
         self.accounts = accounts
         self._services = services if services is not None else {}
+        #: Every secret value Deskhand knows (the tripwire's), for tools that must keep them
+        #: out of what they start (the terminal's child environment).
+        self.secret_values: Callable[[], Iterable[str]] = lambda: ()
 
     @property
     def cancelled(self) -> bool:

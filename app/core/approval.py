@@ -47,6 +47,12 @@ class Proposal:
 
     label: str
     rule: Rule
+    #: More rules added with it (a command line's other simple commands).
+    extra: tuple[Rule, ...] = ()
+
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        return (self.rule, *self.extra)
 
 
 @dataclass

@@ -362,14 +362,12 @@ class CallPipeline:
         if not request.proposals:
             return
         if decision is Decision.ALWAYS_ALLOW:
-            self.rules.add(request.proposals[0].rule)
+            self.rules.add_many(request.proposals[0].rules)
         elif decision is Decision.ALWAYS_ALLOW_ANY:
-            self.rules.add(request.proposals[-1].rule)
+            self.rules.add_many(request.proposals[-1].rules)
         elif decision is Decision.ALLOW_CONVERSATION and request.conversation_id:
-            rule = request.proposals[0].rule.model_copy(
-                update={"scope": Scope.CONVERSATION, "conversation_id": request.conversation_id}
-            )
-            self.rules.add(rule)
+            update = {"scope": Scope.CONVERSATION, "conversation_id": request.conversation_id}
+            self.rules.add_many(r.model_copy(update=update) for r in request.proposals[0].rules)
 
     def _decided(
         self,
@@ -417,6 +415,7 @@ class CallPipeline:
             services=self.env.services(conversation_id),
         )
         ctx.headless = self.env.headless
+        ctx.secret_values = self.runner.known_secrets
         ctx._confirm = _Confirmer(self, loop, ctx, manifest, conversation_id, emit)
         ctx._egress_rule = lambda site: self._site_allowed(manifest, site, conversation_id)
         ctx._egress_deny = lambda site: self._site_denied(manifest, site, conversation_id)
@@ -583,6 +582,8 @@ def _proposals(facts: CallFacts) -> list[Proposal]:
         )
 
     site = facts.escalation.site if facts.escalation and facts.escalation.site else subject.site
+    if subject.commands:
+        return _command_proposals(facts, rule)
     if subject.paths:
         folder = _common_folder(subject.paths)
         out.append(
@@ -607,6 +608,33 @@ def _proposals(facts: CallFacts) -> list[Proposal]:
     if facts.escalation is None:
         out.append(Proposal(f"{friendly} with any arguments", rule(Matcher())))
     return out
+
+
+def _command_proposals(facts: CallFacts, make: Callable[[Matcher], Rule]) -> list[Proposal]:
+    """One proposal for a command line: a prefix rule per distinct simple command (bound to
+    the folder for commands that run code the model can write; with the network when the
+    call used it). Never an "any arguments" rule."""
+    subject = facts.subject
+    folder = os.path.commonpath(subject.paths) if subject.paths else ""  # working folders
+    rules: list[Rule] = []
+    shown: list[str] = []
+    for part in subject.commands:
+        matcher = Matcher(
+            kind="command",
+            value=part.prefix,
+            folder=folder if part.in_folder else "",
+            network=subject.network,
+        )
+        if any(r.matcher == matcher for r in rules):
+            continue
+        rules.append(make(matcher))
+        where = f" in {_short(folder)}" if part.in_folder and folder else ""
+        shown.append(f"“{part.prefix}”{where}")
+    if not rules:
+        return []
+    net = ", with the network" if subject.network else ""
+    label = f"{facts.manifest.name} for {', '.join(shown)}{net}"
+    return [Proposal(label, rules[0], tuple(rules[1:]))]
 
 
 _VERBS = {

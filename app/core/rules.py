@@ -24,9 +24,16 @@ from enum import StrEnum
 from pathlib import Path, PurePath
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
-from tools.spec import Subject
+from tools.spec import CommandPart, Subject
 
 log = logging.getLogger(__name__)
 
@@ -59,10 +66,37 @@ class Matcher(BaseModel):
     #: (a "*" may stand for a subdomain); account: the account as the card names it;
     #: command: a command prefix ("git status").
     value: str = ""
+    #: command only: the rule applies in this folder (and below) only. Required for commands
+    #: that run code the model can write (`npm test`, `make`): see CommandPart.in_folder.
+    folder: str = ""
+    #: command only: the command may use the network (else a call asking for it is not
+    #: covered: data could leave the machine).
+    network: bool = False
+
+    @model_serializer(mode="wrap")
+    def _lean(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        """`folder` and `network` are written only when set (they mean nothing elsewhere)."""
+        data: dict[str, object] = handler(self)
+        for key, unset in (("folder", ""), ("network", False)):
+            if data.get(key) == unset:
+                data.pop(key, None)
+        return data
 
     @property
     def narrow(self) -> bool:
         return self.kind != "any"
+
+    def covers_part(self, part: CommandPart, subject: Subject) -> bool:
+        """A command rule covers one simple command of a line: the prefix matches its
+        words, in its folder when the rule names one (and it must for model-written code),
+        with the network only when the rule allows it."""
+        if self.kind != "command" or not _command_matches(self.value, part.text):
+            return False
+        if subject.network and not self.network:
+            return False
+        if self.folder:
+            return bool(subject.paths) and all(_inside(self.folder, p) for p in subject.paths)
+        return not part.in_folder
 
     def matches(self, subject: Subject) -> bool:
         match self.kind:
@@ -79,6 +113,8 @@ class Matcher(BaseModel):
             case "account":
                 return subject.account is not None and subject.account == self.value
             case "command":
+                if subject.commands:
+                    return all(self.covers_part(part, subject) for part in subject.commands)
                 return subject.command is not None and _command_matches(self.value, subject.command)
         return False
 
@@ -93,7 +129,9 @@ class Matcher(BaseModel):
             case "account":
                 return f"for {self.value}"
             case "command":
-                return f"for commands starting with “{self.value}”"
+                where = f" in {self.folder}" if self.folder else ""
+                net = ", network allowed" if self.network else ""
+                return f"for commands starting with “{self.value}”{where}{net}"
         return self.value
 
 
@@ -119,16 +157,48 @@ def _inside(folder: str, path: str) -> bool:
     return candidate == base or base in candidate.parents
 
 
-#: A command line with these may run more than its first command (`git status; rm -rf ~`):
-#: until commands are parsed as the shell would (issue: terminal tool), no prefix covers it.
+#: A command given as one string (docker exec, kubectl exec) with these may run more than its
+#: first command (`git status; rm -rf ~`), so no prefix covers it. The shell tool parses its
+#: lines as bash would and gives each simple command as its own `CommandPart`, quoted.
 _SHELL_SYNTAX = frozenset(";&|`$<>(){}\n\r*?[]!#~'\"\\")
 
 
 def _command_matches(prefix: str, command: str) -> bool:
-    if any(ch in _SHELL_SYNTAX for ch in command):
-        return False
-    wanted = prefix.split()
-    return bool(wanted) and command.split()[: len(wanted)] == wanted
+    """`command`'s words start with `prefix`'s words. Both are split as the shell splits
+    quoted words (a CommandPart's text is shlex-quoted); a command with shell syntax outside
+    quotes never matches."""
+    wanted, words = _words(prefix), _words(command)
+    return bool(wanted) and words is not None and words[: len(wanted)] == wanted
+
+
+def _words(text: str) -> list[str] | None:
+    import shlex
+
+    if any(ch in text for ch in "\n\r\0"):
+        return None  # a line break separates commands, even inside some quoting mistakes
+    try:
+        lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|<>()")
+        lexer.whitespace_split = True
+        lexer.commenters = ""
+        words = list(lexer)
+    except ValueError:
+        return None
+    if any(w and all(ch in ";&|<>()" for ch in w) for w in words):
+        return None  # an operator outside quotes: more than one command
+    if any(ch in "`$" for ch in text.replace("\\$", "")) and not _all_quoted(text):
+        return None
+    return words
+
+
+def _all_quoted(text: str) -> bool:
+    """Every `$`/backtick sits inside single quotes (shlex.quote's output): no expansion."""
+    inside = False
+    for ch in text:
+        if ch == "'":
+            inside = not inside
+        elif ch in "`$" and not inside:
+            return False
+    return True
 
 
 def _now() -> str:
@@ -250,6 +320,8 @@ class RuleBook:
         subject: Subject,
         conversation_id: str | None = None,
     ) -> Evaluation:
+        if len(subject.commands) > 1:
+            return self._evaluate_parts(tool, source, subject, conversation_id)
         with self._lock:
             matching = [
                 r for r in self._rules if r.applies_to(tool, source, subject, conversation_id)
@@ -260,6 +332,27 @@ class RuleBook:
                 # among allow rules prefer a narrow one: it may waive an escalation
                 found.sort(key=lambda r: not r.matcher.narrow)
                 return Evaluation(decision, found[0])
+        return Evaluation(None)
+
+    def _evaluate_parts(
+        self, tool: str, source: str, subject: Subject, conversation_id: str | None
+    ) -> Evaluation:
+        """A command line of several simple commands: a deny for any one denies it, an ask
+        for any one asks, and it is allowed only when every one is allowed (by one rule or
+        several)."""
+        from dataclasses import replace
+
+        found = [
+            self.evaluate(tool, source, replace(subject, commands=(part,)), conversation_id)
+            for part in subject.commands
+        ]
+        for decision in (RuleDecision.DENY, RuleDecision.ASK):
+            hit = next((e for e in found if e.decision is decision), None)
+            if hit is not None:
+                return hit
+        if all(e.decision is RuleDecision.ALLOW for e in found):
+            narrow = [e for e in found if e.narrow]
+            return narrow[0] if narrow else found[0]
         return Evaluation(None)
 
     # ---- changes -----------------------------------------------------------------

@@ -99,7 +99,9 @@ def _json_credentials(text: str) -> set[str] | None:
         item = stack.pop()
         if isinstance(item, dict):
             for key, inner in item.items():
-                if isinstance(inner, str) and is_credential_key(str(key)):
+                name = str(key)
+                secret = is_credential_key(name) and not name.endswith("_type")
+                if isinstance(inner, str) and secret:
                     found.add(inner)
                 else:
                     stack.append(inner)

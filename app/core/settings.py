@@ -102,6 +102,14 @@ class ConversationSettings(_Model):
     compact_after_chars: int = 120_000
 
 
+class ShellSettings(_Model):
+    #: "auto": commands run in the OS sandbox where there is one (bubblewrap on Linux,
+    #: sandbox-exec on macOS); "off": never sandboxed, and then every command asks.
+    sandbox: Literal["auto", "off"] = "auto"
+    #: Seconds a command may run in the foreground unless the call says otherwise.
+    timeout: int = 120
+
+
 class SecuritySettings(_Model):
     #: "auto": the OS keyring, else (after asking) an encrypted file; never plain text.
     keyring: Literal["auto", "system", "encrypted_file"] = "auto"
@@ -120,6 +128,7 @@ class Settings(_Model):
     memory: MemorySettings = Field(default_factory=MemorySettings)
     conversation: ConversationSettings = Field(default_factory=ConversationSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
+    shell: ShellSettings = Field(default_factory=ShellSettings)
     max_steps: int = 25
     system_prompt: str | None = None
     #: Plain-words notices the app shows once (e.g. what changed in an upgrade).

@@ -253,6 +253,18 @@ BUILTIN: dict[str, Reads] = {
     "reminders_list": Reads(None, "your reminders"),
     "reminders_cancel": _MINE,
     "reminders_snooze": _MINE,
+    # terminal: what commands print comes from files, builds, the network
+    "shell_run": Reads(
+        "the output of command {command}", "the output of a command run in your folders"
+    ),
+    "shell_code": Reads("the output of {language} code", "the output of code run on your machine"),
+    "shell_read": Reads(
+        "the output of background command {id}", "the output of a command run on your machine"
+    ),
+    "shell_start": _MINE,
+    "shell_list": _MINE,
+    "shell_send": _MINE,
+    "shell_stop": _MINE,
     # skills: instructions the user installed; a script's output is external
     "skill_list": _MINE,
     "skill_load": _MINE,

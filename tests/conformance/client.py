@@ -49,7 +49,7 @@ from app.core.mcp.secret_access import SecretAccess  # noqa: E402
 from app.core.mcp.status import Status  # noqa: E402
 from app.core.paths import mcp_path  # noqa: E402
 from app.core.secrets import SecretStore  # noqa: E402
-from tools.spec import ToolContext, ToolManifest, ToolResult  # noqa: E402
+from tools.spec import ToolContext, ToolError, ToolManifest, ToolResult  # noqa: E402
 
 SERVER = "conformance"
 #: How long the server may take to be ready (the suite gives a scenario 30 s in all).
@@ -127,8 +127,10 @@ def auth_entry(
             entry |= {"client_secret": secret, "token_endpoint_auth_method": "client_secret_basic"}
         return entry
     entry = {"type": "oauth", "client_metadata_url": CLIENT_METADATA_URL}
-    if context.get("client_id"):  # registered beforehand
+    if context.get("client_id"):  # registered beforehand, with its authorization server
         entry |= {"client_id": context["client_id"], "client_secret": secret}
+        if secret:
+            entry["issuer"] = issuer_of(url)
     return entry
 
 
@@ -179,7 +181,24 @@ class Session:
         if manifest is None:
             raise ScenarioFailed(f"the server has no tool {tool!r} (tools: {list(self.tools())})")
         params = manifest.params.model_validate(arguments)
-        result = manifest.impl(params, ToolContext(call_id=f"conformance-{tool}", home=self.home))
+        result = self._run(manifest, params, tool)
+        state = self.manager.status(SERVER)
+        if state is not None and state.status is Status.NEEDS_SIGN_IN:
+            # the server asked for more access during the call: the user presses Sign in
+            # again (Deskhand never opens a page on its own), then asks again
+            log.info("the call needs more access: %s", state.error)
+            self.manager.sign_in(SERVER, timeout=READY_WAIT)
+            manifest = self.tools().get(tool_name(SERVER, tool), manifest)
+            result = self._run(manifest, params, tool)
+        return result
+
+    def _run(self, manifest: ToolManifest, params: Any, tool: str) -> ToolResult:
+        try:
+            result = manifest.impl(
+                params, ToolContext(call_id=f"conformance-{tool}", home=self.home)
+            )
+        except ToolError as exc:
+            result = ToolResult.failure(str(exc))
         log.info("%s -> ok=%s %s", tool, result.ok, result.content[:200])
         return result
 

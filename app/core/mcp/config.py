@@ -389,6 +389,12 @@ def _auth_problem(auth: AuthConfig) -> AuthConfig | str:
         return found
     if auth.kind == "oauth" and auth.method == "private_key_jwt":
         return "auth.token_endpoint_auth_method: private_key_jwt is for client_credentials"
+    if auth.kind == "oauth" and auth.client_secret and not auth.issuer:
+        return (
+            "auth.issuer: a client registered beforehand with a client_secret needs the "
+            "issuer (the authorization server that registered it), so that the secret is only "
+            "ever sent there"
+        )
     return auth
 
 
@@ -612,7 +618,12 @@ def keyring_key(server: str, name: str) -> str:
 
 
 def _key_part(text: str) -> str:
-    return re.sub(r"[/\s]+", "_", text.strip()) or "_"
+    """One part of a keyring key, reversible so two names never share a key ("a/b", "a b"
+    and "a_b" differ): `%`, `/` and whitespace are percent-escaped."""
+    stripped = text.strip()
+    if not stripped:
+        return "_"
+    return re.sub(r"[%/\s]", lambda m: f"%{ord(m.group()):02X}", stripped)
 
 
 def resolve_secrets(values: Mapping[str, str], get_secret: SecretGetter) -> dict[str, str]:
@@ -816,6 +827,8 @@ class _Mover:
     def store(self, where: str, name: str, value: str) -> str | None:
         """The reference to `value` once stored, or None (it stays where it was)."""
         ref = keyring_key(self.server, name)
+        if ref == keyring_key(self.server, "oauth"):  # the server's sign-in record lives there
+            ref = keyring_key(self.server, f"{name}_value")
         try:
             self.set_secret(ref, value)
         except Exception as exc:  # keep the literal value rather than lose it

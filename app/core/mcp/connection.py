@@ -138,6 +138,9 @@ class ServerConnection:
         #: life, so a scope step-up during a call can ask again.
         self._redirect: LoopbackRedirect | None = None
         self._sign_in = asyncio.Event()  # the user asked to sign in
+        #: A call needed more access than granted: after the user's Sign in, the listener
+        #: stays until the next call is over (it is where the browser step happens).
+        self._more_access = False
         self._signed_in = asyncio.Event()  # that attempt finished, whatever the outcome
 
     # ---- lifecycle ----------------------------------------------------------------------
@@ -178,9 +181,7 @@ class ServerConnection:
             self._task.cancel()
             with contextlib.suppress(BaseException):
                 await self._task
-        if self._redirect is not None:
-            await self._redirect.close()
-            self._redirect = None
+        await self._close_redirect()
         self._signed_in.set()  # a sign-in waiting on this connection ends with it
         self._set(Status.STOPPED)
 
@@ -221,6 +222,9 @@ class ServerConnection:
             if self._sign_in.is_set():  # the user asked to sign in: go again at once
                 continue
             problem = getattr(self._auth, "problem", None)
+            if self._redirect is not None:  # a sign-in that did not end ready: never again
+                await self._close_redirect()  # on its own (no page opens without a click)
+                problem = problem or Exception(f"signing in did not finish: {error}")
             if problem is not None:
                 await self._wait_for_sign_in(str(problem))
                 delay = self._backoff_start
@@ -248,7 +252,9 @@ class ServerConnection:
         """The server needs the user: say so and wait for Sign in (or stop), never retrying
         on its own."""
         log.warning("MCP server %s: %s", self.config.name, why)
-        self._set(Status.NEEDS_SIGN_IN, why)
+        # client credentials have nothing to sign in to: failed, until mcp.json changes
+        signs_in = self.config.auth.kind == "oauth"
+        self._set(Status.NEEDS_SIGN_IN if signs_in else Status.FAILED, why)
         self._settled.set()
         self._signed_in.set()
         stop = asyncio.ensure_future(self._stop.wait())
@@ -278,19 +284,31 @@ class ServerConnection:
             await asyncio.wait_for(self._signed_in.wait(), timeout)
         return self.state.copy()
 
+    async def _close_redirect(self) -> None:
+        if self._redirect is not None:
+            redirect, self._redirect = self._redirect, None
+            await redirect.close()
+
     async def _run_once(self) -> None:
         self._sign_in.clear()
         self._broken.clear()
         self._relist.clear()
         self.attempt_started = time.monotonic()
         self._set(Status.STARTING)
+        limit = self._connect_timeout
+        if self._redirect is not None:  # the user is signing in: give them time
+            from app.core.mcp.oauth import SIGN_IN_WAIT
+
+            limit += SIGN_IN_WAIT
         async with AsyncExitStack() as stack:
             # Not wait_for: it would run the transport's anyio scopes in another task.
-            async with asyncio.timeout(self._connect_timeout):
+            async with asyncio.timeout(limit):
                 session = await self._connect(stack)
                 self.listing = await self._discover(session)
             self.session = session
             self.listed = True
+            if not self._more_access:  # signed in: no page opens again without a click
+                await self._close_redirect()
             self._ready.set()
             self._set(Status.READY)
             self._settled.set()
@@ -372,6 +390,7 @@ class ServerConnection:
             secrets,
             redirect=self._redirect,
             open_url=self._hooks.open_url,
+            current_redirect=lambda: self._redirect,
         )
 
     def _errlog(self, stack: AsyncExitStack) -> IO[str]:
@@ -563,6 +582,13 @@ class ServerConnection:
         try:
             return await session.call_tool(tool, arguments, progress_callback=on_progress)
         except Exception:
+            problem = getattr(self._auth, "problem", None)
+            if problem is not None:  # more access needed: wait for the user's Sign in
+                self._more_access = "more access" in str(problem)
+                self._set(Status.NEEDS_SIGN_IN, str(problem))  # said at once, before the reply
+                self._broken.set()
+                self._wake.set()
+                raise ServerUnavailable(str(problem)) from None
             if _closed(session):
                 self._broken.set()
                 raise ServerUnavailable(
@@ -572,6 +598,10 @@ class ServerConnection:
             raise
         finally:
             self._calls.remove(call_id)
+            if self._more_access and self._redirect is not None and session is self.session:
+                # the call the user signed in again for is over: no page opens after it
+                self._more_access = False
+                await self._close_redirect()
 
     async def read_resource(self, uri: str, ready_wait: float = 30.0) -> Any:
         session = await self.ready_session(ready_wait)

@@ -24,6 +24,10 @@ from tools.spec import ToolManifest
 log = logging.getLogger(__name__)
 
 FILE_NAME = "mcp-known-tools.json"
+#: A server's list is kept to this many tools, each with its first line only (what is shown):
+#: the file must not grow with whatever a server sends.
+MAX_TOOLS = 500
+SUMMARY_CHARS = 200
 _lock = threading.Lock()
 
 
@@ -36,7 +40,7 @@ class KnownTool:
 
     @property
     def summary(self) -> str:
-        return self.description.strip().split("\n", 1)[0][:200]
+        return self.description.strip().split("\n", 1)[0][:SUMMARY_CHARS]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -67,9 +71,12 @@ def remember(home: Path, server: str, fingerprint: str, manifests: list[ToolMani
         "listed_at": time.time(),
         "tools": [
             KnownTool(
-                m.name, m.category, m.description, tuple(sorted(o.value for o in m.operations))
+                m.name[:200],
+                m.category[:200],
+                m.summary[:SUMMARY_CHARS],
+                tuple(sorted(o.value for o in m.operations)),
             ).to_json()
-            for m in manifests
+            for m in manifests[:MAX_TOOLS]
         ],
     }
     with _lock:

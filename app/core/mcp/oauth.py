@@ -59,16 +59,22 @@ log = logging.getLogger(__name__)
 #: How long a sign-in waits for the browser to come back with the code.
 SIGN_IN_WAIT = 300.0
 CALLBACK_PATH = "/callback"
+#: Connections the loopback listener holds at once (a browser needs one or two).
+MAX_CONNECTIONS = 8
+#: Longer sign-in addresses are refused rather than handed to the browser.
+MAX_SIGN_IN_URL = 8192
 #: Where the redirect goes when no listener is bound (never used to sign in).
 _NO_REDIRECT = "http://127.0.0.1/callback"
 
 
 class SignInNeeded(Exception):
-    """The server needs the user to sign in, and nobody asked to (background start)."""
+    """The server needs the user to sign in, and nobody asked to (background start, or a
+    call asking for more access than the user granted)."""
 
-    def __init__(self, server: str) -> None:
+    def __init__(self, server: str, *, more_access: bool = False) -> None:
+        what = "asks for more access than you granted" if more_access else "needs you to sign in"
         super().__init__(
-            f"the MCP server {server!r} needs you to sign in: press Sign in in "
+            f"the MCP server {server!r} {what}: press Sign in in "
             f"Settings › MCP servers, or run `deskhand mcp login {server}`"
         )
 
@@ -123,9 +129,15 @@ class KeyringTokenStore:
             return {}
         if not isinstance(record, dict) or record.get("url") != self.url:
             return {}
-        for token in (record.get("tokens") or {}).values():
-            if isinstance(token, str):
-                self._secrets.remember(token)
+        tokens = record.get("tokens") or {}
+        client = record.get("client") or {}
+        for value in (
+            tokens.get("access_token"),
+            tokens.get("refresh_token"),
+            client.get("client_secret"),
+        ):
+            if isinstance(value, str):
+                self._secrets.remember(value)
         return record
 
     async def _save(self, **changes: Any) -> None:
@@ -227,6 +239,7 @@ class LoopbackRedirect:
         #: The `state` of the sign-in under way: a callback without it is someone else's
         #: (another local program guessing the port) and is ignored, not taken as the answer.
         self.expected_state: str | None = None
+        self._open_connections = 0
 
     @property
     def uri(self) -> str:
@@ -256,8 +269,12 @@ class LoopbackRedirect:
         self._sock.close()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._open_connections >= MAX_CONNECTIONS:  # someone is holding the port open
+            writer.close()
+            return
+        self._open_connections += 1
         try:
-            async with asyncio.timeout(10):
+            async with asyncio.timeout(5):
                 line = await reader.readline()
                 while (await reader.readline()) not in (b"\r\n", b"\n", b""):
                     pass  # headers: not needed
@@ -290,9 +307,10 @@ class LoopbackRedirect:
                 "Signed in",
                 "Deskhand has what it needs. You can close this tab and go back.",
             )
-        except (TimeoutError, ConnectionError, ValueError):
+        except (TimeoutError, ConnectionError, ValueError, asyncio.LimitOverrunError):
             pass
         finally:
+            self._open_connections -= 1
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
@@ -308,6 +326,8 @@ class LoopbackRedirect:
             self._result.set_exception(outcome)
         else:
             self._result.set_result(outcome)
+        if self._server is not None:
+            self._server.close()  # one answer only: stop listening
 
 
 def _bind(port: int) -> socket.socket:
@@ -390,10 +410,15 @@ class DeskhandOAuth(_Remembering, OAuthClientProvider):
         *,
         redirect: LoopbackRedirect | None,
         open_url: Callable[[str], object],
+        current_redirect: Callable[[], LoopbackRedirect | None] | None = None,
     ) -> None:
         self._server = server
         self._store = store
-        self._redirect = redirect
+        #: The connection's listener now: the browser may open only while the user signs in,
+        #: and only through the listener this attempt was made for (its address is the one
+        #: registered).
+        self._initial = redirect
+        self._current = current_redirect or (lambda: redirect)
         self._open_url = open_url
         metadata = OAuthClientMetadata(
             client_name="Deskhand",
@@ -413,6 +438,11 @@ class DeskhandOAuth(_Remembering, OAuthClientProvider):
             callback_handler=self._wait_for_code,
             client_metadata_url=auth.client_metadata_url,
         )
+
+    @property
+    def _redirect(self) -> LoopbackRedirect | None:
+        current = self._current()
+        return current if current is not None and current is self._initial else None
 
     @property
     def interactive(self) -> bool:
@@ -442,6 +472,13 @@ class DeskhandOAuth(_Remembering, OAuthClientProvider):
                             break
                         if not self.interactive:
                             raise SignInNeeded(self._server)
+                    if (
+                        outgoing is request
+                        and not self.interactive
+                        and response.status_code == 403
+                        and "insufficient_scope" in response.headers.get("www-authenticate", "")
+                    ):
+                        raise SignInNeeded(self._server, more_access=True)
                     await _check_metadata(outgoing, response)
                     outgoing = await flow.asend(response)
                     if outgoing is request:
@@ -469,26 +506,61 @@ class DeskhandOAuth(_Remembering, OAuthClientProvider):
         return exc
 
     async def _send_to_browser(self, authorization_url: str) -> None:
-        if self._redirect is None:
-            raise SignInNeeded(self._server)
+        redirect = self._redirect
+        if redirect is None:  # nobody pressed Sign in: never open a page
+            raise self._fail(SignInNeeded(self._server, more_access=True))
+        if len(authorization_url) > MAX_SIGN_IN_URL:
+            raise SignInFailed(
+                f"the server's sign-in address is too long ({len(authorization_url)} "
+                "characters); Deskhand did not open it"
+            )
         parts = urlsplit(authorization_url)
         if parts.scheme not in {"https", "http"} or not parts.hostname:
             raise SignInFailed(
                 f"the server's sign-in page is not a web address ({parts.scheme or 'none'}:); "
                 "Deskhand did not open it"
             )
-        self._redirect.expected_state = (parse_qs(parts.query).get("state") or [None])[0]
-        await self._redirect.start()
+        redirect.expected_state = (parse_qs(parts.query).get("state") or [None])[0]
+        await redirect.start()
         log.info("MCP server %s: opening the sign-in page at %s", self._server, parts.hostname)
         await asyncio.to_thread(self._open_url, authorization_url)
 
     async def _wait_for_code(self) -> AuthorizationCodeResult:
-        if self._redirect is None:
-            raise SignInNeeded(self._server)
-        return await self._redirect.wait()
+        redirect = self._redirect
+        if redirect is None:
+            raise self._fail(SignInNeeded(self._server))
+        return await redirect.wait()
 
 
-class DeskhandClientCredentials(_Remembering, ClientCredentialsOAuthProvider):
+class _Guarded:
+    """Client credentials: a refusal at the token endpoint ends the attempt for good
+    (`problem`), so the connection waits for the user to fix mcp.json instead of sending
+    the secret again and again."""
+
+    problem: Exception | None = None
+
+    def _guarded(self, flow: Any) -> AsyncGenerator[httpx2.Request, Any]:
+        async def run() -> AsyncGenerator[httpx2.Request, Any]:
+            try:
+                outgoing = await flow.__anext__()
+                while True:
+                    response = yield outgoing
+                    outgoing = await flow.asend(response)
+            except StopAsyncIteration:
+                return
+            except Exception as exc:
+                self.problem = SignInFailed(
+                    "the authorization server refused Deskhand's client credentials "
+                    f"({_plain(exc)}); check auth in mcp.json"
+                )
+                raise self.problem from exc
+            finally:
+                await flow.aclose()
+
+        return run()
+
+
+class DeskhandClientCredentials(_Guarded, _Remembering, ClientCredentialsOAuthProvider):
     def __init__(self, url: str, auth: AuthConfig, store: KeyringTokenStore) -> None:
         assert auth.client_id and auth.client_secret
         method = auth.method if auth.method == "client_secret_post" else "client_secret_basic"
@@ -507,8 +579,11 @@ class DeskhandClientCredentials(_Remembering, ClientCredentialsOAuthProvider):
         await super()._initialize()
         await self._restore(self._store)
 
+    def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, Any]:
+        return self._guarded(super()._auth_flow(request))
 
-class DeskhandPrivateKeyJWT(_Remembering, PrivateKeyJWTOAuthProvider):
+
+class DeskhandPrivateKeyJWT(_Guarded, _Remembering, PrivateKeyJWTOAuthProvider):
     def __init__(self, url: str, auth: AuthConfig, store: KeyringTokenStore) -> None:
         assert auth.client_id and auth.private_key_file
         key = _read_key(auth.private_key_file)
@@ -531,6 +606,9 @@ class DeskhandPrivateKeyJWT(_Remembering, PrivateKeyJWTOAuthProvider):
     async def _initialize(self) -> None:
         await super()._initialize()
         await self._restore(self._store)
+
+    def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, Any]:
+        return self._guarded(super()._auth_flow(request))
 
 
 _METADATA_PATHS = ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration")
@@ -585,8 +663,11 @@ def make_auth(
     *,
     redirect: LoopbackRedirect | None,
     open_url: Callable[[str], object],
+    current_redirect: Callable[[], LoopbackRedirect | None] | None = None,
 ) -> httpx2.Auth | None:
-    """The httpx auth for one connection attempt (None: `auth` is "none")."""
+    """The httpx auth for one connection attempt (None: `auth` is "none"). `redirect` is
+    the listener of a sign-in under way when the attempt starts; `current_redirect` tells
+    later whether one still is (none: nothing may open the browser)."""
     if auth.kind == "none":
         return None
     if auth.kind == "client_credentials":
@@ -599,6 +680,7 @@ def make_auth(
         fixed = OAuthClientInformationFull(
             client_id=auth.client_id,
             client_secret=auth.client_secret,
+            issuer=auth.issuer,
             redirect_uris=[AnyUrl(redirect.uri if redirect else _NO_REDIRECT)],
             token_endpoint_auth_method=auth.method or (
                 "client_secret_basic" if auth.client_secret else "none"
@@ -607,4 +689,12 @@ def make_auth(
     store = KeyringTokenStore(
         server, url, secrets, redirect_uri=redirect.uri if redirect else None, fixed_client=fixed
     )
-    return DeskhandOAuth(server, url, auth, store, redirect=redirect, open_url=open_url)
+    return DeskhandOAuth(
+        server,
+        url,
+        auth,
+        store,
+        redirect=redirect,
+        open_url=open_url,
+        current_redirect=current_redirect,
+    )

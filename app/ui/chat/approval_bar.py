@@ -14,6 +14,8 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import (
+    QColor,
+    QFont,
     QFontMetricsF,
     QKeySequence,
     QShortcut,
@@ -24,18 +26,29 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import (
     QHBoxLayout,
+    QLabel,
     QPlainTextEdit,
     QPushButton,
+    QTextEdit,
     QVBoxLayout,
     QWidget,
 )
 
 from app.core.approval import ApprovalRequest, Decision
 from app.core.visible import one_line, visible
-from app.ui.chat.style import ChatTheme
+from app.ui.chat.style import ChatTheme, mix
+from app.ui.chat.terminal import (
+    TERMINAL_BG,
+    TERMINAL_BORDER,
+    TERMINAL_FG,
+    ShellApproval,
+    shell_approval,
+)
 
 PREVIEW_MAX_LINES = 14
 ARGS_MAX_LINES = 12
+#: A command box grows with its text up to this many lines; beyond, it scrolls (and says so).
+COMMAND_MAX_LINES = 30
 LABEL_MAX_PX = 440.0
 BUTTON_H = 30
 #: The text width a card's boxes are assumed to have when sizing them (cards are wider).
@@ -142,6 +155,77 @@ def text_box(text: str, theme: ChatTheme, max_lines: int, name: str) -> QPlainTe
     return box
 
 
+def _label(text: str, color: QColor, font: QFont, name: str = "") -> QLabel:
+    """A plain-text label (never rich text: what it shows comes from the model)."""
+    label = QLabel(text)
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    label.setFont(font)
+    label.setWordWrap(True)
+    if name:
+        label.setObjectName(name)
+    label.setStyleSheet(f"color: {color.name()};")
+    return label
+
+
+def shell_pills(shell: ShellApproval, theme: ChatTheme) -> list[tuple[str, QColor, QColor]]:
+    """(text, text colour, fill) of the sandbox and network pills under a command."""
+    pills = []
+    if shell.sandboxed is True:
+        pills.append(("Sandboxed", theme.ok, mix(theme.card, theme.ok, 0.14)))
+    elif shell.sandboxed is False:
+        pills.append(("NOT sandboxed", theme.warn, mix(theme.card, theme.warn, 0.18)))
+    if shell.network:
+        pills.append(("Network on", theme.warn, mix(theme.card, theme.warn, 0.18)))
+    return pills
+
+
+class CommandBox(QTextEdit):
+    """A command shown whole: monospace on a terminal's dark background, wrapped anywhere
+    (nothing beyond the right edge), as tall as its text up to `COMMAND_MAX_LINES` lines;
+    only beyond that does it scroll, and the bar then says so (`complete`)."""
+
+    fitted = Signal()
+
+    def __init__(self, text: str, theme: ChatTheme, label: str) -> None:
+        super().__init__()
+        self.setObjectName("approvalCommand")
+        self.setReadOnly(True)
+        self.setAcceptRichText(False)
+        self.setLineWrapMode(QTextEdit.LineWrapMode.WidgetWidth)
+        self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setFont(theme.mono_font)
+        self.document().setDocumentMargin(8)
+        self.setPlainText(visible(text))
+        self.setAccessibleName(label)
+        self.setToolTip(label)
+        flags = Qt.TextInteractionFlag
+        self.setTextInteractionFlags(flags.TextSelectableByMouse | flags.TextSelectableByKeyboard)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.setTabChangesFocus(True)
+        self.setStyleSheet(
+            f"QTextEdit#approvalCommand {{ background: {TERMINAL_BG.name()};"
+            f" color: {TERMINAL_FG.name()}; border: 1px solid {TERMINAL_BORDER.name()};"
+            f" border-radius: 6px; selection-background-color: {theme.accent.name()}; }}"
+        )
+        self._max = COMMAND_MAX_LINES * QFontMetricsF(theme.mono_font).lineSpacing()
+        self._max += 2 * self.document().documentMargin()
+        self.document().setTextWidth(WRAP_WIDTH_PX)  # a first guess, until it is placed
+        self.document().documentLayout().documentSizeChanged.connect(lambda _: self._fit())
+        self._fit()
+
+    def complete(self) -> bool:
+        """Whether all of the text is on screen without scrolling."""
+        return self.document().size().height() <= self._max + 0.5
+
+    def _fit(self) -> None:
+        shown = min(self.document().size().height(), self._max)
+        height = math.ceil(shown + 2 * self.frameWidth() + 2)
+        if height != self.height() or self.minimumHeight() != height:
+            self.setFixedHeight(height)
+            self.fitted.emit()
+
+
 class ApprovalBar(QWidget):
     decided = Signal(str)  # a Decision value
     #: The widget's height changed (the arguments were opened or closed).
@@ -157,6 +241,10 @@ class ApprovalBar(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(8)
+        self.command: CommandBox | None = None
+        shell = shell_approval(request)
+        if shell is not None:
+            self._add_shell(layout, shell, theme)
         self.preview: QPlainTextEdit | None = None
         if request.preview:
             self.preview = text_box(request.preview, theme, PREVIEW_MAX_LINES, "approvalPreview")
@@ -239,6 +327,8 @@ class ApprovalBar(QWidget):
     def focus_chain(self) -> list[QWidget]:
         """The focusable parts in reading order (for the view's Tab order)."""
         chain: list[QWidget] = []
+        if self.command is not None:
+            chain.append(self.command)
         if self.preview is not None:
             chain.append(self.preview)
         if self.args_toggle is not None and self.args is not None:
@@ -247,6 +337,56 @@ class ApprovalBar(QWidget):
 
     def wanted_height(self) -> int:
         return max(BUTTON_H, self.sizeHint().height())
+
+    # ---- terminal calls -----------------------------------------------------------------
+
+    def _add_shell(self, layout: QVBoxLayout, shell: ShellApproval, theme: ChatTheme) -> None:
+        """The whole command (or code, or typed text) in a terminal-like box, then where it
+        runs and whether the sandbox applies."""
+        self.command = CommandBox(shell.text, theme, shell.label)
+        self.command.fitted.connect(self._refit)
+        layout.addWidget(self.command)
+        self.long_note = _label("", theme.warn, theme.small_font, "approvalCommandNote")
+        self.long_note.hide()
+        layout.addWidget(self.long_note)
+        row = QHBoxLayout()
+        row.setSpacing(6)
+        for text, fg, bg in shell_pills(shell, theme):
+            pill = _label(text, fg, theme.small_font, "approvalPill")
+            pill.setWordWrap(False)
+            pill.setStyleSheet(
+                f"QLabel#approvalPill {{ color: {fg.name()}; background: {bg.name()};"
+                " border-radius: 9px; padding: 1px 8px; }"
+            )
+            row.addWidget(pill)
+        if shell.folder is not None:
+            where = _label(f"in {one_line(shell.folder, 300)}", theme.muted, theme.small_font)
+            where.setToolTip(visible(shell.folder))
+            row.addWidget(where, 1)
+        else:
+            row.addStretch(1)
+        layout.addLayout(row)
+        self._refit()
+
+    def _refit(self) -> None:
+        """The command box changed height (the card's width changed): say whether all of
+        it is on screen, and let the card make room."""
+        box = self.command
+        if box is None:
+            return
+        lines = box.document().blockCount()
+        if box.complete():
+            self.long_note.hide()
+        else:
+            plural = "s" if lines != 1 else ""
+            self.long_note.setText(
+                f"This is long ({lines:,} line{plural}, {len(box.toPlainText()):,} characters): "
+                "scroll the box to read all of it before you allow it."
+            )
+            self.long_note.show()
+        if self.layout() is not None:
+            self.layout().activate()
+            self.heightChanged.emit(self.wanted_height())
 
     # ---- actions ------------------------------------------------------------------------
 
@@ -263,4 +403,3 @@ class ApprovalBar(QWidget):
     def _shortcut(self, decision: Decision) -> None:
         if self.isVisible():
             self.buttons[decision].click()
-

@@ -8,6 +8,7 @@ items that have never been on screen.
 
 from __future__ import annotations
 
+import json
 import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from PySide6.QtGui import (
 
 from app.core.approval import ApprovalRequest
 from app.core.visible import one_line
+from app.ui.chat.approval_bar import home_short
 from app.ui.chat.model import (
     AssistantMessage,
     ChatItem,
@@ -51,6 +53,17 @@ from app.ui.chat.render import (
     render_plain,
 )
 from app.ui.chat.style import ChatTheme, mix, with_alpha
+from app.ui.chat.terminal import (
+    TERMINAL_BG,
+    TERMINAL_BORDER,
+    TERMINAL_HEADER,
+    TERMINAL_MUTED,
+    TerminalOutput,
+    is_shell_request,
+    is_terminal_tool,
+    render_terminal,
+    terminal_badges,
+)
 
 COLUMN_MAX = 860  # the conversation is a centred column, like the big chat apps
 SIDE = 24
@@ -64,6 +77,12 @@ BUBBLE_PAD_X, BUBBLE_PAD_Y = 16, 10
 THUMB_W, THUMB_H = 320, 200
 THINK_INDENT = 22  # the reasoning text, right of the header's chevron
 APPROVAL_BAR_H = 44
+TERM_HEADER = 28
+TERM_PAD = 10
+#: Lines of a command's output a closed terminal card shows (its end, where results are).
+TERM_TAIL = 14
+#: Lines an opened terminal card shows at most (the model got all of it).
+TERM_OPEN_MAX = 1_000
 
 
 @dataclass(frozen=True)
@@ -496,7 +515,13 @@ class ToolCardLayout(ItemLayout):
             )
         y += row_h
         self.progress_rect = None
-        if item.status == ToolStatus.RUNNING and (item.progress or item.fraction is not None):
+        self.term: _TerminalBlock | None = None
+        terminal = _terminal_of(item)
+        shell = is_terminal_tool(item.name, item.category)
+        command = _command_argument(item.arguments) if item.name == "shell_run" else None
+        if shell and item.status == ToolStatus.RUNNING and (command or item.progress):
+            y = self._running_terminal(item, command, theme, inner_x, y + 8, inner_w)
+        elif item.status == ToolStatus.RUNNING and (item.progress or item.fraction is not None):
             y += 6
             self.progress_rect = QRectF(inner_x + 26, y, inner_w - 26, small.height())
             y += small.height()
@@ -544,7 +569,9 @@ class ToolCardLayout(ItemLayout):
             height = item.panel_height or APPROVAL_BAR_H - 8
             self.approval_rect = QRectF(inner_x, y, inner_w, height)
             y += height
-        if item.error:
+        if terminal is not None and item.finished:
+            y = self._finished_terminal(item, terminal, theme, inner_x, y + 10, inner_w)
+        elif item.error:
             y += 10
             doc = render_plain(item.error, theme, color=theme.error)
             y = self._box(
@@ -557,7 +584,12 @@ class ToolCardLayout(ItemLayout):
                 theme.error,
             )
         self.result_summary = ""
-        if item.result and item.finished and item.result.strip() != item.error.strip():
+        if (
+            terminal is None
+            and item.result
+            and item.finished
+            and item.result.strip() != item.error.strip()
+        ):
             y += 8
             rect = QRectF(inner_x, y, inner_w, toggle_h)
             self.hits.append(Hit("toggle_result", None, rect))
@@ -594,6 +626,74 @@ class ToolCardLayout(ItemLayout):
         y += pad
         self.card = QRectF(x, ITEM_PAD, w, y - ITEM_PAD)
         self.height = math.ceil(y + ITEM_PAD)
+
+    def _running_terminal(
+        self, item: ToolCard, command: str | None, theme: ChatTheme, x: float, y: float, w: float
+    ) -> float:
+        """A running command: its prompt line and the newest lines it printed."""
+        doc, _, _ = render_terminal(item.progress, theme.mono_font, command=command, tail=8)
+        h = _layout_doc(doc, w - 2 * TERM_PAD)
+        outer = QRectF(x, y, w, h + 2 * TERM_PAD)
+        self.term = _TerminalBlock(outer, None, QPointF(x + TERM_PAD, y + TERM_PAD), doc, [])
+        return outer.bottom()
+
+    def _finished_terminal(
+        self, item: ToolCard, out: TerminalOutput, theme: ChatTheme, x: float, y: float, w: float
+    ) -> float:
+        """The output as a terminal shows it: a header (folder, exit code, sandbox), the
+        command and the end of its output; "All output" opens the rest."""
+        tail = TERM_OPEN_MAX if item.result_open else TERM_TAIL
+        doc, total, hidden = render_terminal(
+            out.output, theme.mono_font, command=out.command, tail=tail
+        )
+        h = _layout_doc(doc, w - 2 * TERM_PAD)
+        outer = QRectF(x, y, w, TERM_HEADER + h + 2 * TERM_PAD)
+        header = QRectF(x, y, w, TERM_HEADER)
+        at = QPointF(x + TERM_PAD, y + TERM_HEADER + TERM_PAD)
+        self.term = _TerminalBlock(outer, header, at, doc, terminal_badges(out))
+        self.term_folder = one_line(home_short(out.folder), 300)
+        y = outer.bottom()
+        if total > TERM_TAIL:
+            toggle_h = QFontMetricsF(theme.small_font).height() + 10
+            rect = QRectF(x, y + 6, w, toggle_h)
+            self.hits.append(Hit("toggle_result", None, rect))
+            self.term_toggle = rect
+            shown = f"{total - hidden:,} of {total:,}" if hidden else f"{total:,}"
+            self.term_toggle_label = f"All output ({shown} lines)"
+            y = rect.bottom()
+        return y
+
+    def _paint_terminal(self, p: QPainter, theme: ChatTheme, state: PaintState) -> None:
+        term = self.term
+        if term is None:
+            return
+        _round_rect(p, term.outer, TERMINAL_BG, TERMINAL_BORDER, 6)
+        if term.header is not None:
+            header = term.header
+            p.save()
+            p.setClipRect(header)
+            _round_rect(p, term.outer, TERMINAL_HEADER, TERMINAL_BORDER, 6)
+            p.restore()
+            p.setPen(QPen(TERMINAL_BORDER, 1))
+            p.drawLine(
+                QPointF(header.x() + 1, header.bottom() - 0.5),
+                QPointF(header.right() - 1, header.bottom() - 0.5),
+            )
+            right = header.right() - TERM_PAD
+            small = QFontMetricsF(theme.small_font)
+            for text, fg, bg in reversed(term.badges):
+                bw = small.horizontalAdvance(text) + 14
+                pill = QRectF(right - bw, header.center().y() - 9, bw, 18)
+                _round_rect(p, pill, bg, None, 9)
+                _text(p, pill, text, theme.small_font, fg, Qt.AlignmentFlag.AlignHCenter)
+                right = pill.x() - 6
+            folder = QRectF(header.x() + TERM_PAD, header.y(), right - header.x() - 16, 0)
+            folder.setHeight(header.height())
+            _text(p, folder, self.term_folder, theme.small_font, TERMINAL_MUTED)
+        draw_doc(p, term.doc, term.at, theme, None, state.visible)
+        if hasattr(self, "term_toggle"):
+            label = self.term_toggle_label
+            _paint_toggle(p, theme, self.term_toggle, label, self.item.result_open, "", state)
 
     def _box(
         self,
@@ -655,6 +755,7 @@ class ToolCardLayout(ItemLayout):
             left, self.header.y(), self.header.right() - time_w - 12 - left, self.header.height()
         )
         _text(p, words_rect, words, theme.small_font, status_color, Qt.AlignmentFlag.AlignRight)
+        self._paint_terminal(p, theme, state)
         if self.progress_rect is not None:
             _text(p, self.progress_rect, item.progress, theme.small_font, theme.muted)
             if item.fraction is not None:
@@ -680,6 +781,34 @@ class ToolCardLayout(ItemLayout):
             p.setPen(QPen(theme.card_border, 1))
             p.setBrush(Qt.BrushStyle.NoBrush)
             p.drawRect(rect.adjusted(0.5, 0.5, -0.5, -0.5))
+
+
+@dataclass
+class _TerminalBlock:
+    outer: QRectF
+    header: QRectF | None
+    at: QPointF
+    doc: QTextDocument
+    #: (text, text colour, fill) of the pills in the header, left to right
+    badges: list[tuple[str, QColor, QColor]]
+
+
+def _terminal_of(item: ToolCard) -> TerminalOutput | None:
+    """The card's terminal output (set by the view from a built-in terminal tool's result)."""
+    terminal = item.terminal
+    if isinstance(terminal, TerminalOutput) and is_terminal_tool(item.name, item.category):
+        return terminal
+    return None
+
+
+def _command_argument(arguments: str) -> str | None:
+    """The "command" argument of a card's arguments (pretty JSON), if there is one."""
+    try:
+        value = json.loads(arguments) if arguments.strip() else None
+    except ValueError:
+        return None
+    command = value.get("command") if isinstance(value, dict) else None
+    return command if isinstance(command, str) else None
 
 
 def _toggle_font(theme: ChatTheme) -> QFont:
@@ -825,6 +954,9 @@ def estimate_height(item: ChatItem, theme: ChatTheme, width: int) -> int:
         )
         if item.attachments:
             extra += THUMB_H + 10
+        if _terminal_of(item) is not None:  # its header, command and last lines
+            mono = QFontMetricsF(theme.mono_font).lineSpacing()
+            extra += TERM_HEADER + 2 * TERM_PAD + (TERM_TAIL + 1) * mono - (lh + 18)
         return int(base + extra)
     if isinstance(item, ErrorItem):
         return int(lines(item.message, w - 140, theme.char_width) * lh + 24 + 2 * ITEM_PAD)
@@ -852,7 +984,7 @@ def approval_meta(request: ApprovalRequest, theme: ChatTheme) -> QTextDocument:
         )
 
     rows = []
-    if request.target:
+    if request.target and not is_shell_request(request):  # the command box shows the folder
         rows.append(line("On", one_line(request.target, 200)))
     source = one_line(request.source, 200)
     reason = one_line(request.reason or "", 300)

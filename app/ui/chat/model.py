@@ -15,6 +15,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, QPersistentModelIndex, Qt
 
 from app.core.approval import ApprovalRequest
+from app.ui.chat.terminal import TerminalOutput
 
 ITEM_ROLE = Qt.ItemDataRole.UserRole + 1
 
@@ -134,6 +135,8 @@ class ToolCard(ChatItem):
     attachments: list[str] = field(default_factory=list)
     args_open: bool = False
     result_open: bool = False
+    #: A built-in terminal tool's output (app/ui/chat/terminal.py), shown as a terminal.
+    terminal: TerminalOutput | None = None
 
     @property
     def finished(self) -> bool:

@@ -68,6 +68,7 @@ from app.ui.chat.model import (
     ToolStatus,
     UserMessage,
 )
+from app.ui.chat.terminal import terminal_output
 
 FRAME_MS = 16
 _DECISION_WORDS = {
@@ -399,6 +400,7 @@ class ChatView(QTreeView):
         if card.status != ToolStatus.DENIED:
             card.status = ToolStatus.OK if result.ok else ToolStatus.ERROR
         card.result = result.content
+        card.terminal = terminal_output(card.name, card.category, result.data)
         card.error = "" if result.ok else (result.error or result.content)
         card.attachments = list(result.attachments)
         card.seconds = event.seconds or card.elapsed()

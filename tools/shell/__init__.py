@@ -1,0 +1,1 @@
+"""Terminal tools: run commands and code on the user's machine, parsed, sandboxed, approved."""

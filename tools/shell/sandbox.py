@@ -1,0 +1,280 @@
+"""The OS sandbox for commands: bubblewrap on Linux, sandbox-exec on macOS, none on Windows.
+
+Whether a sandbox is usable is decided by running one (`probe`), never by a binary's presence:
+some distributions switch off the user namespaces bubblewrap needs, and a profile macOS refuses
+must show up as "no sandbox" (commands then ask) rather than as every command failing.
+
+`wrap` turns a command into one that runs sandboxed: the system read-only, writes only in the
+given folders (and a private /tmp on Linux), the `hidden` places (credential stores, Deskhand's
+home) and a few daemon sockets out of sight, and no network unless asked for.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+BUBBLEWRAP = "bubblewrap"
+SANDBOX_EXEC = "sandbox-exec"
+_SANDBOX_EXEC_PATH = "/usr/bin/sandbox-exec"
+_PROBE_TIMEOUT = 20.0
+
+#: Sockets of daemons that act for whoever connects: a container engine (root on the host in
+#: one `docker run -v /:/host`). Network namespaces do not cover Unix sockets in the file system.
+_DAEMON_SOCKETS = (
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/podman/podman.sock",
+    "/run/containerd/containerd.sock",
+)
+
+
+@dataclass(frozen=True)
+class SandboxInfo:
+    """Whether commands can run sandboxed here, by what, and why (plain words)."""
+
+    available: bool
+    kind: str | None
+    why: str
+
+
+class SandboxUnavailable(RuntimeError):
+    """`wrap` was asked for a sandbox this system does not have."""
+
+
+_lock = threading.Lock()
+_cached: SandboxInfo | None = None
+_tool: str | None = None
+
+
+def probe(*, refresh: bool = False) -> SandboxInfo:
+    """Run the platform's sandbox once (cached for the process) and say whether it works."""
+    global _cached, _tool
+    with _lock:
+        if _cached is None or refresh:
+            _cached, _tool = _probe_platform()
+        return _cached
+
+
+def _probe_platform() -> tuple[SandboxInfo, str | None]:
+    if sys.platform.startswith("linux"):
+        return _probe_bubblewrap()
+    if sys.platform == "darwin":
+        return _probe_sandbox_exec()
+    if sys.platform in ("win32", "cygwin"):
+        why = "Windows has no sandbox Deskhand can use: commands run with your full permissions"
+        return SandboxInfo(False, None, why), None
+    why = f"no sandbox is supported on this system ({sys.platform})"
+    return SandboxInfo(False, None, why), None
+
+
+def _probe_bubblewrap() -> tuple[SandboxInfo, str | None]:
+    tool = shutil.which("bwrap")
+    if tool is None:
+        return SandboxInfo(False, None, "bubblewrap (bwrap) is not installed"), None
+    trial = bwrap_argv(tool, ["true"], cwd=Path("/"), writable=(), hidden=(), network=False)
+    failure = _run_trial(trial)
+    if failure is not None:
+        why = f"bubblewrap is installed but cannot make a sandbox here: {failure}"
+        return SandboxInfo(False, None, why), None
+    return SandboxInfo(True, BUBBLEWRAP, "bubblewrap works on this system"), tool
+
+
+def _probe_sandbox_exec() -> tuple[SandboxInfo, str | None]:
+    tool = _SANDBOX_EXEC_PATH if os.path.exists(_SANDBOX_EXEC_PATH) else None
+    if tool is None:
+        return SandboxInfo(False, None, "sandbox-exec is missing from this Mac"), None
+    home = Path.home()
+    trial = sandbox_exec_argv(
+        tool, ["/usr/bin/true"], writable=[home], hidden=[home / ".ssh"], network=False
+    )
+    failure = _run_trial(trial)
+    if failure is not None:
+        return SandboxInfo(False, None, f"sandbox-exec refused Deskhand's profile: {failure}"), None
+    return SandboxInfo(True, SANDBOX_EXEC, "the macOS sandbox (sandbox-exec) works"), tool
+
+
+def _run_trial(argv: list[str]) -> str | None:
+    """None when the trial command succeeded, else the first line of what went wrong."""
+    try:
+        done = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=_PROBE_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return str(exc) or type(exc).__name__
+    if done.returncode == 0:
+        return None
+    lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+    return lines[0][:300] if lines else f"exit code {done.returncode}"
+
+
+def wrap(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    writable: Sequence[Path],
+    hidden: Sequence[Path],
+    network: bool,
+    die_with_parent: bool = True,
+) -> list[str]:
+    """The command line that runs `argv` in this system's sandbox.
+
+    Raises SandboxUnavailable when `probe()` found none. The caller still starts the result in
+    `cwd` with the environment it chose (both pass through the sandbox unchanged).
+    `die_with_parent` False: it may outlive Deskhand (a background command the user keeps).
+    """
+    info = probe()
+    tool = _tool
+    if not info.available or tool is None:
+        raise SandboxUnavailable(info.why)
+    if info.kind == BUBBLEWRAP:
+        return bwrap_argv(
+            tool,
+            argv,
+            cwd=cwd,
+            writable=writable,
+            hidden=hidden,
+            network=network,
+            die_with_parent=die_with_parent,
+        )
+    return sandbox_exec_argv(tool, argv, writable=writable, hidden=hidden, network=network)
+
+
+# ---- Linux: bubblewrap -----------------------------------------------------------------------
+
+
+def bwrap_argv(
+    bwrap: str,
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    writable: Sequence[Path],
+    hidden: Sequence[Path],
+    network: bool,
+    environ: Mapping[str, str] | None = None,
+    die_with_parent: bool = True,
+) -> list[str]:
+    """bubblewrap's command line: read-only system, private /tmp, `writable` bound read-write,
+    `hidden` covered, no capabilities (root keeps them in bwrap otherwise, and could unmount
+    what hides a place), own PID namespace (no other process's /proc, and killing bwrap ends
+    every process inside)."""
+    env = os.environ if environ is None else environ
+    out = [bwrap, *(["--die-with-parent"] if die_with_parent else [])]
+    out += ["--new-session", "--unshare-pid", "--unshare-ipc"]
+    if not network:
+        out.append("--unshare-net")
+    out += ["--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    out += ["--tmpfs", "/tmp"]
+    rw = _existing_real(writable)
+    folder = _real(cwd)
+    if _under(folder, Path("/tmp")) and not any(_under(folder, w) for w in rw):
+        out += ["--ro-bind", str(folder), str(folder)]
+    for path in rw:
+        out += ["--bind", str(path), str(path)]
+    for path in _outermost(_existing_real([*hidden, *_system_hidden(env)])):
+        if path.is_dir():
+            out += ["--tmpfs", str(path), "--remount-ro", str(path)]
+        else:
+            out += ["--ro-bind", "/dev/null", str(path)]
+    out += ["--chdir", str(folder), "--", *argv]
+    return out
+
+
+def _system_hidden(environ: Mapping[str, str]) -> list[Path]:
+    """Places outside the catalogue that hand out the user's powers: the session's runtime
+    folder (D-Bus session bus and the keyring behind it, ssh/gpg agents), the ssh agent's
+    socket wherever it is, container engine sockets."""
+    places = [Path(p) for p in _DAEMON_SOCKETS]
+    runtime = environ.get("XDG_RUNTIME_DIR") or (
+        f"/run/user/{os.getuid()}" if hasattr(os, "getuid") else ""
+    )
+    for value in (runtime, environ.get("SSH_AUTH_SOCK", "")):
+        if value and os.path.isabs(value):
+            places.append(Path(value))
+    return places
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(os.path.expanduser(str(path))))
+
+
+def _existing_real(paths: Sequence[Path]) -> list[Path]:
+    """Real paths (symlinks followed) of those that exist, without repeats, in order."""
+    seen: dict[Path, None] = {}
+    for path in paths:
+        real = _real(path)
+        try:
+            real.lstat()
+        except OSError:
+            continue
+        seen.setdefault(real, None)
+    return list(seen)
+
+
+def _outermost(paths: list[Path]) -> list[Path]:
+    """Drop places inside another hidden folder (already covered; and a read-only tmpfs could
+    not take a mount point)."""
+    folders = [p for p in paths if p.is_dir()]
+    return [p for p in paths if not any(f != p and _under(p, f) for f in folders)]
+
+
+def _under(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+# ---- macOS: sandbox-exec ---------------------------------------------------------------------
+
+
+def macos_profile(writable: int, hidden: int, *, network: bool) -> str:
+    """The sandbox-exec profile (SBPL). Paths come in as parameters W0…, H0… (`-D`), so no path
+    is ever quoted into the text. The last matching rule wins: hidden places come last."""
+    lines = [
+        "(version 1)",
+        "(allow default)",
+        "(deny file-write*)",
+        "(allow file-write*",
+        '  (literal "/dev/null") (literal "/dev/zero") (literal "/dev/dtracehelper")',
+        '  (regex #"^/dev/tty") (regex #"^/dev/fd/")',
+        '  (subpath (param "TMP")))',
+    ]
+    lines += [f'(allow file-write* (subpath (param "W{i}")))' for i in range(writable)]
+    lines += [f'(deny file-read* file-write* (subpath (param "H{i}")))' for i in range(hidden)]
+    if not network:
+        lines.append("(deny network*)")
+    return "\n".join(lines) + "\n"
+
+
+def sandbox_exec_argv(
+    sandbox_exec: str,
+    argv: Sequence[str],
+    *,
+    writable: Sequence[Path],
+    hidden: Sequence[Path],
+    network: bool,
+    temp: Path | None = None,
+) -> list[str]:
+    """sandbox-exec's command line. macOS checks real paths (/private/tmp, not /tmp), so every
+    path is resolved. Hidden places are listed whether or not they exist yet."""
+    if argv and argv[0].startswith("-"):
+        raise ValueError("a program name may not start with '-'")
+    rw = [_real(p) for p in writable]
+    hide = list(dict.fromkeys(_real(p) for p in hidden))
+    scratch = _real(temp if temp is not None else Path(os.environ.get("TMPDIR") or "/tmp"))
+    out = [sandbox_exec, "-p", macos_profile(len(rw), len(hide), network=network)]
+    params = [("TMP", scratch)]
+    params += [(f"W{i}", path) for i, path in enumerate(rw)]
+    params += [(f"H{i}", path) for i, path in enumerate(hide)]
+    for name, path in params:
+        out += ["-D", f"{name}={path}"]
+    return [*out, *argv]

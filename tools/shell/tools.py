@@ -1,0 +1,316 @@
+"""The terminal tools' bodies: run a command line or a snippet, in a pseudo-terminal, in
+the OS sandbox where there is one, with the user's environment minus secrets; and the
+background commands (dev servers) they start, which end when Deskhand quits."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from tools.shell.hooks import sandbox_state, working_folder
+from tools.spec import ToolCancelled, ToolContext, ToolError, ToolResult
+
+#: What the model gets of a command's output (the card gets it all, streamed).
+MAX_OUTPUT = 60_000
+#: How often streamed output reaches the tool card.
+PROGRESS_EVERY = 0.25
+_INTERPRETERS = {
+    "python": ("python3", ".py"),
+    "javascript": ("node", ".js"),
+    "shell": ("bash", ".sh"),
+}
+
+#: bash exactly as the parser reads the line: no startup files, no $BASH_ENV.
+BASH = ["bash", "--noprofile", "--norc", "-c"]
+
+_background: Any = None
+_background_lock = threading.Lock()
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deskhand-shell-spawner")
+
+
+def background() -> Any:
+    """The background commands of this process (created on first use; they end at exit)."""
+    global _background
+    with _background_lock:
+        if _background is None:
+            import atexit
+
+            from tools.shell.process import Background
+
+            _background = Background()
+            atexit.register(_background.stop_all)
+        return _background
+
+
+# ---- the sandbox and the environment ------------------------------------------------------
+
+
+def _hidden(ctx: ToolContext) -> list[Path]:
+    """Protected places (credential stores, Deskhand's home) the command must not see."""
+    from tools.fs.sandbox import Sandbox
+
+    box = Sandbox.from_context(ctx)
+    hidden = [Path(p) for p in box.denied]
+    if box.deskhand_home is not None:
+        hidden.append(box.deskhand_home)
+    return hidden
+
+
+def _argv(
+    argv: list[str],
+    ctx: ToolContext,
+    folder: Path,
+    writable: list[Path],
+    network: bool,
+    *,
+    keep: bool = False,
+) -> list[str]:
+    sandboxed, _ = sandbox_state(ctx)
+    if not sandboxed:
+        return argv
+    from tools.shell.sandbox import wrap
+
+    return wrap(
+        argv,
+        cwd=folder,
+        writable=writable,
+        hidden=_hidden(ctx),
+        network=network,
+        die_with_parent=not keep,
+    )
+
+
+def _environment(ctx: ToolContext) -> dict[str, str]:
+    from tools.shell.environment import child_environment
+
+    env = child_environment(os.environ, ctx.secret_values())
+    for name in ("BASH_ENV", "ENV"):  # files bash would run before the line
+        env.pop(name, None)
+    return env
+
+
+def _roots(ctx: ToolContext) -> list[Path]:
+    from tools.fs.sandbox import Sandbox
+
+    return list(Sandbox.from_context(ctx).allowed_roots)
+
+
+def _timeout(args: Any, ctx: ToolContext) -> float:
+    if args.timeout is not None:
+        return float(args.timeout)
+    shell = getattr(getattr(ctx, "settings", None), "shell", None)
+    return float(getattr(shell, "timeout", 120) or 120)
+
+
+# ---- streaming to the card ------------------------------------------------------------------
+
+
+def _streamer(ctx: ToolContext) -> Callable[[str], None]:
+    """Sends the newest output lines to the tool card, a few times a second at most."""
+    from tools.shell.process import plain
+
+    state = {"last": 0.0, "tail": ""}
+
+    def on_output(chunk: str) -> None:
+        state["tail"] = (str(state["tail"]) + plain(chunk))[-2000:]
+        now = time.monotonic()
+        if now - float(state["last"]) >= PROGRESS_EVERY:
+            state["last"] = now
+            lines = [line for line in str(state["tail"]).splitlines() if line.strip()]
+            if lines:
+                ctx.progress("\n".join(lines[-6:])[-600:])
+
+    return on_output
+
+
+def _result(command: str, folder: Path, run: Any, how: str, ctx: ToolContext) -> ToolResult:
+    from tools.shell.process import plain
+
+    output = plain(run.output)
+    # The card shows the output with its colours; a secret split by an escape sequence
+    # ("sec\x1b[0mret") would get past the tripwire there, so then it gets the plain text.
+    raw = run.output
+    if any(secret and secret in output for secret in ctx.secret_values()):
+        raw = output
+    if len(output) > MAX_OUTPUT:
+        cut = len(output) - MAX_OUTPUT
+        middle = f"\n… {cut} characters left out …\n"
+        output = output[: MAX_OUTPUT // 2] + middle + output[-MAX_OUTPUT // 2 :]
+    notes = []
+    if run.truncated:
+        notes.append("the output was shortened (its middle left out)")
+    if run.timed_out:
+        notes.append("it ran out of time and was stopped, with everything it started")
+    if run.cancelled:
+        notes.append("it was stopped, with everything it started")
+    status = f"exit code {run.exit_code}" if run.exit_code is not None else "no exit code"
+    if run.signal:
+        status += f" (ended by signal {run.signal})"
+    footer = f"[{status}; {how}" + ("; " + "; ".join(notes) if notes else "") + "]"
+    data = {
+        "command": command,
+        "folder": str(folder),
+        "exit_code": run.exit_code,
+        "timed_out": run.timed_out,
+        "sandboxed": how.startswith("sandboxed"),
+        "terminal": raw[-MAX_OUTPUT:],  # with colours, for the card
+    }
+    text = f"{output.rstrip()}\n{footer}" if output.strip() else footer
+    if run.cancelled:
+        raise ToolCancelled(text)
+    ok = run.exit_code == 0 and not run.timed_out
+    return ToolResult(ok=ok, content=text, data=data, error=None if ok else footer)
+
+
+# ---- the tools ------------------------------------------------------------------------------
+
+
+def run_command(args: Any, ctx: ToolContext) -> ToolResult:
+    from tools.shell.process import run as run_process
+
+    folder, problem = working_folder(args, ctx)
+    if folder is None:
+        raise ToolError(problem or "no folder to run in")
+    _, how = sandbox_state(ctx)
+    argv = _argv([*BASH, args.command], ctx, folder, _roots(ctx), args.network)
+    done = run_process(
+        argv,
+        cwd=folder,
+        env=_environment(ctx),
+        timeout=_timeout(args, ctx),
+        cancel=ctx.cancel_event,
+        on_output=_streamer(ctx),
+    )
+    return _result(args.command, folder, done, how, ctx)
+
+
+def run_code(args: Any, ctx: ToolContext) -> ToolResult:
+    from tools.shell.process import run as run_process
+
+    program, suffix = _INTERPRETERS[args.language]
+    if shutil.which(program) is None:
+        raise ToolError(f"{args.language} code needs `{program}`, which is not installed")
+    folder = Path(tempfile.mkdtemp(prefix="deskhand-code-"))
+    try:
+        script = folder / f"snippet{suffix}"
+        script.write_text(args.code, "utf-8")
+        _, how = sandbox_state(ctx)
+        argv = _argv([program, script.name], ctx, folder, [folder], args.network)
+        done = run_process(
+            argv,
+            cwd=folder,
+            env=_environment(ctx),
+            timeout=_timeout(args, ctx),
+            cancel=ctx.cancel_event,
+            on_output=_streamer(ctx),
+        )
+        return _result(f"{program} {script.name}", folder, done, how, ctx)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def start_command(args: Any, ctx: ToolContext) -> ToolResult:
+    folder, problem = working_folder(args, ctx)
+    if folder is None:
+        raise ToolError(problem or "no folder to run in")
+    _, how = sandbox_state(ctx)
+    argv = _argv([*BASH, args.command], ctx, folder, _roots(ctx), args.network, keep=args.keep)
+    processes = background()
+    env = _environment(ctx)
+    # started from one thread that lives as long as Deskhand: a sandboxed command dies with
+    # the thread that started it (bubblewrap's --die-with-parent), not with a pool thread
+    ident = _SPAWNER.submit(
+        processes.start,
+        argv,
+        cwd=folder,
+        env=env,
+        label=args.label or args.command[:80],
+        command=args.command,
+    ).result()
+    if args.keep:
+        processes.keep(ident, True)
+    return ToolResult(
+        ok=True,
+        content=f"started background command {ident} in {folder} ({how}); "
+        "read its output with shell_read",
+        data={"id": ident, "folder": str(folder), "sandboxed": how.startswith("sandboxed")},
+    )
+
+
+def list_commands(args: Any, ctx: ToolContext) -> ToolResult:
+    found = background().list()
+    if not found:
+        return ToolResult(ok=True, content="no background commands", data={"processes": []})
+    lines = []
+    for info in found:
+        state = "running" if info.running else f"ended (exit code {info.exit_code})"
+        lines.append(f"{info.id}  {state}  in {info.cwd}: {info.command}")
+    return ToolResult(
+        ok=True,
+        content="\n".join(lines),
+        data={"processes": [_info_json(i) for i in found]},
+    )
+
+
+def _info_json(info: Any) -> dict[str, Any]:
+    return {
+        "id": info.id,
+        "label": info.label,
+        "command": info.command,
+        "folder": str(info.cwd),
+        "running": info.running,
+        "exit_code": info.exit_code,
+    }
+
+
+def _known(ident: str) -> Any:
+    for info in background().list():
+        if info.id == ident:
+            return info
+    raise ToolError(f"there is no background command {ident!r} (see shell_list)")
+
+
+def read_output(args: Any, ctx: ToolContext) -> ToolResult:
+    from tools.shell.process import plain
+
+    _known(args.id)
+    background().wait(args.id, 1.0)  # a moment for output the command is about to print
+    info = _known(args.id)
+    text = plain(background().read(args.id, args.max_bytes))
+    state = "running" if info.running else f"ended with exit code {info.exit_code}"
+    return ToolResult(
+        ok=True,
+        content=(text.rstrip() + "\n" if text.strip() else "(no new output)\n") + f"[{state}]",
+        data={"id": args.id, "running": info.running, "exit_code": info.exit_code},
+    )
+
+
+def send_input(args: Any, ctx: ToolContext) -> ToolResult:
+    info = _known(args.id)
+    if not info.running:
+        raise ToolError(f"background command {args.id} has ended (exit code {info.exit_code})")
+    try:
+        background().send(args.id, args.text)
+    except ProcessLookupError:
+        raise ToolError(f"background command {args.id} has ended") from None
+    except TimeoutError:
+        raise ToolError(f"background command {args.id} is not reading its input") from None
+    return ToolResult(ok=True, content=f"typed {len(args.text)} characters into {args.id}")
+
+
+def stop_command(args: Any, ctx: ToolContext) -> ToolResult:
+    _known(args.id)
+    info = background().stop(args.id)
+    return ToolResult(
+        ok=True,
+        content=f"stopped background command {args.id} and everything it started "
+        f"(exit code {info.exit_code})",
+        data=_info_json(info),
+    )
