@@ -226,44 +226,55 @@ def test_code_runs_in_a_fresh_folder(llm, world, capsys):
     assert "snippet.py" in result["content"]
 
 
+def next_background_id() -> str:
+    """The id the next shell_start gets (ids count up for the life of the process)."""
+    from tools.shell.tools import background
+
+    return f"bg{background()._count + 1}"
+
+
 def test_background_commands_start_read_send_and_stop(llm, world, capsys):
     from tools.shell.tools import background
 
+    ident = next_background_id()
     llm.add(tool_calls(("c1", "shell_start", {"command": "echo ready; cat", "label": "echo"})))
-    llm.add(text("started"))
-    [started] = results(ask(llm, world["home"], "--yes", capsys=capsys))
-    assert started["ok"], started
-    ident = started["content"].split()[3]
-    assert background().info(ident).running
     llm.add(tool_calls(("c2", "shell_read", {"id": ident})))
     llm.add(tool_calls(("c3", "shell_send", {"id": ident, "text": "hello there\n"})))
     llm.add(tool_calls(("c4", "shell_read", {"id": ident})))
     llm.add(tool_calls(("c5", "shell_list", {})))
     llm.add(tool_calls(("c6", "shell_stop", {"id": ident})))
     llm.add(text("done"))
-    read, sent, echoed, listed, stopped = results(
+    started, read, sent, echoed, listed, stopped = results(
         ask(llm, world["home"], "--yes", capsys=capsys)
     )
+    assert started["ok"] and ident in started["content"], started
     assert "ready" in read["content"] and "[running]" in read["content"]
     assert sent["ok"] and "hello there" in echoed["content"]
     assert ident in listed["content"] and "echo ready; cat" in listed["content"]
     assert stopped["ok"] and not background().info(ident).running
 
 
-def test_typing_into_a_background_command_always_asks(llm, world, capsys):
+def test_background_commands_end_when_deskhand_quits(llm, world, capsys):
     from tools.shell.tools import background
 
-    llm.add(tool_calls(("c1", "shell_start", {"command": "cat"})))
+    ident = next_background_id()
+    llm.add(tool_calls(("c1", "shell_start", {"command": "sleep 600"})))
     llm.add(text("started"))
     [started] = results(ask(llm, world["home"], "--yes", capsys=capsys))
-    ident = started["content"].split()[3]
-    try:
-        (world["home"] / "rules.json").write_text(json.dumps({"version": 1, "rules": [
-            {"tool": "shell_send", "decision": "allow"}  # even a broad rule does not cover it
-        ]}))
-        llm.add(tool_calls(("c2", "shell_send", {"id": ident, "text": "rm -rf ~\n"})))
-        llm.add(text("done"))
-        [sent] = results(ask(llm, world["home"], capsys=capsys))
-        assert not sent["ok"]
-    finally:
-        background().stop(ident)
+    assert started["ok"], started
+    assert not background().info(ident).running  # the run ended, and its command with it
+
+
+def test_typing_into_a_background_command_always_asks(llm, world, capsys):
+    (world["home"] / "rules.json").write_text(json.dumps({"version": 1, "rules": [
+        {"tool": "shell_start", "matcher": {"kind": "command", "value": "cat"},
+         "decision": "allow"},
+        {"tool": "shell_send", "decision": "allow"},  # even a broad rule does not cover it
+    ]}))
+    ident = next_background_id()
+    llm.add(tool_calls(("c1", "shell_start", {"command": "cat"})))
+    llm.add(tool_calls(("c2", "shell_send", {"id": ident, "text": "rm -rf ~\n"})))
+    llm.add(text("done"))
+    started, sent = results(ask(llm, world["home"], capsys=capsys))  # nobody to ask
+    assert started["ok"], started
+    assert not sent["ok"]

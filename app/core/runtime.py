@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.resources
 import logging
+import sys
 import threading
 from functools import cached_property
 from pathlib import Path
@@ -323,6 +324,9 @@ class Runtime:
             raise ToolError(str(exc)) from None
 
     def close(self) -> None:
+        shell = sys.modules.get("tools.shell.tools")
+        if shell is not None and shell._background is not None:
+            shell._background.stop_all()  # background commands end with Deskhand (unless kept)
         if "runner" in self.__dict__:
             self.runner.shutdown()
         if "mcp" in self.__dict__:
