@@ -278,3 +278,22 @@ def test_typing_into_a_background_command_always_asks(llm, world, capsys):
     started, sent = results(ask(llm, world["home"], capsys=capsys))  # nobody to ask
     assert started["ok"], started
     assert not sent["ok"]
+
+
+def test_javascript_runs_with_node_and_says_when_there_is_none(llm, world, capsys, monkeypatch):
+    from tests.test_mcp_reference import NODE, _installed
+
+    _installed()  # Node 22 from the npm package scripts/test.sh installs
+    code = "console.log([1, 2, 3].map((x) => x * 2).join(','))"
+    monkeypatch.setenv("PATH", f"{NODE.parent}{os.pathsep}{os.environ['PATH']}")
+    llm.add(tool_calls(("c1", "shell_code", {"language": "javascript", "code": code})))
+    llm.add(text("done"))
+    [ran] = results(ask(llm, world["home"], "--yes", capsys=capsys))
+    assert ran["ok"] and "2,4,6" in ran["content"], ran
+    monkeypatch.setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+    if any(Path(d, "node").exists() for d in ("/usr/bin", "/bin", "/usr/sbin", "/sbin")):
+        return  # a system Node answers here; the message below is for machines without one
+    llm.add(tool_calls(("c2", "shell_code", {"language": "javascript", "code": code})))
+    llm.add(text("done"))
+    [missing] = results(ask(llm, world["home"], "--yes", capsys=capsys))
+    assert not missing["ok"] and "needs `node`, which is not installed" in missing["content"]

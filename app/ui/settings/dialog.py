@@ -36,16 +36,27 @@ from app.ui.settings.providers_page import ProvidersPage
 from app.ui.settings.rules_page import RulesPage
 from app.ui.settings.skills_page import SkillsPage
 from app.ui.settings.sources_page import SourcesPage
+from app.ui.settings.terminal_page import TerminalPage
 from app.ui.settings.tools_page import ToolsPage
 from app.ui.settings.widgets import muted_label, role_label
 
 PageKey = Literal[
-    "providers", "integrations", "tools", "rules", "mcp", "sources", "skills", "memory", "general"
+    "providers",
+    "integrations",
+    "tools",
+    "terminal",
+    "rules",
+    "mcp",
+    "sources",
+    "skills",
+    "memory",
+    "general",
 ]
 PAGE_KEYS: tuple[PageKey, ...] = (
     "providers",
     "integrations",
     "tools",
+    "terminal",
     "rules",
     "mcp",
     "sources",
@@ -57,6 +68,7 @@ NAV_TITLES = {
     "providers": "Providers",
     "integrations": "Integrations",
     "tools": "Tools",
+    "terminal": "Terminal",
     "rules": "Rules",
     "mcp": "MCP servers",
     "sources": "Sources",
@@ -84,6 +96,7 @@ class SettingsDialog(QDialog):
         self.providers = ProvidersPage(runtime)
         self.integrations = IntegrationsPage(runtime)
         self.tools = ToolsPage(runtime)
+        self.terminal = TerminalPage(runtime)
         self.rules = RulesPage(runtime)
         self.mcp = McpPage(runtime)
         self.sources = SourcesPage(runtime)
@@ -94,6 +107,7 @@ class SettingsDialog(QDialog):
             "providers": self.providers,
             "integrations": self.integrations,
             "tools": self.tools,
+            "terminal": self.terminal,
             "rules": self.rules,
             "mcp": self.mcp,
             "sources": self.sources,
@@ -238,6 +252,7 @@ class SettingsDialog(QDialog):
             self.providers.cancel_tasks()
             self.integrations.cancel_tasks()
             self.skills.cancel_tasks()
+            self.terminal.cancel_tasks()
         super().done(result)
 
 

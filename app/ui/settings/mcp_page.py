@@ -67,7 +67,7 @@ from app.core.settings import Settings
 from app.core.visible import visible
 from app.ui.settings.account_list import DETAIL_ROLE, AccountDelegate
 from app.ui.settings.mcp_signin import NEEDS_SIGN_IN, SignInPanel, is_failure
-from app.ui.settings.page import Patch, SettingsPage, in_thread
+from app.ui.settings.page import Patch, SettingsPage, in_thread, spawn
 from app.ui.settings.widgets import (
     ROW_HEIGHT,
     form_label,
@@ -618,13 +618,7 @@ class McpPage(SettingsPage):
         return label
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
-        try:
-            task = asyncio.ensure_future(coro)
-        except RuntimeError:  # no event loop any more: the app is closing
-            coro.close()
-            return
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        spawn(self._tasks, coro)
 
     # -- loading and showing --
 

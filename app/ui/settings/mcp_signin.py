@@ -24,7 +24,7 @@ from app.core.mcp.secret_access import SecretAccess, forget_sign_in, has_sign_in
 from app.core.mcp.status import ServerState, Status
 from app.core.runtime import Runtime
 from app.core.visible import visible
-from app.ui.settings.page import in_thread
+from app.ui.settings.page import in_thread, spawn
 from app.ui.settings.widgets import plural, set_role
 
 log = logging.getLogger(__name__)
@@ -168,14 +168,7 @@ class SignInPanel(QWidget):
             self._refresh()
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any] | None:
-        try:
-            task = asyncio.ensure_future(coro)
-        except RuntimeError:  # no event loop any more: the app is closing
-            coro.close()
-            return None
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
+        return spawn(self._tasks, coro)
 
     # -- the manager, on worker threads --
 

@@ -4,7 +4,7 @@ run blocking calls (keyring, file I/O) off the GUI thread."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from PySide6.QtWidgets import QWidget
@@ -36,3 +36,18 @@ async def in_thread(fn: Callable[..., T], *args: Any) -> T:
     # qasync may step a task Qt started before the loop "runs" (e.g. from a showEvent):
     # the loop set for this thread is the one that steps it either way
     return await asyncio.get_event_loop().run_in_executor(None, fn, *args)
+
+
+def spawn(
+    tasks: set[asyncio.Task[Any]], coro: Coroutine[Any, Any, Any]
+) -> asyncio.Task[Any] | None:
+    """Run `coro` as a task kept in `tasks` until it ends (so a page can cancel what it
+    started when the dialog closes); None when the loop is gone (the app is closing)."""
+    try:
+        task = asyncio.ensure_future(coro)
+    except RuntimeError:  # no event loop any more
+        coro.close()
+        return None
+    tasks.add(task)
+    task.add_done_callback(tasks.discard)
+    return task
