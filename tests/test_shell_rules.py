@@ -126,3 +126,23 @@ def test_always_allow_proposes_a_prefix_per_command_and_adds_them_all() -> None:
     book = RuleBook(None)
     book.add_many(proposal.rules)
     assert decision(book, subject) is RuleDecision.ALLOW
+
+
+def test_a_line_with_too_many_commands_gets_no_always_allow() -> None:
+    from app.core.pipeline import MAX_COMMAND_RULES, CallFacts, _proposals
+    from tools.registry import ToolSource
+    from tools.shell.manifest import MANIFESTS
+    from tools.spec import Escalation
+
+    manifest = next(m for m in MANIFESTS if m.name == TOOL)
+
+    def proposals(count: int) -> list:
+        parts = tuple(part("tool" + str(i), "run") for i in range(count))
+        facts = CallFacts(
+            manifest=manifest, params=None, source=ToolSource("builtin", "builtin"),
+            trusted=True, subject=line(*parts), escalation=Escalation("runs a command"),
+        )
+        return _proposals(facts)
+
+    assert len(proposals(2)) == 1 and len(proposals(2)[0].rules) == 2
+    assert proposals(MAX_COMMAND_RULES + 1) == []  # the card could not name them all

@@ -26,7 +26,9 @@ from tests.conftest import service_unavailable
 from tools.fs.protected import catalogue_paths
 from tools.shell import sandbox
 from tools.shell.sandbox import (
+    REPOSITORY_SCAN_MAX_FOLDERS,
     SandboxUnavailable,
+    autorun_readonly,
     bwrap_argv,
     macos_profile,
     probe,
@@ -104,6 +106,7 @@ def _sh(
     network: bool = False,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
+    readonly: Sequence[Path] = (),
 ) -> subprocess.CompletedProcess[str]:
     folder = place.project if cwd is None else cwd
     argv = wrap(
@@ -112,6 +115,7 @@ def _sh(
         writable=[place.project] if writable is None else writable,
         hidden=place.hidden() if hidden is None else hidden,
         network=network,
+        readonly=readonly,
     )
     return subprocess.run(
         argv,
@@ -431,6 +435,158 @@ def test_killing_bwrap_ends_everything_inside(bubblewrap: None, place: Place) ->
     assert _marked(marker) == []
 
 
+# ---- read-only places inside writable folders -------------------------------------------------
+
+FSMONITOR = "[core]\n\tfsmonitor = touch pwned\n"
+
+
+def _git(place: Place, folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        ["git", "-c", "user.name=u", "-c", "user.email=u@x", *args],
+        cwd=folder,
+        env=place.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def _guarded(place: Place, script: str, folder: Path | None = None) -> str:
+    """Run `script` with the project writable and its auto-run places read-only; its stderr."""
+    readonly = autorun_readonly([place.project], place.home)
+    return _sh(place, script, cwd=folder, readonly=readonly).stderr
+
+
+def _plant(where: str) -> str:
+    return (
+        f"printf '{FSMONITOR}' >> {where}/.git/config; "
+        f"echo 'touch pwned' > {where}/.git/hooks/post-checkout; "
+        f"echo x > {where}/.git/info/attributes; "
+        f"mv {where}/.git {where}/moved; "
+    )
+
+
+def test_git_config_and_hooks_stay_read_only_in_a_writable_project(
+    bubblewrap: None, place: Place
+) -> None:
+    """What code in the sandbox writes there runs later outside it, at the user's `git status`."""
+    _git(place, place.project, "init", "-q")
+    config = (place.project / ".git" / "config").read_text()
+    stderr = _guarded(
+        place,
+        _plant(".") + "echo built > out.txt && git add out.txt && "
+        "git -c user.name=u -c user.email=u@x commit -qm built",
+    )
+    assert stderr.count("Read-only file system") == 3, stderr
+    assert "Device or resource busy" in stderr  # .git cannot be renamed away either
+    assert (place.project / ".git" / "config").read_text() == config
+    assert not (place.project / ".git" / "hooks" / "post-checkout").exists()
+    assert not (place.project / ".git" / "info" / "attributes").exists()
+    assert (place.project / "out.txt").read_text() == "built\n"  # the project stays writable
+    assert _git(place, place.project, "log", "--format=%s").stdout == "built\n"  # git works
+    _git(place, place.project, "status")
+    assert not (place.project / "pwned").exists()
+
+
+def test_the_same_writes_succeed_without_readonly(bubblewrap: None, place: Place) -> None:
+    """The control: the project's git folder is writable when nothing is kept read-only."""
+    _git(place, place.project, "init", "-q")
+    done = _sh(place, _plant("."))
+    assert done.returncode == 0, done.stderr
+    assert "fsmonitor" in (place.project / "moved" / "config").read_text()
+
+
+def test_a_nested_repository_two_levels_down_is_protected(bubblewrap: None, place: Place) -> None:
+    nested = place.project / "libs" / "vendored"
+    nested.mkdir(parents=True)
+    _git(place, nested, "init", "-q")
+    config = (nested / ".git" / "config").read_text()
+    stderr = _guarded(place, _plant("libs/vendored") + "mv libs elsewhere; echo ok > libs/new")
+    assert stderr.count("Read-only file system") == 3, stderr
+    assert stderr.count("Device or resource busy") == 2, stderr  # the folders above are pinned
+    assert (nested / ".git" / "config").read_text() == config
+    assert not (nested / ".git" / "hooks" / "post-checkout").exists()
+    assert (place.project / "libs" / "new").read_text() == "ok\n"
+    _git(place, nested, "status")
+    assert not (nested / "pwned").exists()
+
+
+def test_a_gitfile_and_the_folder_it_names_are_protected(bubblewrap: None, place: Place) -> None:
+    """A worktree-style `.git` file: rewritten, it could name a folder with any config."""
+    _git(place, place.project, "init", "-q")
+    linked = place.project / "linked"
+    _git(place, place.project, "commit", "-q", "--allow-empty", "-m", "first")
+    _git(place, place.project, "worktree", "add", "-q", str(linked))
+    gitfile = (linked / ".git").read_text()
+    stderr = _guarded(
+        place, "echo 'gitdir: ../evil' > linked/.git; " + _plant("."), folder=place.project
+    )
+    assert stderr.count("Read-only file system") == 4, stderr
+    assert (linked / ".git").read_text() == gitfile
+
+
+def test_the_repository_walk_is_bounded(bubblewrap: None, place: Place) -> None:
+    """Depth, skipped folders and the folder budget: only the reachable repositories count."""
+    deep = place.project / "a" / "b" / "c" / "d"
+    shallow = place.project / "a" / "b" / "c"
+    skipped = place.project / "node_modules" / "pkg"
+    for folder in (deep, skipped):
+        folder.mkdir(parents=True)
+        _git(place, folder, "init", "-q")
+    found = autorun_readonly([place.project], place.home)
+    assert found == []  # nothing at the root or within three levels
+    _git(place, shallow, "init", "-q")
+    assert shallow / ".git" / "config" in autorun_readonly([place.project], place.home)
+    for index in range(REPOSITORY_SCAN_MAX_FOLDERS):
+        (place.project / f"_{index:03}").mkdir()  # looked into before "a"
+    assert autorun_readonly([place.project], place.home) == []
+
+
+def test_start_up_files_and_path_folders_inside_a_writable_folder(
+    bubblewrap: None, place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the whole home writable, ~/.bashrc and a folder on $PATH stay read-only."""
+    bashrc = place.home / ".bashrc"
+    bashrc.write_text("# mine\n")
+    tools = place.home / "bin"
+    tools.mkdir()
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ.get('PATH', '')}")
+    found = autorun_readonly([place.home], place.home)
+    assert bashrc in found and tools in found and place.home not in found
+    readonly = autorun_readonly([place.home], place.home)
+    script = "echo evil >> $HOME/.bashrc; echo evil > $HOME/bin/ls; echo ok > $HOME/fine.txt"
+    done = _sh(place, script, writable=[place.home], readonly=readonly)
+    assert done.stderr.count("Read-only file system") == 2, done.stderr
+    assert bashrc.read_text() == "# mine\n" and not (tools / "ls").exists()
+    assert (place.home / "fine.txt").read_text() == "ok\n"
+
+
+def test_readonly_places_outside_writable_folders_are_not_bound(tmp_path: Path) -> None:
+    """They are read-only already; one under /tmp must not show through the private /tmp."""
+    project = tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    argv = bwrap_argv(
+        "bwrap",
+        ["true"],
+        cwd=project,
+        writable=[project],
+        hidden=[],
+        network=False,
+        environ={},
+        readonly=[project / "sub", outside, project / "missing"],
+    )
+    real = project.resolve()
+    assert str(outside.resolve()) not in argv
+    assert str(real / "missing") not in argv
+    sub = argv.index(str(real / "sub"))
+    assert argv[sub - 1] == "--ro-bind" and sub > argv.index(str(real))
+
+
 # ---- macOS: the profile -----------------------------------------------------------------------
 
 
@@ -442,10 +598,19 @@ def test_macos_profile_text() -> None:
     assert lines.index('(allow file-write* (subpath (param "W0")))') < allow_w
     hide = lines.index('(deny file-read* file-write* (subpath (param "H0")))')
     assert hide > allow_w  # last match wins: hidden beats writable
+    git = lines.index(
+        '(deny file-write* (regex #"/\\.git(/(modules/.+/)?(config|hooks|info|commondir)|$)"))'
+    )
+    assert allow_w < git < hide  # a repository's config and hooks are never writable
     assert lines[-1] == "(deny network*)"
     assert '(subpath (param "TMP"))' in text and '(literal "/dev/null")' in text
     assert "H1" not in text and "W2" not in text
     assert "(deny network*)" not in macos_profile(0, 0, network=True)
+    assert "R0" not in text
+    with_readonly = macos_profile(1, 1, network=True, readonly=2).splitlines()
+    denied = with_readonly.index('(deny file-write* (subpath (param "R1")))')
+    assert with_readonly.index('(allow file-write* (subpath (param "W0")))') < denied
+    assert denied < with_readonly.index('(deny file-read* file-write* (subpath (param "H0")))')
 
 
 def test_sandbox_exec_command_line(tmp_path: Path) -> None:
@@ -474,5 +639,16 @@ def test_sandbox_exec_command_line(tmp_path: Path) -> None:
         f"H1={(home / '.aws').resolve()}",
     ]
     assert argv[-2:] == ["/bin/echo", "hi"]
+    argv = sandbox_exec_argv(
+        "/usr/bin/sandbox-exec",
+        ["/bin/echo"],
+        writable=[real],
+        hidden=[],
+        network=False,
+        temp=tmp_path,
+        readonly=[real / ".git" / "config", real / ".git" / "config"],
+    )
+    assert argv[2] == macos_profile(1, 0, network=False, readonly=1)
+    assert argv[3:-1][-1] == f"R0={(real / '.git' / 'config').resolve()}"
     with pytest.raises(ValueError):
         sandbox_exec_argv("/usr/bin/sandbox-exec", ["-x"], writable=[], hidden=[], network=False)

@@ -610,6 +610,11 @@ def _proposals(facts: CallFacts) -> list[Proposal]:
     return out
 
 
+#: "Always allow" on a command line adds at most this many prefix rules (all named on the
+#: card); a longer line gets no such offer.
+MAX_COMMAND_RULES = 6
+
+
 def _command_proposals(facts: CallFacts, make: Callable[[Matcher], Rule]) -> list[Proposal]:
     """One proposal for a command line: a prefix rule per distinct simple command (bound to
     the folder for commands that run code the model can write; with the network when the
@@ -619,6 +624,8 @@ def _command_proposals(facts: CallFacts, make: Callable[[Matcher], Rule]) -> lis
     rules: list[Rule] = []
     shown: list[str] = []
     for part in subject.commands:
+        if not part.prefix:  # nothing a rule could safely name (code from its input…)
+            return []
         matcher = Matcher(
             kind="command",
             value=part.prefix,
@@ -630,10 +637,10 @@ def _command_proposals(facts: CallFacts, make: Callable[[Matcher], Rule]) -> lis
         rules.append(make(matcher))
         where = f" in {_short(folder)}" if part.in_folder and folder else ""
         shown.append(f"“{part.prefix}”{where}")
-    if not rules:
-        return []
     net = ", with the network" if subject.network else ""
     label = f"{facts.manifest.name} for {', '.join(shown)}{net}"
+    if not rules or len(rules) > MAX_COMMAND_RULES or len(label) > 200:
+        return []  # the card must be able to name every rule it would add
     return [Proposal(label, rules[0], tuple(rules[1:]))]
 
 

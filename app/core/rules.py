@@ -351,8 +351,9 @@ class RuleBook:
             if hit is not None:
                 return hit
         if all(e.decision is RuleDecision.ALLOW for e in found):
-            narrow = [e for e in found if e.narrow]
-            return narrow[0] if narrow else found[0]
+            # narrow only when every part is: a broad rule must not ride on a narrow one
+            broad = [e for e in found if not e.narrow]
+            return broad[0] if broad else found[0]
         return Evaluation(None)
 
     # ---- changes -----------------------------------------------------------------

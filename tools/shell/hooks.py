@@ -17,22 +17,75 @@ from typing import Any
 from tools.spec import CommandPart, Escalation, Subject, ToolContext
 from tools.summary_text import quoted
 
+#: Options that point a program at another folder or project than the working folder: a
+#: rule bound to a folder must not follow them (`make -C ../other`).
+ELSEWHERE_OPTIONS: dict[str, tuple[str, ...]] = {
+    "make": ("-C", "--directory", "-f", "--file", "--makefile", "-I", "--include-dir"),
+    "npm": ("--prefix", "-C", "--cwd", "--dir", "-w", "--workspace"),
+    "yarn": ("--cwd", "--prefix"),
+    "pnpm": ("-C", "--dir", "--prefix", "--filter", "-F"),
+    "bun": ("--cwd",),
+    "cargo": ("--manifest-path", "-C", "--config", "-Z"),
+    "go": ("-C", "-modfile"),
+    "mvn": ("-f", "--file"),
+    "gradle": ("-p", "--project-dir", "-b", "--build-file", "-c", "--settings-file"),
+    "pytest": ("--rootdir", "-c", "--confcutdir", "-p", "--override-ini", "-o"),
+    "tox": ("-c", "--conf", "--workdir"),
+    "just": ("-f", "--justfile", "-d", "--working-directory"),
+}
+#: Forms of git's own options (kept in `via` by the parser) that choose another repository.
+GIT_ELSEWHERE = ("git -C", "git --git-dir", "git --work-tree", "git --exec-path", "git --namespace")
+
+#: Prefixes that make a part's text match no rule (the call then asks).
+UNCOVERABLE = "$(cannot be allowed by a rule: {why}) "
+
+
+def _elsewhere(command: Any) -> bool:
+    words = list(command.words)
+    if not words:
+        return False
+    program = words[0].rsplit("/", 1)[-1]
+    options = ELSEWHERE_OPTIONS.get(program, ())
+    for word in words[1:]:
+        if any(word == o or word.startswith(o + "=") for o in options):
+            return True
+        if any(
+            o.startswith("-")
+            and not o.startswith("--")
+            and word.startswith(o)
+            and len(word) > len(o)
+            for o in options
+            if len(o) == 2
+        ):
+            return True  # -C../other
+    return any(str(v).startswith(GIT_ELSEWHERE) for v in command.via)
+
 
 def part_of(command: Any) -> CommandPart:
-    """One parsed simple command as rules see it: its words, quoted; with a risky
-    assignment in front (or words not known before it runs) no prefix can match it."""
-    from tools.shell.danger import runs_model_code
-    from tools.shell.parse import _risky, proposal_prefix
+    """One parsed simple command as rules see it: its words, quoted. No prefix can match it
+    when a risky assignment comes in front, when words are not known before it runs, when it
+    writes where its program does not imply (a redirect, `find -delete`), when it points at
+    another folder (`make -C`, `git -C`), or when an interpreter reads its program from its
+    input (a rule for `python3` would cover any code)."""
+    from tools.shell import danger, parse
 
     words = list(command.words)
-    risky = [a for a in command.assignments if _risky(a.split("=", 1)[0].rstrip("+"))]
+    risky = [a for a in command.assignments if parse._risky(a.split("=", 1)[0].rstrip("+"))]
     text = shlex.join([*risky, *words]) if words else ""
+    why = None
     if command.dynamic or not words:
-        text = "$(not known before it runs) " + text  # never matches a prefix
+        why = "words not known before it runs"
+    elif danger.writes_beyond_program(command):
+        why = "it writes files through a redirect or an output option"
+    elif _elsewhere(command):
+        why = "it points at another folder or project"
+    elif parse.reads_program_from_stdin(command):
+        why = "its program comes from its input"
+    prefix = parse.proposal_prefix(command) if words and why is None else ""
     return CommandPart(
-        text=text,
-        prefix=proposal_prefix(command) if words else "",
-        in_folder=runs_model_code(command),
+        text=(UNCOVERABLE.format(why=why) + text) if why else text,
+        prefix=prefix,
+        in_folder=danger.runs_model_code(command),
     )
 
 
@@ -125,6 +178,8 @@ def escalate(args: Any, ctx: ToolContext) -> Escalation | None:
     reasons = _never(args, folder, ctx)
     if getattr(args, "keep", False):
         reasons.append("it keeps running after Deskhand quits")
+    if network:  # the network namespace is shared: local services, the desktop's sockets
+        reasons.append("it may use the network (data may leave the machine)")
     if not sandboxed:
         reasons.append(f"it would run without a sandbox: {why}")
     if reasons:
@@ -134,16 +189,22 @@ def escalate(args: Any, ctx: ToolContext) -> Escalation | None:
 
 
 def _never(args: Any, folder: Path, ctx: ToolContext) -> list[str]:
+    from tools.fs.autorun import autorun_places, classify
     from tools.fs.sandbox import Sandbox
     from tools.shell.danger import never_covered
 
     box = Sandbox.from_context(ctx)
+    places = autorun_places(box.home)
 
     def protected(path: str) -> str | None:
         hit = box.protected.match(Path(path), follow_final=False)
         return hit.label if hit is not None else None
 
-    return list(never_covered(_parsed(args), protected=protected, cwd=folder))
+    def autorun(path: str) -> str | None:
+        found = classify(Path(path), places, follow_final=False)
+        return f"{found.what}: {found.why}" if found is not None else None
+
+    return list(never_covered(_parsed(args), protected=protected, cwd=folder, autorun=autorun))
 
 
 def summary_line(args: Any, ctx: ToolContext) -> str:

@@ -65,22 +65,6 @@ RISKY_VARIABLES = frozenset(
         "_JAVA_OPTIONS",
         "JDK_JAVA_OPTIONS",
         "CLASSPATH",
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_EXEC_PATH",
-        "GIT_SSH",
-        "GIT_SSH_COMMAND",
-        "GIT_PAGER",
-        "GIT_EDITOR",
-        "GIT_ASKPASS",
-        "GIT_EXTERNAL_DIFF",
-        "GIT_PROXY_COMMAND",
-        "GIT_CONFIG",
-        "GIT_CONFIG_GLOBAL",
-        "GIT_CONFIG_SYSTEM",
-        "GIT_CONFIG_PARAMETERS",
-        "GIT_CONFIG_COUNT",
-        "GIT_TEMPLATE_DIR",
         "SSH_ASKPASS",
         "SUDO_ASKPASS",
         "PAGER",
@@ -92,9 +76,6 @@ RISKY_VARIABLES = frozenset(
         "HOME",
         "TMPDIR",
         "XDG_CONFIG_HOME",
-        "npm_config_script_shell",
-        "NPM_CONFIG_SCRIPT_SHELL",
-        "npm_config_node_options",
         "MAKEFLAGS",
         "MFLAGS",
         "CC",
@@ -105,9 +86,12 @@ RISKY_VARIABLES = frozenset(
         "CARGO_BUILD_RUSTC_WRAPPER",
         "GOFLAGS",
         "OPENSSL_CONF",
+        "GCONV_PATH",
     }
 )
-_RISKY_PREFIXES = ("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_", "BASH_FUNC_", "LD_", "DYLD_")
+#: Every GIT_* variable counts (GIT_SEQUENCE_EDITOR, GIT_SSH_COMMAND… run programs), and
+#: every npm setting (npm_config_script_shell, npm_config_git…).
+_RISKY_PREFIXES = ("GIT_", "BASH_FUNC_", "LD_", "DYLD_", "npm_config_", "NPM_CONFIG_")
 
 #: Programs that take a shell command line as a string with -c.
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh", "rbash"})
@@ -131,6 +115,65 @@ _CODE_OPTIONS = {
     "compgen": "-C",
     "mapfile": "-C",
     "readarray": "-C",
+}
+
+
+@dataclass(frozen=True)
+class _Exec:
+    """Options of a program that make it run another program (a hit is a problem).
+
+    Long options count abbreviated too (`--to-com=…`, getopt accepts it), except words in
+    `exact` that are options of their own. `short` holds option letters (or letter pairs,
+    zip's -TT) found in a cluster (`-vo X`, `-oX`); when `valued` is given, a cluster stops
+    at its first letter that takes a value (the rest is that value), else every letter of
+    it counts."""
+
+    long: tuple[str, ...] = ()
+    short: tuple[str, ...] = ()
+    valued: str | None = None
+    exact: frozenset[str] = frozenset()
+    #: An argument starting with '+' is a command (less +!cmd).
+    plus: bool = False
+    #: The first argument may be bundled letters without '-' (`tar xIf prog a.tar`).
+    bundled: bool = False
+
+
+_SSH_VALUED = "BbcDEeFIiJLlmOoPpQRSWw"
+#: Programs whose options run other programs: none of them is unwrapped (the line asks).
+_EXEC_OPTIONS: dict[str, _Exec] = {
+    "tar": _Exec(
+        long=(
+            "--checkpoint-action",
+            "--to-command",
+            "--use-compress-program",
+            "--rsh-command",
+            "--rmt-command",
+            "--info-script",
+            "--new-volume-script",
+        ),
+        short=("I", "F"),
+        valued="bCfFgHIKLNTVX",
+        exact=frozenset({"--checkpoint"}),
+        bundled=True,
+    ),
+    "zip": _Exec(long=("--unzip-command",), short=("TT",)),
+    "sort": _Exec(long=("--compress-program",)),
+    "rg": _Exec(long=("--pre",)),
+    "ssh": _Exec(short=("o", "F", "S"), valued=_SSH_VALUED),
+    "scp": _Exec(short=("o", "F", "S", "D"), valued="cDFiJloPSX"),
+    "sftp": _Exec(short=("o", "F", "S", "D"), valued="BbcDFiJloPRSsX"),
+    "rsync": _Exec(long=("--rsh", "--rsync-path"), short=("e",), valued="BefTM@"),
+    "less": _Exec(plus=True),
+    "more": _Exec(plus=True),
+    "man": _Exec(long=("--pager", "--html"), short=("P", "H")),
+    "git": _Exec(long=("--ext-diff", "--extcmd", "--upload-pack", "--receive-pack", "--exec")),
+}
+#: git subcommands that run a command they are given.
+_GIT_RUNS = {
+    "bisect": "run",
+    "submodule": "foreach",
+    "filter-branch": "",
+    "filter-repo": "",
 }
 #: Builtins that take variable names: a name like 'a[$(cmd)]' runs cmd (array subscripts).
 _NAME_TAKERS = frozenset(
@@ -1026,6 +1069,9 @@ class _Walker:
         option = _CODE_OPTIONS.get(program)
         if option is not None and any(v.startswith(option) for v in values[1:]):
             self.problem(f"{program} {option} runs a command or changes what a name runs")
+        hit = _exec_option(program, values)
+        if hit is not None:
+            self.problem(f"'{program} {_short(hit, 30)}' makes {program} run another program")
         if program == "let":
             self.arithmetic_reads = True
         if (
@@ -1516,6 +1562,66 @@ def _risky(name: str) -> bool:
     return name in RISKY_VARIABLES or name.startswith(_RISKY_PREFIXES)
 
 
+def _exec_option(program: str, values: Sequence[str]) -> str | None:
+    """The first argument that makes `program` run another program, if any."""
+    if program == "git":
+        hit = _git_runs(values)
+        if hit is not None:
+            return hit
+    spec = _EXEC_OPTIONS.get(program)
+    if spec is None:
+        return None
+    for index, value in enumerate(values[1:], start=1):
+        if value == "--" and not spec.plus:
+            break
+        if spec.plus and value.startswith("+"):
+            return value
+        if value.startswith("--"):
+            if _long_hit(value.split("=", 1)[0], spec):
+                return value
+        elif (value.startswith("-") or (spec.bundled and index == 1)) and _cluster_hit(
+            value.lstrip("-"), spec
+        ):
+            return value
+    return None
+
+
+def _long_hit(name: str, spec: _Exec) -> bool:
+    """`name` is one of spec's long options, or an abbreviation of one."""
+    if len(name) <= 3 or name in spec.exact:
+        return False
+    return any(option.startswith(name) for option in spec.long)
+
+
+def _cluster_hit(letters: str, spec: _Exec) -> bool:
+    """Whether a cluster of short options (`vo`, `oProxyCommand=x`) holds one of spec's."""
+    if spec.valued is None:
+        return any(short in letters for short in spec.short)
+    for position, letter in enumerate(letters):
+        if any(letters.startswith(short, position) for short in spec.short):
+            return True
+        if letter in spec.valued:
+            return False
+    return False
+
+
+def _git_runs(values: Sequence[str]) -> str | None:
+    """`git bisect run`, `git submodule foreach`, `git rebase -x`…: commands to run."""
+    for index, value in enumerate(values[1:], start=1):
+        if value.startswith("-"):
+            continue
+        if value in _GIT_RUNS:
+            wanted = _GIT_RUNS[value]
+            if not wanted or wanted in values[index + 1 :]:
+                return f"{value} {wanted}".strip()
+        if value == "rebase":
+            for option in values[index + 1 :]:
+                if option.startswith("-") and not option.startswith("--") and "x" in option:
+                    return f"rebase {option}"
+        return None
+    return None
+
+
 def _git_key_safe(key: str) -> bool:
     return key in _GIT_SAFE_KEYS or key.startswith(_GIT_SAFE_KEY_PREFIXES)
 
@@ -1753,9 +1859,12 @@ def proposal_prefix(command: SimpleCommand) -> str:
     """What "Always allow" proposes for one approved command: the program and its
     subcommand when it has one (git status, npm test, docker ps), else the program alone;
     for interpreters their script (python build.py) or module (python -m pytest). Anything
-    unusual before the subcommand (options, values) proposes the exact command instead."""
+    unusual before the subcommand (options, values) proposes the exact command instead.
+    Nothing ("") for an interpreter reading its program from its input."""
     words = list(command.words[: command.static_prefix])
     if not words:
+        return ""
+    if reads_program_from_stdin(command):
         return ""
     program, rest = words[0], words[1:]
     name = _base(program)
@@ -1775,6 +1884,157 @@ def proposal_prefix(command: SimpleCommand) -> str:
             return shlex.join(words[:3])
         return shlex.join(words)
     return shlex.join(words[:2])
+
+
+@dataclass(frozen=True)
+class _Program:
+    """How an interpreter is told its program (letters are short options, clusterable)."""
+
+    #: Letters whose value (or the rest of the arguments) is the program: -c, -e, -m.
+    inline: str = ""
+    #: Letters whose value names the program's file (php -f FILE); '-' is its input.
+    script: str = ""
+    #: Letters taking a value, attached or as the next word.
+    valued: str = ""
+    #: Letters taking an optional value, attached only (perl -l0, ruby -W2).
+    attached: str = ""
+    #: Letters that make it read its program from input whatever follows (bash -s).
+    stdin: str = ""
+    long_inline: frozenset[str] = frozenset()
+    long_script: frozenset[str] = frozenset()
+    long_valued: frozenset[str] = frozenset()
+    #: Long options with one dash, matched whole and without case (pwsh -Command).
+    single_dash: bool = False
+    #: Options may start with '+' too (bash +o).
+    plus: bool = False
+    #: An option whose value is code, after which the arguments go on (lua -e CODE -):
+    #: without a script it reads nothing from input.
+    code_first: str = ""
+
+
+_PYTHON = _Program(inline="cm", valued="WXQ", long_valued=frozenset({"--check-hash-based-pycs"}))
+_SHELL = _Program(inline="c", stdin="s", valued="oO", plus=True,
+                  long_valued=frozenset({"--rcfile", "--init-file"}))  # fmt: skip
+_PROGRAMS: dict[str, _Program] = {
+    **dict.fromkeys(("python", "python2", "python3", "pypy", "pypy3"), _PYTHON),
+    **dict.fromkeys(("node", "nodejs"), _Program(
+        inline="ep", valued="rC",
+        long_inline=frozenset({"--eval", "--print", "--test", "--run"}),
+        long_valued=frozenset({"--require", "--import", "--input-type", "--loader",
+                               "--experimental-loader", "--conditions", "--title"}),
+    )),
+    "ruby": _Program(inline="e", valued="rICE", attached="0WTxFK",
+                     long_valued=frozenset({"--enable", "--disable", "--encoding"})),
+    "perl": _Program(inline="eE", valued="IMm", attached="0lCdDixV"),
+    "php": _Program(inline="rBRES", script="fF", valued="dczt"),
+    **dict.fromkeys(("lua", "luajit"), _Program(
+        inline="b", valued="elj", attached="O", code_first="-e")),
+    **dict.fromkeys(SHELLS, _SHELL),
+    "fish": _Program(inline="c", valued="Cd", long_inline=frozenset({"--command"}),
+                     long_valued=frozenset({"--init-command", "--debug", "--features"})),
+    "julia": _Program(inline="eE", valued="JptCL", long_inline=frozenset({"--eval", "--print"})),
+    "Rscript": _Program(inline="e"),
+    "osascript": _Program(inline="e", valued="ls"),
+    "tclsh": _Program(long_valued=frozenset({"-encoding"}), single_dash=True),
+    "pwsh": _Program(
+        single_dash=True,
+        long_inline=frozenset({"-e", "-ec", "-encodedcommand", "-cwa", "-commandwithargs"}),
+        long_script=frozenset({"-c", "-command", "-f", "-file"}),
+        long_valued=frozenset({"-workingdirectory", "-wd", "-executionpolicy", "-ex", "-ep",
+                               "-outputformat", "-of", "-o", "-inputformat", "-inf", "-if",
+                               "-settingsfile", "-configurationname", "-config",
+                               "-custompipename", "-windowstyle", "-w"}),
+    ),
+}  # fmt: skip
+
+
+def reads_program_from_stdin(command: SimpleCommand) -> bool:
+    """An interpreter that reads its program from its input (`python3 <<EOF`, `node`,
+    `perl -`, `bash -s`), or may (a word not known before it runs comes before its
+    program): no rule for it can say which code runs."""
+    if not command.words:
+        return False
+    name = _base(command.words[0])
+    if name in ("deno", "bun"):
+        return _deno_reads_input(command)
+    spec = _PROGRAMS.get(name)
+    if spec is None and name.startswith(("python3.", "python2.", "pypy3.")):
+        spec = _PYTHON
+    if spec is None:
+        return False
+    words, known = command.words, command.static_prefix
+    if known < len(words):
+        words = (*words[:known], "-")  # an unknown word may be "-" or may hide the program
+    from_input = False
+    index = 1
+    while index < len(words):
+        word = words[index]
+        if word == "-":
+            return True
+        if word == "--":
+            return _next(words, index) == "-" or from_input
+        if word.startswith("--") or (spec.single_dash and word.startswith("-")):
+            step: bool | tuple[int, bool] = _long_program(word, words, index, spec)
+        elif len(word) > 1 and (word[0] == "-" or (spec.plus and word[0] == "+")):
+            step = _short_program(word, words, index, spec)
+        else:
+            return from_input  # the script's file: its arguments follow
+        if isinstance(step, bool):
+            return step
+        step, found = step
+        from_input = from_input or found
+        index += step
+    return not (spec.code_first and spec.code_first in words)
+
+
+def _long_program(
+    word: str, words: Sequence[str], index: int, spec: _Program
+) -> bool | tuple[int, bool]:
+    """Whether a long option says the program comes from input, or (how many words it
+    takes, False) when it does not say."""
+    name, equals, value = word.partition("=")
+    if spec.single_dash:
+        name = name.lower()
+    if name in spec.long_inline:
+        return False
+    if name in spec.long_script:
+        return (value if equals else _next(words, index)) == "-"
+    return (2 if name in spec.long_valued and not equals else 1), False
+
+
+def _short_program(
+    word: str, words: Sequence[str], index: int, spec: _Program
+) -> bool | tuple[int, bool]:
+    """A cluster of short options: whether it says where the program comes from, or (how
+    many words it takes, whether it makes the interpreter read its program from input)."""
+    from_input = False
+    letters = word[1:]
+    for position, letter in enumerate(letters):
+        rest = letters[position + 1 :]
+        if letter in spec.inline:
+            return False
+        if letter in spec.script:
+            return (rest or _next(words, index)) == "-"
+        if letter in spec.stdin:
+            from_input = True
+        elif letter in spec.valued:
+            return (1 if rest else 2), from_input
+        elif letter in spec.attached:
+            break
+    return 1, from_input
+
+
+def _next(words: Sequence[str], index: int) -> str:
+    """The word after `index`, "-" (the input) when there is none."""
+    return words[index + 1] if index + 1 < len(words) else "-"
+
+
+def _deno_reads_input(command: SimpleCommand) -> bool:
+    """`deno` alone is a REPL reading its input; `deno run -` / `bun run -` read the program."""
+    words = command.words[1 : command.static_prefix]
+    if _base(command.words[0]) == "deno" and len(command.words) == 1:
+        return True
+    return "run" in words and "-" in words[words.index("run") :]
 
 
 def _interpreter(name: str) -> bool:

@@ -5,8 +5,15 @@ some distributions switch off the user namespaces bubblewrap needs, and a profil
 must show up as "no sandbox" (commands then ask) rather than as every command failing.
 
 `wrap` turns a command into one that runs sandboxed: the system read-only, writes only in the
-given folders (and a private /tmp on Linux), the `hidden` places (credential stores, Deskhand's
-home) and a few daemon sockets out of sight, and no network unless asked for.
+given folders (and a private /tmp on Linux), the `readonly` places inside them kept read-only,
+the `hidden` places (credential stores, Deskhand's home) and a few daemon sockets out of sight,
+and no network unless asked for.
+
+`autorun_readonly` lists what must stay read-only inside writable folders: files that make code
+run outside the sandbox later (a repository's `.git/config` and hooks read by the user's next
+`git status`, shell start-up files, autostart entries, folders on $PATH). Limits on Linux: only
+places that exist can be covered (bwrap cannot mount over a missing file without creating it),
+so a new repository, or a new `.git/commondir` pointing elsewhere, can still be made.
 """
 
 from __future__ import annotations
@@ -16,7 +23,8 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,12 +135,14 @@ def wrap(
     hidden: Sequence[Path],
     network: bool,
     die_with_parent: bool = True,
+    readonly: Sequence[Path] = (),
 ) -> list[str]:
     """The command line that runs `argv` in this system's sandbox.
 
     Raises SandboxUnavailable when `probe()` found none. The caller still starts the result in
     `cwd` with the environment it chose (both pass through the sandbox unchanged).
     `die_with_parent` False: it may outlive Deskhand (a background command the user keeps).
+    `readonly`: places inside `writable` folders that stay read-only (`autorun_readonly`).
     """
     info = probe()
     tool = _tool
@@ -147,8 +157,11 @@ def wrap(
             hidden=hidden,
             network=network,
             die_with_parent=die_with_parent,
+            readonly=readonly,
         )
-    return sandbox_exec_argv(tool, argv, writable=writable, hidden=hidden, network=network)
+    return sandbox_exec_argv(
+        tool, argv, writable=writable, hidden=hidden, network=network, readonly=readonly
+    )
 
 
 # ---- Linux: bubblewrap -----------------------------------------------------------------------
@@ -164,11 +177,12 @@ def bwrap_argv(
     network: bool,
     environ: Mapping[str, str] | None = None,
     die_with_parent: bool = True,
+    readonly: Sequence[Path] = (),
 ) -> list[str]:
     """bubblewrap's command line: read-only system, private /tmp, `writable` bound read-write,
-    `hidden` covered, no capabilities (root keeps them in bwrap otherwise, and could unmount
-    what hides a place), own PID namespace (no other process's /proc, and killing bwrap ends
-    every process inside)."""
+    `readonly` places inside them bound read-only, `hidden` covered, no capabilities (root
+    keeps them in bwrap otherwise, and could unmount what hides a place), own PID namespace
+    (no other process's /proc, and killing bwrap ends every process inside)."""
     env = os.environ if environ is None else environ
     out = [bwrap, *(["--die-with-parent"] if die_with_parent else [])]
     out += ["--new-session", "--unshare-pid", "--unshare-ipc"]
@@ -182,12 +196,36 @@ def bwrap_argv(
         out += ["--ro-bind", str(folder), str(folder)]
     for path in rw:
         out += ["--bind", str(path), str(path)]
+    out += _readonly_binds(rw, _existing_real(readonly))
     for path in _outermost(_existing_real([*hidden, *_system_hidden(env)])):
         if path.is_dir():
             out += ["--tmpfs", str(path), "--remount-ro", str(path)]
         else:
             out += ["--ro-bind", "/dev/null", str(path)]
     out += ["--chdir", str(folder), "--", *argv]
+    return out
+
+
+def _readonly_binds(rw: list[Path], readonly: list[Path]) -> list[str]:
+    """Read-only binds for the places inside writable folders (others are read-only already,
+    and one under /tmp must not be brought into the private /tmp).
+
+    A mount point cannot be renamed or removed, but the folders above it can: `mv proj/a x`
+    then `mkdir -p proj/a/.git` would give the name a fresh, writable config. So every folder
+    between the writable root and the place is first bound onto itself (still writable),
+    which pins it."""
+    inside = [p for p in readonly if any(_under(p, w) for w in rw)]
+    pins: dict[Path, None] = {}
+    for path in inside:
+        for root in (w for w in rw if _under(path, w)):
+            between = [a for a in path.parents if a != root and root in a.parents]
+            pins.update(dict.fromkeys(reversed(between)))
+    out: list[str] = []
+    for folder in sorted(pins, key=lambda p: len(p.parts)):
+        if folder not in rw and not any(_under(folder, r) for r in inside):
+            out += ["--bind", str(folder), str(folder)]
+    for path in sorted(inside, key=lambda p: len(p.parts)):
+        out += ["--ro-bind", str(path), str(path)]
     return out
 
 
@@ -236,9 +274,16 @@ def _under(path: Path, folder: Path) -> bool:
 # ---- macOS: sandbox-exec ---------------------------------------------------------------------
 
 
-def macos_profile(writable: int, hidden: int, *, network: bool) -> str:
-    """The sandbox-exec profile (SBPL). Paths come in as parameters W0…, H0… (`-D`), so no path
-    is ever quoted into the text. The last matching rule wins: hidden places come last."""
+#: Read by every git command the user runs later outside the sandbox: a repository's config,
+#: hooks, info and commondir, anywhere, and `.git` itself (renamed away, or replaced by a
+#: gitfile naming a folder with its own config). `git init` and `git clone` fail inside.
+_MACOS_GIT_REGEX = r'(regex #"/\.git(/(modules/.+/)?(config|hooks|info|commondir)|$)")'
+
+
+def macos_profile(writable: int, hidden: int, *, network: bool, readonly: int = 0) -> str:
+    """The sandbox-exec profile (SBPL). Paths come in as parameters W0…, R0…, H0… (`-D`), so
+    no path is ever quoted into the text. The last matching rule wins: read-only places and
+    git's files come after the writable folders, hidden places last."""
     lines = [
         "(version 1)",
         "(allow default)",
@@ -249,6 +294,8 @@ def macos_profile(writable: int, hidden: int, *, network: bool) -> str:
         '  (subpath (param "TMP")))',
     ]
     lines += [f'(allow file-write* (subpath (param "W{i}")))' for i in range(writable)]
+    lines += [f'(deny file-write* (subpath (param "R{i}")))' for i in range(readonly)]
+    lines.append(f"(deny file-write* {_MACOS_GIT_REGEX})")
     lines += [f'(deny file-read* file-write* (subpath (param "H{i}")))' for i in range(hidden)]
     if not network:
         lines.append("(deny network*)")
@@ -263,18 +310,125 @@ def sandbox_exec_argv(
     hidden: Sequence[Path],
     network: bool,
     temp: Path | None = None,
+    readonly: Sequence[Path] = (),
 ) -> list[str]:
     """sandbox-exec's command line. macOS checks real paths (/private/tmp, not /tmp), so every
-    path is resolved. Hidden places are listed whether or not they exist yet."""
+    path is resolved. Hidden and read-only places are listed whether or not they exist yet."""
     if argv and argv[0].startswith("-"):
         raise ValueError("a program name may not start with '-'")
     rw = [_real(p) for p in writable]
+    ro = list(dict.fromkeys(_real(p) for p in readonly))
     hide = list(dict.fromkeys(_real(p) for p in hidden))
     scratch = _real(temp if temp is not None else Path(os.environ.get("TMPDIR") or "/tmp"))
-    out = [sandbox_exec, "-p", macos_profile(len(rw), len(hide), network=network)]
+    profile = macos_profile(len(rw), len(hide), network=network, readonly=len(ro))
+    out = [sandbox_exec, "-p", profile]
     params = [("TMP", scratch)]
     params += [(f"W{i}", path) for i, path in enumerate(rw)]
+    params += [(f"R{i}", path) for i, path in enumerate(ro)]
     params += [(f"H{i}", path) for i, path in enumerate(hide)]
     for name, path in params:
         out += ["-D", f"{name}={path}"]
     return [*out, *argv]
+
+
+# ---- what stays read-only inside writable folders ----------------------------------------------
+
+#: Repositories are looked for in each writable folder and this many levels below it,
+REPOSITORY_DEPTH = 3
+#: looking into at most this many folders per writable folder (breadth first: shallow first).
+REPOSITORY_SCAN_MAX_FOLDERS = 200
+_SKIPPED_FOLDERS = frozenset({"node_modules", ".venv", "venv", "__pycache__", ".tox", ".git"})
+_GIT_PARTS = ("config", "config.worktree", "hooks", "info")
+_GITFILE_MAX_BYTES = 4096
+
+
+def autorun_readonly(writable: Sequence[Path], home: Path) -> list[Path]:
+    """Existing places inside `writable` whose change makes code run later outside the
+    sandbox: git repositories' config, hooks and info (and gitfiles) in each writable folder
+    and up to REPOSITORY_DEPTH levels below it, their `core.hooksPath` folders, and entries of
+    the auto-run catalogue (start-up files, autostart, units, folders on $PATH) lying inside
+    a writable folder. Real paths, without repeats."""
+    roots = _existing_real(writable)
+    found: list[Path] = []
+    for root in roots:
+        if root.is_dir():
+            for repository in _repositories(root):
+                found += _git_places(repository)
+    found += _catalogue_inside(roots, home)
+    return [p for p in _existing_real(found) if any(_under(p, r) and p != r for r in roots)]
+
+
+def _repositories(root: Path) -> Iterator[Path]:
+    """Folders holding a `.git` (folder or file), breadth first, bounded."""
+    queue: deque[tuple[Path, int]] = deque([(root, 0)])
+    visited = 0
+    while queue and visited < REPOSITORY_SCAN_MAX_FOLDERS:
+        folder, depth = queue.popleft()
+        visited += 1
+        if os.path.lexists(folder / ".git"):
+            yield folder
+        if depth < REPOSITORY_DEPTH:
+            queue.extend((sub, depth + 1) for sub in _subfolders(folder))
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    try:
+        with os.scandir(folder) as entries:
+            names = [
+                e.name
+                for e in entries
+                if e.name not in _SKIPPED_FOLDERS and e.is_dir(follow_symlinks=False)
+            ]
+    except OSError:
+        return []
+    return [folder / name for name in sorted(names)]
+
+
+def _git_places(work_tree: Path) -> list[Path]:
+    dot_git = work_tree / ".git"
+    if os.path.isdir(dot_git):
+        from tools.fs.autorun import repository_hooks
+
+        return [*_git_dir_parts(_real(dot_git)), *repository_hooks(work_tree)]
+    git_dir = _gitfile_target(dot_git)
+    places = [dot_git]  # rewritten, it could point at a folder with any config
+    if git_dir is not None:
+        places += _git_dir_parts(git_dir)
+        common = _gitfile_target(git_dir / "commondir", prefix="")
+        if common is not None:
+            places += _git_dir_parts(common)
+    return places
+
+
+def _git_dir_parts(git_dir: Path, depth: int = 0) -> list[Path]:
+    """A git folder's config, hooks and info, and those of its submodules' git folders."""
+    places = [git_dir / part for part in _GIT_PARTS]
+    if depth < 2:
+        for module in _subfolders(git_dir / "modules")[:50]:
+            places += _git_dir_parts(module, depth + 1)
+    return places
+
+
+def _gitfile_target(path: Path, prefix: str = "gitdir:") -> Path | None:
+    """The folder a gitfile (`gitdir: …`) or a `commondir` file names, relative to its own."""
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(_GITFILE_MAX_BYTES).decode("utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    if not text.startswith(prefix):
+        return None
+    target = Path(text[len(prefix) :].strip())
+    return target if target.is_absolute() else path.parent / target
+
+
+def _catalogue_inside(roots: list[Path], home: Path) -> list[Path]:
+    from tools.fs.autorun import autorun_places, path_folders
+
+    candidates = [*autorun_places(home).paths, *path_folders()]
+    out = []
+    for path in candidates:
+        real = _real(path)
+        if any(_under(real, r) and real != r for r in roots) and os.path.lexists(real):
+            out.append(real)
+    return out

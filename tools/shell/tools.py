@@ -17,8 +17,9 @@ from typing import Any
 from tools.shell.hooks import sandbox_state, working_folder
 from tools.spec import ToolCancelled, ToolContext, ToolError, ToolResult
 
-#: What the model gets of a command's output (the card gets it all, streamed).
-MAX_OUTPUT = 60_000
+#: What the model gets of a command's output (start and end), below the runner's own cap so
+#: the end and the exit code always reach it (the card gets more, streamed).
+MAX_OUTPUT = 24_000
 #: How often streamed output reaches the tool card.
 PROGRESS_EVERY = 0.25
 _INTERPRETERS = {
@@ -75,7 +76,7 @@ def _argv(
     sandboxed, _ = sandbox_state(ctx)
     if not sandboxed:
         return argv
-    from tools.shell.sandbox import wrap
+    from tools.shell.sandbox import autorun_readonly, wrap
 
     return wrap(
         argv,
@@ -84,6 +85,9 @@ def _argv(
         hidden=_hidden(ctx),
         network=network,
         die_with_parent=not keep,
+        # git config and hooks, start-up files… inside the writable folders stay read-only:
+        # what sandboxed code plants there must not run later outside the sandbox
+        readonly=autorun_readonly(writable, Path.home()),
     )
 
 
