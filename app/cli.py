@@ -113,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     from app.core.cli_trust import add_parsers as add_trust_parsers
 
     add_trust_parsers(sub)
+    from app.core.cli_tasks import add_parsers as add_tasks_parsers
+
+    add_tasks_parsers(sub)
     return parser
 
 
@@ -145,6 +148,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from app.core.cli_trust import run_trust
 
             return run_trust(args, runtime)
+        if args.command == "tasks":
+            from app.core.cli_tasks import run_tasks
+
+            return run_tasks(args, runtime.home)  # running a task: not wired to the agent yet
         if args.tools_command == "list":
             return _tools_list(args, runtime)
         return _run_async(_tools_call(args, runtime))

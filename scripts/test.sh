@@ -15,6 +15,7 @@ TEST_PACKAGES=(
   desktop-file-utils                # desktop-file-validate (test_packaging.py, package-test.sh)
   file                              # platform.architecture() runs it (croniter imports that)
   bubblewrap                        # bwrap: the shell tool's sandbox (test_shell_sandbox.py)
+  dunst xvfb                        # a real notifications daemon on a private X display
 )
 ensure_apt "${TEST_PACKAGES[@]}" "${QT_RUNTIME_PACKAGES[@]}"
 ensure_venv gui,test
