@@ -54,6 +54,11 @@ class Place:
         return [path for path, _ in catalogue_paths(self.home, self.env)] + [self.deskhand]
 
 
+
+#: The system's Python for code run inside the sandbox: the test's own interpreter may live
+#: under /tmp (a clone there), which the sandbox replaces with a private, empty /tmp.
+SYSTEM_PYTHON = "/usr/bin/python3"
+
 def _root_outside_tmp() -> Path:
     # /var/tmp is not covered by the sandbox's own /tmp.
     root = Path(tempfile.mkdtemp(prefix="deskhand-sandbox-", dir="/var/tmp"))
@@ -287,7 +292,7 @@ def test_session_sockets_are_hidden(bubblewrap: None, place: Place) -> None:
         "import os, socket; s = socket.socket(socket.AF_UNIX); "
         "s.connect(os.environ['SSH_AUTH_SOCK']); print('agent reached')"
     )
-    script = f'cat $XDG_RUNTIME_DIR/bus; {sys.executable} -c "{connect}"'
+    script = f'cat $XDG_RUNTIME_DIR/bus; {SYSTEM_PYTHON} -c "{connect}"'
     argv = bwrap_argv(
         shutil.which("bwrap") or "bwrap",
         ["bash", "-c", script],
@@ -338,7 +343,7 @@ def server() -> Iterator[str]:
 
 def _fetch(url: str) -> str:
     code = f"import urllib.request; print(urllib.request.urlopen('{url}', timeout=20).read())"
-    return f'{sys.executable} -c "{code}"'
+    return f'{SYSTEM_PYTHON} -c "{code}"'
 
 
 def test_network_is_off_unless_asked_for(bubblewrap: None, place: Place, server: str) -> None:
