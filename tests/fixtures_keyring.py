@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from keyring.backend import KeyringBackend
 
 from tests.conftest import service_unavailable
 
@@ -201,3 +202,23 @@ def keyring_env(
     finally:
         keyring.set_keyring(saved)
         _delete_test_items()
+
+
+class MemoryKeyring(KeyringBackend):
+    """A keyring that lives in this process only: for tests that are not about the keyring
+    (no D-Bus, nothing left behind)."""
+
+    priority = 1  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service: str, username: str) -> str | None:
+        return self.items.get((service, username))
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        self.items[(service, username)] = password
+
+    def delete_password(self, service: str, username: str) -> None:
+        self.items.pop((service, username), None)

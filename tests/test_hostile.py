@@ -34,6 +34,10 @@ MANIFESTS = [ToolManifest(name="pack_reader", category="fs", description="Reads 
 
 @pytest.fixture
 def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    return make_world(tmp_path, monkeypatch)
+
+
+def make_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     """A fake user: a home with credentials, a work folder Deskhand may use, Deskhand's home."""
     user = tmp_path / "user"
     (user / ".ssh").mkdir(parents=True)

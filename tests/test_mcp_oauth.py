@@ -23,7 +23,6 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from keyring.backend import KeyringBackend
 
 from app.core import secrets as app_secrets
 from app.core.logging_setup import RedactingFilter
@@ -32,6 +31,7 @@ from app.core.mcp.manager import McpManager
 from app.core.mcp.secret_access import SecretAccess, token_key
 from app.core.mcp.status import ServerState, Status
 from app.core.secrets import SecretStore, known_secret_values, remember_secret
+from tests.fixtures_keyring import MemoryKeyring
 from tests.oauth_server import Knobs, OAuthMcpServer, load, serve
 from tests.test_cli import REPO, deskhand, deskhand_env
 from tests.test_mcp import wait_for, write_config
@@ -48,25 +48,6 @@ SETTLE = 15.0
 #: A server that retried on its own would do so within `backoff_start` (0.05 s here); this
 #: window would see many retries.
 QUIET = 1.0
-
-
-class MemoryKeyring(KeyringBackend):
-    """A keyring that lives in this process only."""
-
-    priority = 1  # type: ignore[assignment]
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.items: dict[tuple[str, str], str] = {}
-
-    def get_password(self, service: str, username: str) -> str | None:
-        return self.items.get((service, username))
-
-    def set_password(self, service: str, username: str, password: str) -> None:
-        self.items[(service, username)] = password
-
-    def delete_password(self, service: str, username: str) -> None:
-        self.items.pop((service, username), None)
 
 
 class Browser:

@@ -29,7 +29,6 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from keyring.backend import KeyringBackend
 
 from app.core.mcp.config import ServerConfig, import_servers
 from app.core.mcp.connection import ClientHooks, ServerConnection
@@ -40,6 +39,7 @@ from app.core.mcp.oauth import KeyringTokenStore, LoopbackRedirect
 from app.core.mcp.secret_access import SecretAccess, token_key
 from app.core.mcp.status import ServerState, Status
 from app.core.secrets import SecretStore, known_secret_values, remember_secret
+from tests.fixtures_keyring import MemoryKeyring
 from tests.oauth_server import OAuthMcpServer, load, serve
 from tests.test_mcp import wait_for, write_config
 from tools.spec import ToolContext
@@ -232,25 +232,6 @@ def basic_password(hit: Hit) -> str | None:
 
 
 # ---- Deskhand ---------------------------------------------------------------------------------
-
-
-class MemoryKeyring(KeyringBackend):
-    """A keyring that lives in this process only."""
-
-    priority = 1  # type: ignore[assignment]
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.items: dict[tuple[str, str], str] = {}
-
-    def get_password(self, service: str, username: str) -> str | None:
-        return self.items.get((service, username))
-
-    def set_password(self, service: str, username: str, password: str) -> None:
-        self.items[(service, username)] = password
-
-    def delete_password(self, service: str, username: str) -> None:
-        self.items.pop((service, username), None)
 
 
 class Desk:

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from keyring.backend import KeyringBackend
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
@@ -24,6 +23,7 @@ from app.ui.settings.dialog import SettingsDialog
 from app.ui.settings.presets import PRESETS
 from app.ui.settings.providers_page import ProvidersPage
 from tests.fakellm import ScriptedLLM, error, hang
+from tests.fixtures_keyring import MemoryKeyring
 from tests.fixtures_qt import wait_until
 
 pytestmark = pytest.mark.gui
@@ -31,25 +31,6 @@ pytestmark = pytest.mark.gui
 OTHER = next(p for p in PRESETS if p.name.startswith("Other"))
 OPENAI = next(p for p in PRESETS if p.name == "OpenAI")
 KEY = "sk-test-4f9c2b7e1d"
-
-
-class MemoryKeyring(KeyringBackend):
-    """For tests that are not about the keyring: no D-Bus, nothing left behind."""
-
-    priority = 1  # type: ignore[assignment]
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.items: dict[tuple[str, str], str] = {}
-
-    def get_password(self, service: str, username: str) -> str | None:
-        return self.items.get((service, username))
-
-    def set_password(self, service: str, username: str, password: str) -> None:
-        self.items[(service, username)] = password
-
-    def delete_password(self, service: str, username: str) -> None:
-        self.items.pop((service, username), None)
 
 
 def run(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any]) -> Any:

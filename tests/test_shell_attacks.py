@@ -19,67 +19,25 @@ from typing import Any
 
 import pytest
 
-from app.cli import main
-from tests.conftest import service_unavailable
 from tests.fakellm import ScriptedLLM, text, tool_calls
+from tests.test_hostile import ask, make_world, results
+from tests.test_shell_tools import sandbox  # noqa: F401 (autouse: a sandbox or a failure)
 
 ORIGINAL = "the user's notes, written by hand\n"
 
 
-@pytest.fixture(autouse=True)
-def sandbox() -> None:
-    from tools.shell.sandbox import probe
-
-    info = probe(refresh=True)
-    if not info.available:
-        service_unavailable(f"no sandbox for the terminal tools: {info.why}")
-
-
 @pytest.fixture
 def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    user = tmp_path / "user"
-    (user / ".ssh").mkdir(parents=True)
-    (user / ".ssh" / "id_ed25519").write_text("PRIVATE KEY")
-    work = user / "work"
-    proj = work / "proj"
-    other = work / "other"
-    proj.mkdir(parents=True)
+    found = make_world(tmp_path, monkeypatch)
+    proj = found["work"] / "proj"
+    other = found["work"] / "other"
+    proj.mkdir()
     other.mkdir()
     (proj / "notes.txt").write_text(ORIGINAL)
-    home = tmp_path / "deskhand-home"
-    home.mkdir()
-    (home / "settings.json").write_text(
-        json.dumps({"files": {"allowed_roots": [str(work)], "folders_chosen": True}})
-    )
-    monkeypatch.setenv("HOME", str(user))
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.chdir(proj)
-    return {"user": user, "work": work, "proj": proj, "other": other, "home": home}
-
-
-def ask(llm: ScriptedLLM, home: Path, *extra: str, capsys: Any) -> list[dict[str, Any]]:
-    code = main(
-        [
-            "--home",
-            str(home),
-            "ask",
-            "do it",
-            "--base-url",
-            llm.openai_base_url,
-            "--model",
-            "scripted",
-            "--json",
-            *extra,
-        ]
-    )
-    out = capsys.readouterr().out
-    assert code in (0, 3), out
-    return [json.loads(line) for line in out.splitlines() if line.strip()]
-
-
-def results(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [e for e in events if e["type"] == "tool_result"]
+    return {**found, "proj": proj, "other": other}
 
 
 def command_rule(prefix: str, *, folder: Path | None = None, tool: str = "shell_run") -> dict:

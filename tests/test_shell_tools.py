@@ -9,13 +9,12 @@ import json
 import os
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from app.cli import main
 from tests.conftest import service_unavailable
-from tests.fakellm import ScriptedLLM, text, tool_calls
+from tests.fakellm import text, tool_calls
+from tests.test_hostile import ask, make_world, results
 
 CALC = textwrap.dedent(
     """\
@@ -49,34 +48,9 @@ def sandbox() -> None:
 
 @pytest.fixture
 def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    user = tmp_path / "user"
-    (user / ".ssh").mkdir(parents=True)
-    (user / ".ssh" / "id_ed25519").write_text("PRIVATE KEY")
-    work = user / "work"
-    work.mkdir()
-    home = tmp_path / "deskhand-home"
-    home.mkdir()
-    (home / "settings.json").write_text(
-        json.dumps({"files": {"allowed_roots": [str(work)], "folders_chosen": True}})
-    )
-    monkeypatch.setenv("HOME", str(user))
+    found = make_world(tmp_path, monkeypatch)
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
-    monkeypatch.chdir(work)
-    return {"user": user, "work": work, "home": home}
-
-
-def ask(llm: ScriptedLLM, home: Path, *extra: str, capsys: Any) -> list[dict[str, Any]]:
-    code = main(
-        ["--home", str(home), "ask", "do it", "--base-url", llm.openai_base_url,
-         "--model", "scripted", "--json", *extra]
-    )
-    out = capsys.readouterr().out
-    assert code in (0, 3), out
-    return [json.loads(line) for line in out.splitlines() if line.strip()]
-
-
-def results(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [e for e in events if e["type"] == "tool_result"]
+    return found
 
 
 def write_rules(home: Path, *prefixes: str) -> None:

@@ -5,6 +5,7 @@ background commands (dev servers) they start, which end when Deskhand quits."""
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import tempfile
 import threading
@@ -72,13 +73,15 @@ def _argv(
     network: bool,
     *,
     keep: bool = False,
-) -> list[str]:
-    sandboxed, _ = sandbox_state(ctx)
+) -> tuple[list[str], str]:
+    """The command line to start (wrapped in the sandbox when it applies) and, in plain
+    words, whether it runs sandboxed."""
+    sandboxed, how = sandbox_state(ctx)
     if not sandboxed:
-        return argv
+        return argv, how
     from tools.shell.sandbox import autorun_readonly, wrap
 
-    return wrap(
+    wrapped = wrap(
         argv,
         cwd=folder,
         writable=writable,
@@ -89,6 +92,26 @@ def _argv(
         # what sandboxed code plants there must not run later outside the sandbox
         readonly=autorun_readonly(writable, Path.home()),
     )
+    return wrapped, how
+
+
+def _foreground(
+    args: Any, ctx: ToolContext, argv: list[str], folder: Path, writable: list[Path], shown: str
+) -> ToolResult:
+    """Run `argv` in `folder` and wait: streamed to the card, ended with its tree on timeout
+    or Stop; the result for the model."""
+    from tools.shell.process import run as run_process
+
+    command, how = _argv(argv, ctx, folder, writable, args.network)
+    done = run_process(
+        command,
+        cwd=folder,
+        env=_environment(ctx),
+        timeout=_timeout(args, ctx),
+        cancel=ctx.cancel_event,
+        on_output=_streamer(ctx),
+    )
+    return _result(shown, folder, done, how, ctx)
 
 
 def _environment(ctx: ToolContext) -> dict[str, str]:
@@ -177,27 +200,13 @@ def _result(command: str, folder: Path, run: Any, how: str, ctx: ToolContext) ->
 
 
 def run_command(args: Any, ctx: ToolContext) -> ToolResult:
-    from tools.shell.process import run as run_process
-
     folder, problem = working_folder(args, ctx)
     if folder is None:
         raise ToolError(problem or "no folder to run in")
-    _, how = sandbox_state(ctx)
-    argv = _argv([*BASH, args.command], ctx, folder, _roots(ctx), args.network)
-    done = run_process(
-        argv,
-        cwd=folder,
-        env=_environment(ctx),
-        timeout=_timeout(args, ctx),
-        cancel=ctx.cancel_event,
-        on_output=_streamer(ctx),
-    )
-    return _result(args.command, folder, done, how, ctx)
+    return _foreground(args, ctx, [*BASH, args.command], folder, _roots(ctx), args.command)
 
 
 def run_code(args: Any, ctx: ToolContext) -> ToolResult:
-    from tools.shell.process import run as run_process
-
     program, suffix = _INTERPRETERS[args.language]
     if shutil.which(program) is None:
         raise ToolError(f"{args.language} code needs `{program}`, which is not installed")
@@ -205,17 +214,8 @@ def run_code(args: Any, ctx: ToolContext) -> ToolResult:
     try:
         script = folder / f"snippet{suffix}"
         script.write_text(args.code, "utf-8")
-        _, how = sandbox_state(ctx)
-        argv = _argv([program, script.name], ctx, folder, [folder], args.network)
-        done = run_process(
-            argv,
-            cwd=folder,
-            env=_environment(ctx),
-            timeout=_timeout(args, ctx),
-            cancel=ctx.cancel_event,
-            on_output=_streamer(ctx),
-        )
-        return _result(f"{program} {script.name}", folder, done, how, ctx)
+        argv = [program, script.name]
+        return _foreground(args, ctx, argv, folder, [folder], shlex.join(argv))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -224,8 +224,7 @@ def start_command(args: Any, ctx: ToolContext) -> ToolResult:
     folder, problem = working_folder(args, ctx)
     if folder is None:
         raise ToolError(problem or "no folder to run in")
-    _, how = sandbox_state(ctx)
-    argv = _argv([*BASH, args.command], ctx, folder, _roots(ctx), args.network, keep=args.keep)
+    argv, how = _argv([*BASH, args.command], ctx, folder, _roots(ctx), args.network, keep=args.keep)
     processes = background()
     env = _environment(ctx)
     # started from one thread that lives as long as Deskhand: a sandboxed command dies with

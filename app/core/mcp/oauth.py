@@ -382,10 +382,13 @@ class _Remembering:
 
     context: Any
     _initialized: bool
+    _store: KeyringTokenStore
     #: SignInNeeded or SignInFailed from the last request, if any.
     problem: Exception | None = None
 
-    async def _restore(self, store: KeyringTokenStore) -> None:
+    async def _initialize(self) -> None:
+        await super()._initialize()  # type: ignore[misc]
+        store = self._store
         expires_at = await store.expires_at()
         if self.context.current_tokens is not None and expires_at is not None:
             self.context.token_expiry_time = expires_at
@@ -447,10 +450,6 @@ class DeskhandOAuth(_Remembering, OAuthClientProvider):
     @property
     def interactive(self) -> bool:
         return self._redirect is not None
-
-    async def _initialize(self) -> None:
-        await super()._initialize()
-        await self._restore(self._store)
 
     async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, Any]:
         """The SDK's flow, watched: a 401 in the background ends it (`SignInNeeded`) unless a
@@ -539,6 +538,9 @@ class _Guarded:
 
     problem: Exception | None = None
 
+    def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, Any]:
+        return self._guarded(super()._auth_flow(request))  # type: ignore[misc]
+
     def _guarded(self, flow: Any) -> AsyncGenerator[httpx2.Request, Any]:
         async def run() -> AsyncGenerator[httpx2.Request, Any]:
             try:
@@ -575,13 +577,6 @@ class DeskhandClientCredentials(_Guarded, _Remembering, ClientCredentialsOAuthPr
         )
         self._store = store
 
-    async def _initialize(self) -> None:
-        await super()._initialize()
-        await self._restore(self._store)
-
-    def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, Any]:
-        return self._guarded(super()._auth_flow(request))
-
 
 class DeskhandPrivateKeyJWT(_Guarded, _Remembering, PrivateKeyJWTOAuthProvider):
     def __init__(self, url: str, auth: AuthConfig, store: KeyringTokenStore) -> None:
@@ -602,13 +597,6 @@ class DeskhandPrivateKeyJWT(_Guarded, _Remembering, PrivateKeyJWTOAuthProvider):
             issuer=auth.issuer,
         )
         self._store = store
-
-    async def _initialize(self) -> None:
-        await super()._initialize()
-        await self._restore(self._store)
-
-    def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, Any]:
-        return self._guarded(super()._auth_flow(request))
 
 
 _METADATA_PATHS = ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration")
