@@ -169,8 +169,8 @@ def escalate(args: Any, ctx: ToolContext) -> Escalation | None:
     if name == "RunCode":
         if not sandboxed:
             return Escalation(f"runs code the model wrote without a sandbox: {why}", True)
-        if network:
-            return Escalation("runs code the model wrote with the network (data may leave)")
+        if network:  # as for commands: the network namespace is shared, never waived
+            return Escalation("runs code the model wrote with the network (data may leave)", True)
         return None
     folder, _ = working_folder(args, ctx)
     if folder is None:
