@@ -309,12 +309,13 @@ class ServerConnection:
             self.listed = True
             if not self._more_access:  # signed in: no page opens again without a click
                 await self._close_redirect()
+            # tools first: whoever sees READY must find them
+            self._tools_changed()
             self._ready.set()
             self._set(Status.READY)
             self._settled.set()
             self._signed_in.set()
             log.info("MCP server %s ready with %d tools", self.config.name, len(self.listing.tools))
-            self._tools_changed()
             await self._watch(session)
 
     def _tools_changed(self) -> None:
@@ -501,8 +502,8 @@ class ServerConnection:
                     return  # reconnect: a fresh connection lists them again
                 log.info("MCP server %s changed its tools (%d now)", self.config.name,
                          len(self.listing.tools))
-                self._set(Status.READY)
                 self._tools_changed()
+                self._set(Status.READY)
             if time.monotonic() - last_ping > PING_EVERY:
                 last_ping = time.monotonic()
                 try:
