@@ -13,6 +13,7 @@ from tests.setup_packages import ROOT, allowed_packages
 
 pytest_plugins = [
     "tests.fixtures_llm",
+    "tests.fixtures_notify",
     "tests.fixtures_keyring",
     "tests.fixtures_qt",
     "tests.fixtures_docker",

@@ -80,9 +80,10 @@ def run_tasks(
     *,
     runner: Runner | None = None,
     now: Callable[[], datetime] | None = None,
+    book: TaskBook | None = None,
 ) -> int:
     clock = now or (lambda: datetime.now(UTC))
-    book = TaskBook(home)
+    book = book if book is not None else TaskBook(home)
     try:
         code = _dispatch(args, book, runner, clock)
     except TaskError as exc:

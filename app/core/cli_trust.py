@@ -66,7 +66,9 @@ def _rules(args: argparse.Namespace, runtime: Runtime) -> int:
         print("No rules yet: calls that change something ask each time.")
         return EXIT_OK
     for rule in rules:
-        scope = "this conversation" if rule.scope == "conversation" else "always"
+        scope = {"conversation": "this conversation", "task": f"task {rule.task_id}"}.get(
+            rule.scope, "always"
+        )
         print(f"{rule.id}  {rule.decision:<5}  {scope:<17}  {rule.describe()}")
     return EXIT_OK
 

@@ -111,6 +111,7 @@ class CallPipeline:
         approver: Approver,
         auto_approve: bool = False,
         recorder: Any = None,
+        task_id: str | None = None,
     ) -> None:
         self.runner = runner
         self.env = env
@@ -120,6 +121,8 @@ class CallPipeline:
         #: --yes: what would ask runs, except what no rule may cover.
         self.auto_approve = auto_approve
         self.recorder = recorder
+        #: A scheduled task's run: that task's profile rules count too.
+        self.task_id = task_id
         #: call id → what a tool said after Stop (e.g. "the command may still be running").
         self.stopped_results: dict[str, ToolResult] = {}
 
@@ -153,7 +156,7 @@ class CallPipeline:
         ctx = self._context(call_id, manifest, session, conversation_id, emit)
         facts = await self.classify(manifest, params, ctx)
         facts.evaluation = self.rules.evaluate(
-            manifest.name, facts.source.id, facts.subject, conversation_id
+            manifest.name, facts.source.id, facts.subject, conversation_id, self.task_id
         )
         verdict = self.decide(facts)
         if verdict.verdict is Verdict.DENY:
@@ -423,7 +426,9 @@ class CallPipeline:
 
     def _site_denied(self, manifest: ToolManifest, site: str, conversation_id: str | None) -> bool:
         source = self.registry.source_of(manifest.name)
-        ev = self.rules.evaluate(manifest.name, source.id, Subject(site=site), conversation_id)
+        ev = self.rules.evaluate(
+            manifest.name, source.id, Subject(site=site), conversation_id, self.task_id
+        )
         return ev.decision is RuleDecision.DENY
 
     def _site_allowed(self, manifest: ToolManifest, site: str, conversation_id: str | None) -> bool:
@@ -431,7 +436,9 @@ class CallPipeline:
         source = self.registry.source_of(manifest.name)
         if not self.trust.is_trusted(source, manifest.name):
             return False
-        ev = self.rules.evaluate(manifest.name, source.id, Subject(site=site), conversation_id)
+        ev = self.rules.evaluate(
+            manifest.name, source.id, Subject(site=site), conversation_id, self.task_id
+        )
         return (
             ev.decision is RuleDecision.ALLOW
             and ev.rule is not None

@@ -50,6 +50,8 @@ class RuleDecision(StrEnum):
 class Scope(StrEnum):
     CONVERSATION = "conversation"
     ALWAYS = "always"
+    #: Only the runs of one scheduled task (its permission profile); removed with the task.
+    TASK = "task"
 
 
 MatcherKind = Literal["any", "folder", "path", "site", "account", "command"]
@@ -219,16 +221,25 @@ class Rule(BaseModel):
     scope: Scope = Scope.ALWAYS
     #: Set for scope "conversation": the conversation the rule belongs to.
     conversation_id: str | None = None
+    #: Set for scope "task": the task whose runs the rule covers.
+    task_id: str | None = None
     created: str = Field(default_factory=_now)
     #: Where the rule came from, in plain words ("Always allow on an approval card").
     origin: str = ""
 
     def applies_to(
-        self, tool: str, source: str, subject: Subject, conversation_id: str | None
+        self,
+        tool: str,
+        source: str,
+        subject: Subject,
+        conversation_id: str | None,
+        task_id: str | None = None,
     ) -> bool:
         if self.scope is Scope.CONVERSATION and (
             conversation_id is None or conversation_id != self.conversation_id
         ):
+            return False
+        if self.scope is Scope.TASK and (task_id is None or task_id != self.task_id):
             return False
         return (
             fnmatch.fnmatchcase(tool, self.tool)
@@ -240,7 +251,10 @@ class Rule(BaseModel):
         verb = {"allow": "Allow", "ask": "Always ask for", "deny": "Never allow"}[self.decision]
         what = "every tool" if self.tool == "*" else self.tool
         where = "" if self.source == BUILTIN else f" from {self.source}"
-        scope = " in this conversation" if self.scope is Scope.CONVERSATION else ""
+        scope = {
+            Scope.CONVERSATION: " in this conversation",
+            Scope.TASK: f" in runs of task {self.task_id}",
+        }.get(self.scope, "")
         return f"{verb} {what}{where} {self.matcher.describe()}{scope}"
 
 
@@ -319,12 +333,16 @@ class RuleBook:
         source: str,
         subject: Subject,
         conversation_id: str | None = None,
+        task_id: str | None = None,
     ) -> Evaluation:
+        """What the rules say; task-scoped rules count only for a run of `task_id`."""
         if len(subject.commands) > 1:
-            return self._evaluate_parts(tool, source, subject, conversation_id)
+            return self._evaluate_parts(tool, source, subject, conversation_id, task_id)
         with self._lock:
             matching = [
-                r for r in self._rules if r.applies_to(tool, source, subject, conversation_id)
+                r
+                for r in self._rules
+                if r.applies_to(tool, source, subject, conversation_id, task_id)
             ]
         for decision in _ORDER:
             found = [r for r in matching if r.decision is decision]
@@ -335,7 +353,12 @@ class RuleBook:
         return Evaluation(None)
 
     def _evaluate_parts(
-        self, tool: str, source: str, subject: Subject, conversation_id: str | None
+        self,
+        tool: str,
+        source: str,
+        subject: Subject,
+        conversation_id: str | None,
+        task_id: str | None,
     ) -> Evaluation:
         """A command line of several simple commands: a deny for any one denies it, an ask
         for any one asks, and it is allowed only when every one is allowed (by one rule or
@@ -343,7 +366,9 @@ class RuleBook:
         from dataclasses import replace
 
         found = [
-            self.evaluate(tool, source, replace(subject, commands=(part,)), conversation_id)
+            self.evaluate(
+                tool, source, replace(subject, commands=(part,)), conversation_id, task_id
+            )
             for part in subject.commands
         ]
         for decision in (RuleDecision.DENY, RuleDecision.ASK):
@@ -383,6 +408,30 @@ class RuleBook:
             self._save()
             return rule
 
+    def for_task(self, task_id: str) -> list[Rule]:
+        with self._lock:
+            return [r for r in self._rules if r.scope is Scope.TASK and r.task_id == task_id]
+
+    def replace_task_rules(self, task_id: str, rules: Iterable[Rule]) -> list[Rule]:
+        """The task's permission profile, as its own rules, in one write: the old ones go."""
+        new = [r.model_copy(update={"scope": Scope.TASK, "task_id": task_id}) for r in rules]
+        with self._lock:
+            kept = [r for r in self._rules if not (r.scope is Scope.TASK and r.task_id == task_id)]
+            self._rules = kept + new
+            self._save()
+        return new
+
+    def remove_task_rules(self, task_id: str) -> int:
+        with self._lock:
+            before = len(self._rules)
+            self._rules = [
+                r for r in self._rules if not (r.scope is Scope.TASK and r.task_id == task_id)
+            ]
+            removed = before - len(self._rules)
+            if removed:
+                self._save()
+            return removed
+
     def remove_where(self, tool: str, source: str = BUILTIN) -> int:
         """Drops the any-argument rules of one tool (used when a setting is reset)."""
         with self._lock:
@@ -406,6 +455,7 @@ def _same(a: Rule, b: Rule) -> bool:
         and a.decision == b.decision
         and a.scope == b.scope
         and a.conversation_id == b.conversation_id
+        and a.task_id == b.task_id
     )
 
 

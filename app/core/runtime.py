@@ -178,6 +178,13 @@ class Runtime:
         return ReminderBook(self.store)
 
     @cached_property
+    def tasks(self) -> Any:
+        """Scheduled tasks (app.core.tasks.TaskBook); their profiles are task-scoped rules."""
+        from app.core.tasks import TaskBook
+
+        return TaskBook(self.home, rules=self.rules)
+
+    @cached_property
     def memory(self) -> Any:
         """Memories (app.core.memory.MemoryService); the agent binds it per conversation."""
         from app.core.memory import MemoryService
@@ -397,9 +404,15 @@ class Runtime:
         )
 
     def make_pipeline(
-        self, approver: Approver, *, auto_approve: bool = False, record: bool = True
+        self,
+        approver: Approver,
+        *,
+        auto_approve: bool = False,
+        record: bool = True,
+        task_id: str | None = None,
     ) -> Any:
-        """The one way tool calls run (app.core.pipeline.CallPipeline)."""
+        """The one way tool calls run (app.core.pipeline.CallPipeline); `task_id` makes it a
+        scheduled task's run, where that task's profile rules count."""
         from app.core.pipeline import CallPipeline
 
         return CallPipeline(
@@ -410,6 +423,7 @@ class Runtime:
             approver=approver,
             auto_approve=auto_approve,
             recorder=self.store if record else None,
+            task_id=task_id,
         )
 
     # ---- conversations ----------------------------------------------------------------
@@ -511,7 +525,10 @@ class Runtime:
         *,
         record: bool = True,
         auto_approve: bool = False,
+        task_id: str | None = None,
+        max_steps: int | None = None,
     ) -> Agent:
+        """`task_id` and `max_steps`: a scheduled task's run (its profile, its step budget)."""
         return Agent(
             provider,
             self.runner,
@@ -520,11 +537,13 @@ class Runtime:
             recorder=self.store if record else None,
             settings=self.settings,
             system_prompt=self.system_prompt(),
-            max_steps=self.settings.max_steps,
+            max_steps=max_steps or self.settings.max_steps,
             account_resolver=self.resolve_account,
             accounts=self.accounts,
             services=self.services(),
-            pipeline=self.make_pipeline(approver, auto_approve=auto_approve, record=record),
+            pipeline=self.make_pipeline(
+                approver, auto_approve=auto_approve, record=record, task_id=task_id
+            ),
         )
 
 
@@ -548,7 +567,7 @@ def _register_mcp(registry: ToolRegistry, server: str, tools: Any) -> None:
 class _LazyServices(dict):  # type: ignore[type-arg]
     """A mapping whose values are created on first access (no store opened for nothing)."""
 
-    NAMES = ("reminders", "memory", "skills")
+    NAMES = ("reminders", "memory", "skills", "tasks")
 
     def __init__(self, runtime: Runtime) -> None:
         super().__init__()

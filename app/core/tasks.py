@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.core.reminders import LATE_AFTER, ReminderError, next_occurrence, validate_cron, zone
-from app.core.rules import BUILTIN, Matcher
+from app.core.rules import BUILTIN, Matcher, Rule, RuleBook, RuleDecision
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +133,16 @@ class ProfileEntry(BaseModel):
     tool: str
     source: str = BUILTIN
     matcher: Matcher = Field(default_factory=Matcher)
+
+    def as_rule(self, task_id: str, title: str) -> Rule:
+        return Rule(
+            tool=self.tool,
+            source=self.source,
+            matcher=self.matcher,
+            decision=RuleDecision.ALLOW,
+            origin=f"permission profile of the task “{title}”",
+            task_id=task_id,
+        )
 
     def describe(self) -> str:
         what = "every tool" if self.tool == "*" else self.tool
@@ -285,8 +295,10 @@ class _TaskFile(BaseModel):
 class TaskBook:
     """The tasks file. Thread-safe; every call re-reads the file (the CLI may change it)."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, rules: RuleBook | None = None) -> None:
         self.path = Path(home) / TASKS_FILE
+        #: Where each task's profile lives as task-scoped allow rules (kept in step here).
+        self.rules = rules
         self._lock = threading.RLock()
         #: Set when an unreadable file was moved aside (shown once to the user).
         self.load_error: str | None = None
@@ -365,7 +377,19 @@ class TaskBook:
             tasks = self._read()
             tasks.append(task)
             self._write(tasks)
+            self._sync_rules(task)
         return task
+
+    def _sync_rules(self, task: Task) -> None:
+        if self.rules is not None:
+            self.rules.replace_task_rules(
+                task.id, [entry.as_rule(task.id, task.title) for entry in task.profile]
+            )
+
+    def profile_rules(self, task_id: str) -> list[Rule]:
+        """The rules that let the task's runs act without asking — what is in force, which
+        is the profile minus what the user removed in Rules since."""
+        return self.rules.for_task(task_id) if self.rules is not None else []
 
     @staticmethod
     def _first_due(schedule: Schedule, now: datetime) -> datetime:
@@ -422,7 +446,11 @@ class TaskBook:
             except ValidationError as exc:
                 raise TaskError(str(exc).splitlines()[0], sorted(changes)[0]) from None
 
-        return self._change(task_id, apply)
+        with self._lock:
+            task = self._change(task_id, apply)
+            if "profile" in changes:
+                self._sync_rules(task)
+        return task
 
     def remove(self, task_id: str) -> Task:
         with self._lock:
@@ -431,6 +459,8 @@ class TaskBook:
             if found is None:
                 raise TaskError(f"there is no task {task_id!r}", "id")
             self._write([t for t in tasks if t.id != task_id])
+            if self.rules is not None:
+                self.rules.remove_task_rules(task_id)
             return found
 
     def pause(self, task_id: str) -> Task:
