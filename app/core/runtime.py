@@ -488,6 +488,31 @@ class Runtime:
             tool_format=account.tool_format,
         )
 
+    def account_provider_config(
+        self, account_id: str | None, model: str | None = None
+    ) -> ProviderConfig:
+        """A saved provider account's config (a scheduled task's); the active one for None."""
+        providers = self.settings.providers
+        account = (
+            next((p for p in providers if p.id == account_id), None)
+            if account_id
+            else self.settings.active_provider_account()
+        )
+        if account is None:
+            if account_id:
+                raise ConfigError(
+                    f"the provider account {account_id!r} no longer exists: edit the task, or "
+                    "add the account again in Settings → Providers"
+                )
+            raise ConfigError("no model provider is configured: add one in Settings → Providers")
+        return ProviderConfig(
+            kind=account.kind,  # type: ignore[arg-type]
+            base_url=(account.base_url or DEFAULT_BASE_URLS[account.kind]).rstrip("/"),
+            model=model or account.model,
+            api_key=self._api_key(account),
+            tool_format=account.tool_format,
+        )
+
     def _api_key(self, account: ProviderAccount) -> str | None:
         """Keyring, else environment. Local servers need no key, so an unusable keyring
         is a warning here; a server that wants a key answers with a clear auth error."""

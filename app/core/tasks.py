@@ -117,6 +117,10 @@ class Schedule(BaseModel):
         at = _utc(self.at)
         return at if at > now else None
 
+    def tz(self) -> Any:
+        """The schedule's zone (a ZoneInfo)."""
+        return zone(self.zone)
+
     def describe(self) -> str:
         if self.cron is not None:
             return f"cron “{self.cron}” in {self.zone}"
@@ -199,6 +203,8 @@ class Task(BaseModel):
     budget: Budget = Field(default_factory=Budget)
     running: Running | None = None
     history: list[RunRecord] = Field(default_factory=list)
+    #: The task's own conversation, where every run's question and answer land.
+    conversation_id: str | None = None
 
     @property
     def last_run(self) -> RunRecord | None:
@@ -462,6 +468,11 @@ class TaskBook:
             if self.rules is not None:
                 self.rules.remove_task_rules(task_id)
             return found
+
+    def set_conversation(self, task_id: str, conversation_id: str) -> Task:
+        return self._change(
+            task_id, lambda t: t.model_copy(update={"conversation_id": conversation_id})
+        )
 
     def pause(self, task_id: str) -> Task:
         return self._change(task_id, lambda t: t.model_copy(update={"paused": True}))
