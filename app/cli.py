@@ -149,9 +149,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_trust(args, runtime)
         if args.command == "tasks":
+            from app.core.cli_task_run import run_task_now, serve
             from app.core.cli_tasks import run_tasks
 
-            return run_tasks(args, runtime.home)  # running a task: not wired to the agent yet
+            return run_tasks(
+                args,
+                runtime.home,
+                book=runtime.tasks,
+                runner=lambda task_id: run_task_now(runtime, task_id),
+                serve=lambda: serve(runtime),
+            )
         if args.tools_command == "list":
             return _tools_list(args, runtime)
         return _run_async(_tools_call(args, runtime))

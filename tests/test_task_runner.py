@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -64,6 +65,31 @@ def world(
     yield made
     for runtime in made.get("runtimes", []):
         runtime.close()
+
+
+SENT: list[tuple[Notifier, str]] = []
+
+
+@pytest.fixture(autouse=True)
+def record_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every notification sent in this process, so `press` can wait until it is shown."""
+    notify = Notifier.notify
+    SENT.clear()
+
+    def recorded(self: Notifier, *args: Any, **kwargs: Any) -> str:
+        notification_id = notify(self, *args, **kwargs)
+        SENT.append((self, notification_id))
+        return notification_id
+
+    monkeypatch.setattr(Notifier, "notify", recorded)
+
+
+def press(server: NotificationServer, shown: Any, key: str) -> None:
+    """A user's click. A button answers once the notifier knows the server's id for it (a
+    person never clicks faster); the test saw it on the server, so wait for that first."""
+    sender, notification_id = SENT[-1]
+    assert sender.wait_shown(notification_id, WAIT)
+    server.press(shown.id, key)
 
 
 @pytest.fixture
@@ -214,7 +240,7 @@ def test_an_approval_answered_through_the_notification(world, llm, server, notif
         assert buttons(shown) == [ALLOW_ONCE, DENY]
         [pending] = approvals.pending()
         assert pending.task_id == task.id and pending.request.tool == "fs_write_file"
-        server.press(shown.id, ALLOW_ONCE)
+        press(server, shown, ALLOW_ONCE)
         await run
 
     asyncio.run(scenario())
@@ -351,3 +377,87 @@ def test_only_one_process_runs_the_schedule(tmp_path):
     first.release()
     assert second.acquire()
     second.release()
+
+
+# ---- the command line ----------------------------------------------------------------------
+
+
+def test_cli_run_asks_through_a_notification_when_no_terminal(world, llm, server, capsys):
+    from app.cli import main
+
+    home, report = world["home"], world["work"] / "report.txt"
+    llm.add(write_call(report), text("Written.\nSecond line."))
+    code = main(["--home", str(home), "tasks", "add", "--title", "Report", "--prompt", "Write it",
+                 "--cron", "0 8 * * *", "--allow", "fs_read_file"])
+    assert code == 0
+    [task] = json.loads(_out(main, capsys, "--home", str(home), "tasks", "list", "--json"))
+    result: list[int] = []
+    worker = threading.Thread(
+        target=lambda: result.append(main(["--home", str(home), "tasks", "run", task["id"]]))
+    )
+    worker.start()
+    shown = server.next_shown()
+    assert shown.summary == "Task “Report” asks" and buttons(shown) == [ALLOW_ONCE, DENY]
+    press(server, shown, ALLOW_ONCE)
+    worker.join(WAIT)
+    assert result == [0]
+    assert report.read_text() == "report"
+    assert "Written.\nSecond line." in capsys.readouterr().out
+    done = server.next_shown()
+    assert done.summary == "Task done: Report"
+
+
+def _out(main: Any, capsys: Any, *argv: str) -> str:
+    capsys.readouterr()
+    assert main(list(argv)) == 0
+    return str(capsys.readouterr().out)
+
+
+def test_serve_runs_tasks_and_reminders_with_no_window(world, llm, server, tmp_path):
+    """`deskhand tasks serve` — the background process without the window — runs a task at
+    its (real) time and shows a due reminder with Snooze / Done buttons that work."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    home, report = world["home"], world["work"] / "report.txt"
+    runtime = runtime_for(world)
+    now = datetime.now(UTC)
+    runtime.tasks.add("Soon", "Write the report", Schedule.once(now + timedelta(seconds=1)),
+                      now=now, profile=[parse_allow(f"fs_write_file,folder={world['work']}")])
+    reminder = runtime.reminders.create_once("Stretch", now)
+    llm.add(write_call(report), text("The report is written."))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "--home", str(home), "tasks", "serve"],
+        cwd=Path(__file__).resolve().parents[1], env=os.environ.copy(),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        seen = {shown.summary: shown for shown in (server.next_shown(), server.next_shown())}
+        assert set(seen) == {"Reminder", "Task done: Soon"}
+        assert buttons(seen["Reminder"]) == ["snooze", "done"]
+        assert seen["Task done: Soon"].body == "The report is written."
+        assert report.read_text() == "report"
+        # the reminder was sent at start, a second before the task's run: shown long since
+        server.press(seen["Reminder"].id, "done")
+        assert "Reminder done: Stretch" in _line_with(proc, "Reminder done")
+        assert runtime.reminders.get(reminder.id).status == "done"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=WAIT)
+    assert proc.returncode == 0, err.decode()
+    assert runtime.tasks.list()[0].last_run.ok  # type: ignore[union-attr]
+
+
+def _line_with(proc: Any, wanted: str) -> str:
+    """The first line of `proc`'s stderr containing `wanted` (waits at most WAIT each)."""
+    import selectors
+
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stderr, selectors.EVENT_READ)
+        while sel.select(WAIT):
+            line = proc.stderr.readline().decode()
+            if not line or wanted in line:
+                return line
+    return ""

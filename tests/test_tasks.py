@@ -320,36 +320,29 @@ def test_cli_points_at_the_bad_argument(tmp_path, capsys, args, expected):
 
 
 def test_cli_run(tmp_path, capsys):
+    """The CLI's part: errors and the printed answer; the run itself is TaskRunner's
+    (tests/test_task_runner.py runs `deskhand tasks run` end to end)."""
     book = TaskBook(tmp_path)
     task = weekday_task(book)
     assert cli(tmp_path, "run", "nope") == 2
     assert "ID: there is no task 'nope'" in capsys.readouterr().err
-    assert cli(tmp_path, "run", task.id) == 1  # no agent runner yet
-    assert "not wired" in capsys.readouterr().err
-    assert book.get(task.id).running is None
+    assert cli(tmp_path, "run", task.id) == 1  # nothing to run it with
+    assert "needs the agent" in capsys.readouterr().err
 
     seen = []
 
-    def runner(run_task, ticket):
-        seen.append((run_task.prompt, ticket.planned, run_task.is_running(FRIDAY)))
+    def runner(task_id):
+        seen.append(task_id)
         return True, "Three meetings.\nNo reviews waiting."
 
     assert cli(tmp_path, "run", task.id, runner=runner) == 0
-    assert seen == [("Summarise my day", None, True)]
+    assert seen == [task.id]
     assert "Three meetings." in capsys.readouterr().out
-    after = book.get(task.id)
-    assert after.running is None and after.last_run is not None and after.last_run.ok
-    assert after.next_due == task.next_due  # a run by hand leaves the schedule alone
-
-    def broken(run_task, ticket):
-        raise RuntimeError("model unreachable")
-
-    assert cli(tmp_path, "run", task.id, runner=broken) == 1
-    last = book.get(task.id).last_run
-    assert last is not None and not last.ok and "model unreachable" in last.summary
+    assert cli(tmp_path, "run", task.id, runner=lambda _id: (False, "model unreachable")) == 1
     book.start_run(task.id, now=FRIDAY)
     assert cli(tmp_path, "run", task.id, runner=runner) == 1
     assert "is still running" in capsys.readouterr().err
+    assert seen == [task.id]
 
 
 def test_updates_are_validated(book):

@@ -1,6 +1,6 @@
-"""`deskhand tasks …`: scheduled tasks (add, list, pause, resume, remove, run) from the
-command line. Needs only the home folder; running a task needs an agent runner, passed in
-by the caller (none yet: `run` then says so)."""
+"""`deskhand tasks …`: scheduled tasks (add, list, pause, resume, remove, run, serve) from
+the command line. Needs only the home folder; running a task needs the agent: `runner` and
+`serve` are given by the caller (app/cli.py, through app/core/cli_task_run.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from typing import Any
 
 from app.core.tasks import (
     Budget,
-    RunTicket,
     Schedule,
     Task,
     TaskBook,
@@ -25,8 +24,8 @@ from app.core.tasks import (
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
-#: Runs one task headless and returns (ok, answer text). Given by the app's pipeline.
-Runner = Callable[[Task, RunTicket], tuple[bool, str]]
+#: Runs one task now, headless, records the run, and returns (ok, answer text).
+Runner = Callable[[str], tuple[bool, str]]
 
 #: The option each TaskError field came from, to point at the bad argument.
 _OPTION = {
@@ -58,7 +57,10 @@ def add_parsers(sub: Any) -> None:
         help="a tool the task may run without asking, e.g. fs_read_file, "
         '"fs_write_file,folder=/home/me/notes", "*@mcp:github" (repeatable)',
     )
-    add.add_argument("--provider")
+    add.add_argument(
+        "--provider",
+        help="a provider account id from Settings → Providers (default: the active one)",
+    )
     add.add_argument("--model")
     add.add_argument("--max-seconds", type=int, default=Budget().max_seconds)
     add.add_argument("--max-steps", type=int, default=Budget().max_steps)
@@ -72,6 +74,10 @@ def add_parsers(sub: Any) -> None:
     ):
         cmd = tasks_sub.add_parser(verb, help=text)
         cmd.add_argument("id")
+    tasks_sub.add_parser(
+        "serve",
+        help="run reminders and scheduled tasks in the background, without the window",
+    )
 
 
 def run_tasks(
@@ -81,9 +87,15 @@ def run_tasks(
     runner: Runner | None = None,
     now: Callable[[], datetime] | None = None,
     book: TaskBook | None = None,
+    serve: Callable[[], int] | None = None,
 ) -> int:
     clock = now or (lambda: datetime.now(UTC))
     book = book if book is not None else TaskBook(home)
+    if args.tasks_command == "serve":
+        if serve is None:
+            print("deskhand tasks serve: not available here", file=sys.stderr)
+            return EXIT_FAILED
+        return serve()
     try:
         code = _dispatch(args, book, runner, clock)
     except TaskError as exc:
@@ -215,18 +227,10 @@ def _run(
     if task.is_running(clock()):
         raise TaskBusy(f"“{task.title}” is still running", "id")
     if runner is None:
-        print(
-            "deskhand tasks run: running a task needs the agent pipeline, which is not wired "
-            "to tasks yet; the task will run at its time once it is",
-            file=sys.stderr,
-        )
+        print("deskhand tasks run: running a task needs the agent, which is not available "
+              "here", file=sys.stderr)
         return EXIT_FAILED
-    ticket = book.start_run(task.id, now=clock())
-    try:
-        ok, answer = runner(ticket.task, ticket)
-    except Exception as exc:  # the run failed: record it, never leave it marked running
-        ok, answer = False, f"the run failed: {exc}"
-    book.record_run(task.id, ticket.run_id, now=clock(), ok=ok, answer=answer)
+    ok, answer = runner(task.id)
     from app.core.visible import visible
 
     print(visible(answer))

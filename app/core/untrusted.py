@@ -253,6 +253,13 @@ BUILTIN: dict[str, Reads] = {
     "reminders_list": Reads(None, "your reminders"),
     "reminders_cancel": _MINE,
     "reminders_snooze": _MINE,
+    "tasks_create": _MINE,
+    # the last results are earlier model answers: outside data
+    "tasks_list": Reads(
+        "the last results of your scheduled tasks", "your scheduled tasks and their last results"
+    ),
+    "tasks_remove": _MINE,
+    "tasks_pause": _MINE,
     # terminal: what commands print comes from files, builds, the network
     "shell_run": Reads(
         "the output of command {command}", "the output of a command run in your folders"
