@@ -49,6 +49,8 @@ def running_app(
     """The whole GUI App on `home`; the process-wide things it sets are put back."""
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
     monkeypatch.setattr("app.core.logging_setup.configure", lambda *a, **k: None)
+    # the tray's balloons are tested here: no notification server, whatever the machine has
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", f"unix:path={home}/no-bus")
     store = SettingsStore(settings_path(home))
     if store.load().active_provider_account() is None:  # no first-run card probing ports
         store.update(lambda s: use_provider(s, "http://127.0.0.1:9/v1"))
@@ -66,6 +68,7 @@ def running_app(
         task = app.scheduler._task
         if task is not None and app._loop is not None:  # let the cancellation finish
             app._loop.run_until_complete(asyncio.gather(task, return_exceptions=True))
+        app.notifications.close()
         app.runtime.close()
         qapp.setStyleSheet(saved[2])
         qapp.setPalette(saved[1])

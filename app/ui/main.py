@@ -1,7 +1,9 @@
-"""Start-up of the window: one instance per home, the qasync loop, tray, theme, and the
-reminder scheduler (it keeps running while the window is closed to the tray).
+"""Start-up of the window: one instance per home, the qasync loop, tray, notifications,
+theme, and the reminder scheduler (it keeps running while the window is closed to the tray,
+or hidden without one).
 
-Kept light: no provider, tool implementation or SDK is imported before the window shows.
+Kept light: no provider, tool implementation or SDK is imported before the window shows;
+the notification server is probed on a worker thread after it shows.
 """
 
 from __future__ import annotations
@@ -17,11 +19,34 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
 if TYPE_CHECKING:
+    from app.core.notifications import Action
     from app.core.reminders import Delivery
+    from app.ui.tray import KeepRunningDialog
 
 log = logging.getLogger(__name__)
 REMINDER_KEY = "reminder:"
 REMINDER_TIMEOUT_MS = 20_000
+REMINDER_SNOOZE_MINUTES = 10
+SNOOZE = "snooze"
+DONE = "done"
+#: The "Deskhand is still running" notice; its buttons are OPEN and QUIT.
+BACKGROUND_KEY = "app:background"
+OPEN = "open"
+QUIT = "quit"
+KEEP_RUNNING, QUIT_ON_CLOSE = "keep", "quit"  # ui_state.background_choice
+#: The notification server is probed this long after start-up (off the first paint).
+PROBE_DELAY_MS = 1000
+TRAY_NOTICE = "It keeps running in the tray for reminders and approvals. Quit from the tray menu."
+BACKGROUND_NOTICE = (
+    "It keeps running in the background for reminders and scheduled tasks. Start Deskhand "
+    "again to open its window; quit from its File menu."
+)
+
+
+def _action(action_id: str, label: str) -> Action:
+    from app.core.notifications import Action
+
+    return Action(action_id, label)
 
 
 class App:
@@ -34,6 +59,7 @@ class App:
         from app.ui.gc_guard import MainThreadCollector
         from app.ui.icons import app_icon
         from app.ui.main_window import MainWindow
+        from app.ui.notify_bridge import Notifications
         from app.ui.theme import apply_theme
         from app.ui.tray import Tray
 
@@ -51,13 +77,22 @@ class App:
         apply_theme(qapp, self.runtime.settings.general.theme)
         self.tray = Tray(icon)
         self.window = MainWindow(self.runtime, self.tray)
+        self.window.close_handler = self._window_closing
         self.window.settingsRequested.connect(self.open_settings)
         self.window.quitRequested.connect(self.quit)
+        #: Native notifications with buttons, else the tray's balloons. The task runner
+        #: shows its own (e.g. key "task:<id>") and listens for its keys on the signals.
+        self.notifications = Notifications(self.tray)
+        self.notifications.actionInvoked.connect(self._notification_action)
+        self.notifications.clicked.connect(self._notification_clicked)
+        self.window.notify_user = lambda title, message, key: self.notifications.show(
+            title, message, key=key
+        )
+        self._keep_running_dialog: KeepRunningDialog | None = None
         self.tray.openRequested.connect(self.window.bring_to_front)
         self.tray.newChatRequested.connect(self._new_chat_from_tray)
         self.tray.quitRequested.connect(self.quit)
         self.tray.remindersRequested.connect(lambda: self.window.show_reminders())
-        self.tray.notificationClicked.connect(self._notification_clicked)
         self.tray.snoozeRequested.connect(self.snooze_reminder)
         self.tray.doneRequested.connect(self.done_reminder)
         self.window.remindersChanged.connect(self.reminders_changed)
@@ -69,11 +104,34 @@ class App:
         # Read the tool manifests once the window is up, before the first message needs them.
         QTimer.singleShot(150, lambda: self.runtime.registry)
         QTimer.singleShot(0, self.start_mcp_servers)
+        QTimer.singleShot(PROBE_DELAY_MS, self.notifications.start)
+        from app.ui.task_host import TaskHost
+
+        #: Scheduled tasks: runs, their questions and results (core imported when started).
+        self.tasks = TaskHost(self.runtime, self.notifications, self.open_conversation, self.window)
+        self.tasks.changed.connect(self.window.refresh_tasks)
+        self.window.taskRunRequested.connect(self.run_task_now)
+        self.window.taskConversationRequested.connect(self.tasks.open_task_conversation)
+        self.window.tasksChanged.connect(self.tasks.poke)
 
     def show(self) -> None:
         if self.runtime.settings.general.start_minimized and self.tray.available:
             return
         self.window.show()
+
+    def open_conversation(self, conversation_id: str) -> bool:
+        """Brings the window to the front on that conversation (e.g. from a task's
+        notification). False, leaving the current one, when it does not exist or was
+        deleted, or while another conversation's turn runs (opening would stop it)."""
+        window = self.window
+        window.bring_to_front()
+        if window.controller.conversation_id == conversation_id:
+            return True
+        conv = self.runtime.store.get_conversation(conversation_id)
+        if conv is None or conv.deleted_at is not None or window.controller.busy:
+            return False
+        window.open_conversation(conversation_id)
+        return True
 
     def _new_chat_from_tray(self) -> None:
         self.window.bring_to_front()
@@ -106,6 +164,7 @@ class App:
             return
         self._loop = loop
         self.scheduler.start()
+        self.tasks.start()
 
     def start_mcp_servers(self) -> None:
         """MCP servers connect in the background after the window shows; the user can chat
@@ -128,6 +187,7 @@ class App:
         """No more reminders from this App (quitting, or a test tearing it down)."""
         self._reminders_stopped = True
         self.scheduler.stop()
+        self.tasks.stop()
 
     def poke_scheduler(self) -> None:
         """Plan again now. Safe from any thread: the poke hops onto the loop."""
@@ -139,14 +199,22 @@ class App:
         self.window.refresh_reminders()
 
     def deliver(self, delivery: Delivery) -> None:
-        """The scheduler's callback: one tray notification per due reminder."""
+        """The scheduler's callback: one notification per due reminder, with Snooze and
+        Done buttons where notifications have them (else in the tray's menu)."""
         reminder = delivery.reminder
         title = "Reminder (late)" if delivery.late else "Reminder"
         text = reminder.message
         if delivery.missed:
             text += f" — {delivery.missed} more missed"
-        self.tray.notify(
-            title, text, timeout_ms=REMINDER_TIMEOUT_MS, key=REMINDER_KEY + reminder.id
+        self.notifications.show(
+            title,
+            text,
+            key=REMINDER_KEY + reminder.id,
+            actions=[
+                _action(SNOOZE, f"Snooze {REMINDER_SNOOZE_MINUTES} min"),
+                _action(DONE, "Done"),
+            ],
+            timeout_ms=REMINDER_TIMEOUT_MS,
         )
         self.tray.set_last_reminder(reminder.id, reminder.message)
         self.window.refresh_reminders()
@@ -156,6 +224,29 @@ class App:
             self.window.show_reminders(select=key.removeprefix(REMINDER_KEY))
         else:
             self.window.bring_to_front()
+
+    def _notification_action(self, key: str, action: str) -> None:
+        """A button on one of the App's own notifications; other keys (a task's) are for
+        whoever showed them."""
+        if key.startswith(REMINDER_KEY):
+            reminder_id = key.removeprefix(REMINDER_KEY)
+            if action == SNOOZE:
+                self.snooze_reminder(reminder_id, REMINDER_SNOOZE_MINUTES)
+            elif action == DONE:
+                self.done_reminder(reminder_id)
+        elif key == BACKGROUND_KEY:
+            if action == QUIT:
+                self.quit()
+            elif action == OPEN:
+                self.window.bring_to_front()
+
+    def run_task_now(self, task_id: str) -> None:
+        """Run now from the Tasks window; why it cannot start is shown there."""
+        from PySide6.QtWidgets import QMessageBox
+
+        problem = self.tasks.run_now(task_id)
+        if problem is not None:
+            QMessageBox.information(self.window.tasks_view or self.window, "Run now", problem)
 
     def snooze_reminder(self, reminder_id: str, minutes: int) -> None:
         self._change_reminder(reminder_id, lambda book: book.snooze(reminder_id, minutes))
@@ -174,10 +265,65 @@ class App:
             log.warning("reminder %s: %s", reminder_id, exc)
         if self.tray.last_reminder_id == reminder_id:
             self.tray.set_last_reminder(None)
+        self.notifications.withdraw(REMINDER_KEY + reminder_id)
         self.reminders_changed()
+
+    # ---- closing the window -----------------------------------------------------------------
+
+    def _window_closing(self) -> None:
+        """The window's close (not Quit): to the tray if there is one; without one (stock
+        GNOME) ask once whether to keep running, so reminders and tasks never stop
+        silently."""
+        if self.tray.available:
+            self._keep_in_background(TRAY_NOTICE, "tray_notice_shown")
+            return
+        choice = self.window.ui_state.background_choice
+        if choice == QUIT_ON_CLOSE:
+            self.quit()
+        elif choice == KEEP_RUNNING:
+            self._keep_in_background(BACKGROUND_NOTICE, "background_notice_shown")
+        elif self.window.isVisible():  # a hidden window has nothing to ask about
+            self._ask_keep_running()
+
+    def _ask_keep_running(self) -> None:
+        from app.ui.tray import KeepRunningDialog
+
+        dialog = self._keep_running_dialog
+        if dialog is None:
+            dialog = self._keep_running_dialog = KeepRunningDialog(self.window)
+            dialog.chosen.connect(self._kept_or_quit)
+        if not dialog.isVisible():
+            dialog.open()  # not exec(): no nested event loop under qasync
+        dialog.raise_()
+
+    def _kept_or_quit(self, keep_running: bool, remember: bool) -> None:
+        state = self.window.ui_state
+        if remember:
+            state.background_choice = KEEP_RUNNING if keep_running else QUIT_ON_CLOSE
+            state.save(self.window.state_path)
+        if keep_running:
+            self._keep_in_background(BACKGROUND_NOTICE, "background_notice_shown")
+        else:
+            self.quit()
+
+    def _keep_in_background(self, notice: str, shown_flag: str) -> None:
+        """Hides the window; says once (per `shown_flag` in ui_state) that Deskhand runs on."""
+        self.window.hide()
+        state = self.window.ui_state
+        if getattr(state, shown_flag):
+            return
+        self.notifications.show(
+            "Deskhand is still running",
+            notice,
+            key=BACKGROUND_KEY,
+            actions=[_action(OPEN, "Open"), _action(QUIT, "Quit")],
+        )
+        setattr(state, shown_flag, True)
+        state.save(self.window.state_path)
 
     def quit(self) -> None:
         self.stop_reminders()
+        self.notifications.close()
         self.window.quit_now()
         self.tray.hide()
         self.runtime.close()

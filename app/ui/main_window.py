@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, QUrl, Signal
@@ -35,6 +36,7 @@ from app.ui.ui_state import UiState
 
 if TYPE_CHECKING:
     from app.ui.reminders_view import RemindersView
+    from app.ui.tasks_view import TasksView
 
 log = logging.getLogger(__name__)
 UNDO_SECONDS = 10
@@ -78,6 +80,10 @@ class MainWindow(QMainWindow):
     quitRequested = Signal()
     #: Reminders may have changed (a tool ran, or the user edited them): plan again.
     remindersChanged = Signal()
+    #: The Tasks window asks: run this task now / open its conversation / plan again.
+    taskRunRequested = Signal(str)
+    taskConversationRequested = Signal(str)
+    tasksChanged = Signal()
 
     def __init__(self, runtime: Runtime, tray: Any = None) -> None:
         super().__init__()
@@ -92,10 +98,16 @@ class MainWindow(QMainWindow):
         self._quitting = False
         self._detect_task: asyncio.Future[None] | None = None
         self.reminders_view: RemindersView | None = None  # built on first use
+        self.tasks_view: TasksView | None = None  # built on first use
+        #: How to tell the user something while hidden: (title, message, key); set by App.
+        self.notify_user: Callable[[str, str, str], None] | None = None
         #: Where first-run looks for local servers (None: Ollama's and LM Studio's ports).
         self.local_candidates: list[tuple[str, str]] | None = None
         #: The MCP manager whose elicitation requests this window answers.
         self._elicitation_manager: Any = None
+        #: What closing the window (not quitting) does, when set (the App: hide to the
+        #: tray, or ask whether to keep running). None: hide to a tray, else quit.
+        self.close_handler: Callable[[], None] | None = None
         self._build()
         self._build_menus()
         self._connect()
@@ -201,6 +213,7 @@ class MainWindow(QMainWindow):
         self.reminders_action = self._action(
             chat_menu, "Reminders…", "Ctrl+R", lambda: self.show_reminders()
         )
+        self.tasks_action = self._action(chat_menu, "Tasks…", "Ctrl+T", lambda: self.show_tasks())
 
     def _connect(self) -> None:
         c = self.controller
@@ -428,15 +441,25 @@ class MainWindow(QMainWindow):
             self.elicitation.cancel_calls()  # the calls they came during are over
 
     def _on_approval_pending(self, call_id: str, tool: str) -> None:
-        if self.tray is not None and (not self.isVisible() or self.isMinimized()):
-            self.tray.notify("Deskhand needs your approval", f"{tool} is waiting for you.")
+        if not self.isVisible() or self.isMinimized():
+            self._tell("Deskhand needs your approval", f"{tool} is waiting for you.", "chat:")
 
     def _on_elicitation(self) -> None:
-        if self.tray is not None and (not self.isVisible() or self.isMinimized()):
+        if not self.isVisible() or self.isMinimized():
             # no server text here: notifications may interpret markup
-            self.tray.notify(
-                "An MCP server is asking you something", "Open Deskhand to answer or decline."
+            self._tell(
+                "An MCP server is asking you something",
+                "Open Deskhand to answer or decline.",
+                "chat:",
             )
+
+    def _tell(self, title: str, message: str, key: str) -> None:
+        """A notification while the window is hidden: native when the app gave a way
+        (`notify_user`, also without a tray), else the tray's balloon."""
+        if self.notify_user is not None:
+            self.notify_user(title, message, key)
+        elif self.tray is not None:
+            self.tray.notify(title, message, key=key)
 
     def attach_mcp(self) -> bool:
         """Once the runtime has its MCP manager, the servers' questions (elicitation)
@@ -474,6 +497,31 @@ class MainWindow(QMainWindow):
         view.activateWindow()
         return view
 
+    # ---- tasks ---------------------------------------------------------------------------
+
+    def show_tasks(self, select: str | None = None) -> TasksView:
+        """Opens the Tasks window, `select` selected if given."""
+        from app.ui.tasks_view import TasksView
+
+        self.bring_to_front()
+        if self.tasks_view is None:
+            self.tasks_view = TasksView(self.runtime.tasks, self)
+            self.tasks_view.runNowRequested.connect(self.taskRunRequested)
+            self.tasks_view.openConversationRequested.connect(self.taskConversationRequested)
+            self.tasks_view.changed.connect(self.tasksChanged)
+        view = self.tasks_view
+        view.refresh()
+        if select is not None:
+            view.select(select)
+        view.show()
+        view.raise_()
+        view.activateWindow()
+        return view
+
+    def refresh_tasks(self) -> None:
+        if self.tasks_view is not None and self.tasks_view.isVisible():
+            self.tasks_view.refresh()
+
     def refresh_reminders(self) -> None:
         if self.reminders_view is not None and self.reminders_view.isVisible():
             self.reminders_view.refresh()
@@ -490,6 +538,10 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.save_state()
+        if not self._quitting and self.close_handler is not None:
+            event.ignore()  # the handler hides the window or quits (it may ask first)
+            self.close_handler()
+            return
         tray_ok = self.tray is not None and self.tray.available
         if self._quitting or not tray_ok:
             event.accept()
@@ -514,6 +566,8 @@ class MainWindow(QMainWindow):
             self._detect_task.cancel()
         if self.reminders_view is not None:
             self.reminders_view.close()
+        if self.tasks_view is not None:
+            self.tasks_view.close()
 
     def quit_now(self) -> None:
         self._quitting = True

@@ -1,14 +1,28 @@
 """The tray icon: Open / New chat / Reminders / Quit, and notifications (approvals, reminders).
 
 QSystemTrayIcon messages carry no buttons, so the last reminder's Snooze and Done live in
-the tray menu ("Last reminder"), enabled once a reminder has been shown.
+the tray menu ("Last reminder"), enabled once a reminder has been shown. Native
+notifications with buttons go through `app.ui.notify_bridge`, which falls back to this.
+
+Without a tray (stock GNOME), `KeepRunningDialog` asks on the first close whether Deskhand
+keeps running in the background.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QAction, QIcon
-from PySide6.QtWidgets import QMenu, QSystemTrayIcon
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QDialogButtonBox,
+    QLabel,
+    QMenu,
+    QPushButton,
+    QSystemTrayIcon,
+    QVBoxLayout,
+    QWidget,
+)
 
 SNOOZE_MINUTES = (5, 15, 60)
 MENU_TEXT_MAX = 40
@@ -115,3 +129,52 @@ class Tray(QObject):
 
     def hide(self) -> None:
         self.icon.hide()
+
+
+KEEP_RUNNING_QUESTION = "Keep Deskhand running in the background for reminders and scheduled tasks?"
+KEEP_RUNNING_DETAIL = (
+    "Your desktop shows no tray icon.\n\n"
+    "Keep running: the window closes and Deskhand stays on. Start Deskhand again to open "
+    "this window; quit from its menu (File → Quit).\n\n"
+    "Quit: reminders and scheduled tasks won't fire until Deskhand is started again."
+)
+
+
+class KeepRunningDialog(QDialog):
+    """Asked when the window closes and there is no tray to keep Deskhand in. Answers
+    through `chosen(keep_running, remember)`; Esc or closing it answers nothing (the
+    window stays open)."""
+
+    chosen = Signal(bool, bool)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Keep Deskhand running?")
+        self.setWindowModality(Qt.WindowModality.WindowModal)
+        question = QLabel(KEEP_RUNNING_QUESTION)
+        font = question.font()
+        font.setBold(True)
+        question.setFont(font)
+        detail = QLabel(KEEP_RUNNING_DETAIL)
+        for label in (question, detail):
+            label.setTextFormat(Qt.TextFormat.PlainText)
+            label.setWordWrap(True)
+        self.remember = QCheckBox("Remember my choice")
+        buttons = QDialogButtonBox()
+        self.keep_button = QPushButton("Keep running")
+        self.keep_button.setDefault(True)
+        self.quit_button = QPushButton("Quit")
+        buttons.addButton(self.keep_button, QDialogButtonBox.ButtonRole.AcceptRole)
+        buttons.addButton(self.quit_button, QDialogButtonBox.ButtonRole.DestructiveRole)
+        self.keep_button.clicked.connect(lambda: self._choose(True))
+        self.quit_button.clicked.connect(lambda: self._choose(False))
+        layout = QVBoxLayout(self)
+        layout.addWidget(question)
+        layout.addWidget(detail)
+        layout.addWidget(self.remember)
+        layout.addWidget(buttons)
+        self.setMaximumWidth(520)
+
+    def _choose(self, keep_running: bool) -> None:
+        self.accept()
+        self.chosen.emit(keep_running, self.remember.isChecked())

@@ -19,6 +19,9 @@ class UiState:
     splitter: str = ""  # base64 of QSplitter.saveState()
     last_conversation: str | None = None
     tray_notice_shown: bool = False
+    #: Closing the window without a tray: "keep" running, "quit", or "" (ask).
+    background_choice: str = ""
+    background_notice_shown: bool = False  # "still running" told once without a tray
     drafts: dict[str, str] = field(default_factory=dict)  # conversation id ("" = new) → text
 
     @classmethod
