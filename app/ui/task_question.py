@@ -55,13 +55,14 @@ class TaskQuestionDialog(QDialog):
         self.setWindowTitle(visible(f"Task “{pending.task_title}” asks"))
         self.setMinimumWidth(520)
         layout = QVBoxLayout(self)
+        layout.addWidget(_label(f"The scheduled task “{pending.task_title}” asks to:"))
         layout.addWidget(_label(request.summary or request.tool, bold=True))
         trust = "" if request.trusted else " — a source you have not trusted"
         layout.addWidget(_label(f"{request.tool} from {request.source}{trust}"))
         if request.target:
             layout.addWidget(_label(f"Acts on {request.target}"))
         if request.reason:
-            layout.addWidget(_label(request.reason))
+            layout.addWidget(_label(f"Why it asks: {request.reason}"))
         if request.preview:
             layout.addWidget(_label("Preview"))
             layout.addWidget(_box(request.preview))

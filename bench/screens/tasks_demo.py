@@ -4,7 +4,9 @@ dark, small and large, to look at the real rendering.
 
 Run: QT_QPA_PLATFORM=offscreen .venv/bin/python bench/screens/tasks_demo.py OUT_DIR
 Writes tasks-{light,dark}-{small,large}.png, tasks-empty-light.png,
-task-new-{light,dark}.png and task-edit-{light,dark}.png (with an error) into OUT_DIR.
+task-new-{light,dark}.png, task-edit-{light,dark}.png (with an error),
+task-question-{light,dark}.png (a run's whole question) and keep-running-{light,dark}.png
+(closing without a tray) into OUT_DIR.
 """
 
 from __future__ import annotations
@@ -138,6 +140,43 @@ def shoot(app: QApplication, out_dir: Path, dark: bool) -> None:
             view.close()
 
 
+def shoot_questions(app: QApplication, out_dir: Path, dark: bool) -> None:
+    """The whole question of a run (Review…) and the no-tray close question."""
+    from app.core.approval import ApprovalRequest
+    from app.core.task_approvals import Pending
+    from app.ui.task_question import TaskQuestionDialog
+    from app.ui.theme import apply_theme
+    from app.ui.tray import KeepRunningDialog
+
+    mode = "dark" if dark else "light"
+    apply_theme(app, mode)
+    request = ApprovalRequest(
+        call_id="c1",
+        tool="docker_remove_container",
+        category="docker",
+        operations=["delete"],
+        arguments={"container": "web-1", "force": True},
+        summary="Remove container web-1 (running) on local",
+        target="Docker · local",
+        reason="it would delete something",
+        arguments_text='{\n  "container": "web-1",\n  "force": true\n}',
+    )
+    pending = Pending("t1", "Nightly clean-up", request, frozenset({"review", "deny"}),
+                      lambda _decision: None)
+    dialog = TaskQuestionDialog(pending)
+    dialog.show()
+    dialog.adjustSize()
+    settle(app)
+    save(dialog, out_dir / f"task-question-{mode}.png")
+    dialog.close()
+    keep = KeepRunningDialog()
+    keep.show()
+    keep.adjustSize()
+    settle(app)
+    save(keep, out_dir / f"keep-running-{mode}.png")
+    keep.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_dir", type=Path)
@@ -147,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     assert isinstance(app, QApplication)
     for dark in (False, True):
         shoot(app, args.out_dir, dark)
+        shoot_questions(app, args.out_dir, dark)
     return 0
 
 
