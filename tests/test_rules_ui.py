@@ -267,3 +267,27 @@ def test_upgrade_notice_is_shown_once(
     finally:
         win.stop_background_work()
         rt.close()
+
+
+def test_a_tasks_profile_is_listed_with_its_scope_and_removable(
+    home: Path, qtbot: Any, qloop: Any, quiet_keyring: None
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from app.core.tasks import Schedule, parse_allow
+
+    rt = _runtime(home, None, ["/tmp"])
+    now = datetime.now(UTC)
+    task = rt.tasks.add("Digest", "Summarise", Schedule.once(now + timedelta(hours=1)), now=now,
+                        profile=[parse_allow("fs_read_file")])
+    page = RulesPage(rt)
+    qtbot.addWidget(page)
+    page.show()
+    [rule] = rt.rules.for_task(task.id)
+    assert page.rule_ids() == [rule.id]
+    row = page.tree.topLevelItem(0)
+    assert row.text(2) == f"Runs of task {task.id}"
+    assert "permission profile of the task “Digest”" in row.text(0)
+    qtbot.mouseClick(page.remove_buttons[rule.id], Qt.MouseButton.LeftButton)
+    assert rt.tasks.profile_rules(task.id) == []
+    rt.close()

@@ -33,6 +33,8 @@ EMPTY_TEXT = (
 
 
 def scope_text(rule: Rule) -> str:
+    if rule.scope is Scope.TASK:
+        return f"Runs of task {rule.task_id}"
     return "This conversation" if rule.scope is Scope.CONVERSATION else "Always"
 
 
