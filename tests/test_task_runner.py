@@ -348,8 +348,8 @@ def test_a_run_never_overlaps_the_previous_run(world, llm):
 
 def test_the_step_budget_ends_a_run(world, llm):
     runtime, told = runtime_for(world), []
-    task = add_task(runtime, at=START, allow=("fs_list_directory",), budget=Budget(max_steps=2))
-    listing = ("l", "fs_list_directory", {"path": str(world["work"])})
+    task = add_task(runtime, at=START, allow=("fs_list_dir",), budget=Budget(max_steps=2))
+    listing = ("l", "fs_list_dir", {"path": str(world["work"])})
     llm.add(tool_calls(listing), tool_calls(listing), tool_calls(listing))
     asyncio.run(TaskRunner(runtime, announce=announcer(None, told), clock=Clock()).run_now(task.id))
     [outcome] = told
@@ -432,6 +432,7 @@ def test_serve_runs_tasks_and_reminders_with_no_window(world, llm, server, tmp_p
         [sys.executable, "-m", "app.cli", "--home", str(home), "tasks", "serve"],
         cwd=Path(__file__).resolve().parents[1], env=os.environ.copy(),
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        bufsize=0,  # unbuffered: a line read is never left waiting in a buffer select misses
     )
     try:
         seen = {shown.summary: shown for shown in (server.next_shown(), server.next_shown())}
@@ -439,9 +440,11 @@ def test_serve_runs_tasks_and_reminders_with_no_window(world, llm, server, tmp_p
         assert buttons(seen["Reminder"]) == ["snooze", "done"]
         assert seen["Task done: Soon"].body == "The report is written."
         assert report.read_text() == "report"
-        # the reminder was sent at start, a second before the task's run: shown long since
+        shown_line = _line_with(proc, "Reminder shown with Snooze and Done")
+        assert shown_line.startswith("Reminder shown with Snooze and Done: Stretch"), shown_line
         server.press(seen["Reminder"].id, "done")
-        assert "Reminder done: Stretch" in _line_with(proc, "Reminder done")
+        done_line = _line_with(proc, "Reminder done")
+        assert done_line.startswith("Reminder done: Stretch"), done_line
         assert runtime.reminders.get(reminder.id).status == "done"
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -451,13 +454,56 @@ def test_serve_runs_tasks_and_reminders_with_no_window(world, llm, server, tmp_p
 
 
 def _line_with(proc: Any, wanted: str) -> str:
-    """The first line of `proc`'s stderr containing `wanted` (waits at most WAIT each)."""
+    """The first line of `proc`'s stderr containing `wanted` (waits at most WAIT each), or
+    everything it printed meanwhile (for the failure message)."""
     import selectors
 
+    seen: list[str] = []
     with selectors.DefaultSelector() as sel:
         sel.register(proc.stderr, selectors.EVENT_READ)
         while sel.select(WAIT):
             line = proc.stderr.readline().decode()
-            if not line or wanted in line:
+            if not line:
+                break
+            if wanted in line:
                 return line
-    return ""
+            seen.append(line)
+    return "".join(seen)
+
+
+def test_two_processes_never_lose_each_others_rules(tmp_path):
+    """The window and `tasks serve` each hold the rules file: a change by one is seen by the
+    other, and neither write drops the other's rule."""
+    from app.core.rules import RuleBook, Subject
+
+    window, serve = RuleBook(tmp_path / "rules.json"), RuleBook(tmp_path / "rules.json")
+    deny = window.add(Rule(tool="docker_*", decision=RuleDecision.DENY))
+    assert serve.evaluate("docker_prune", "builtin", Subject()).decision is RuleDecision.DENY
+    serve.replace_task_rules("t1", [Rule(tool="fs_read_file", decision=RuleDecision.ALLOW)])
+    assert {r.id for r in window.rules()} >= {deny.id}
+    assert [r.tool for r in window.for_task("t1")] == ["fs_read_file"]
+    window.remove(deny.id)
+    assert serve.evaluate("docker_prune", "builtin", Subject()).decision is None
+
+
+def test_quitting_during_a_run_records_it_as_stopped(world, llm):
+    from tests.fakellm import hang
+
+    runtime = runtime_for(world)
+    task = add_task(runtime, at=START)
+    llm.add(hang("Half an ans"))
+    runner = TaskRunner(runtime, clock=Clock())
+
+    async def scenario() -> None:
+        run = asyncio.ensure_future(runner.run_now(task.id))
+        while not llm.requests:  # the model was asked: the run is under way
+            await asyncio.sleep(0.01)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+
+    asyncio.run(scenario())
+    stored = runtime.tasks.get(task.id)
+    assert stored.running is None
+    assert stored.last_run is not None and not stored.last_run.ok
+    assert stored.last_run.summary.startswith("Stopped: Deskhand quit during the run.")

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import signal
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ log = logging.getLogger(__name__)
 
 SNOOZE_MINUTES = 10
 MCP_WAIT = 1.5
+SHOWN_WAIT = 10.0
 
 
 def run_task_now(runtime: Runtime, task_id: str) -> tuple[bool, str]:
@@ -160,10 +162,21 @@ def _reminder_delivery(runtime: Runtime, notifier: Any) -> Any:
                 print(f"Reminder done: {visible(reminder.message)}", file=sys.stderr)
             elif key == "snooze":
                 book.snooze(reminder.id, SNOOZE_MINUTES)
-                print(f"Reminder snoozed {SNOOZE_MINUTES} min: {visible(reminder.message)}",
-                      file=sys.stderr)
+                print(
+                    f"Reminder snoozed {SNOOZE_MINUTES} min: {visible(reminder.message)}",
+                    file=sys.stderr,
+                )
 
         actions = [Action("snooze", f"Snooze {SNOOZE_MINUTES} min"), Action("done", "Done")]
-        notifier.notify(title, reminder.message, actions, act)
+        notification_id = notifier.notify(title, reminder.message, actions, act)
+
+        def said_when_shown() -> None:  # its buttons answer from then on
+            if notifier.wait_shown(notification_id, SHOWN_WAIT):
+                print(
+                    f"Reminder shown with Snooze and Done: {visible(reminder.message)}",
+                    file=sys.stderr,
+                )
+
+        threading.Thread(target=said_when_shown, daemon=True).start()
 
     return deliver

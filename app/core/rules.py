@@ -10,6 +10,7 @@ which no tool can read or write; the user sees and removes them in Settings and 
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import logging
@@ -17,7 +18,7 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -279,14 +280,58 @@ _ORDER = (RuleDecision.DENY, RuleDecision.ASK, RuleDecision.ALLOW)
 
 
 class RuleBook:
-    """The rules file, loaded once and written atomically on every change. Thread-safe."""
+    """The rules file, written atomically on every change. Thread-safe, and safe between
+    processes (the window and `deskhand tasks serve`): it is read again whenever another
+    process changed it, and each change is a read-modify-write under a lock file."""
 
     def __init__(self, path: Path | None, rules: Iterable[Rule] = ()) -> None:
         """`path` None keeps the rules in memory only (embedders, tests)."""
         self.path = path
         self._lock = threading.RLock()
         self.load_error: str | None = None
+        self._stamp: tuple[int, int] | None = None
         self._rules: list[Rule] = self._load() + list(rules)
+        self._stamp = self._file_stamp()
+
+    def _file_stamp(self) -> tuple[int, int] | None:
+        if self.path is None:
+            return None
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    def _refresh(self) -> None:
+        """Another process changed the file: take its rules (an unreadable one is left
+        alone here: the next start keeps it aside and asks for everything)."""
+        if self.path is None:
+            return
+        stamp = self._file_stamp()
+        if stamp == self._stamp:
+            return
+        with self._lock:
+            if stamp is None:
+                self._rules, self._stamp = [], None
+                return
+            try:
+                self._rules = _RuleFile.model_validate(json.loads(self.path.read_bytes())).rules
+                self._stamp = stamp
+            except (OSError, ValueError, ValidationError) as exc:
+                log.warning("cannot read %s again: %s", self.path, exc)
+
+    @contextlib.contextmanager
+    def _changing(self) -> Iterator[None]:
+        """One read-modify-write: no other process writes between the read and the write."""
+        if self.path is None:
+            with self._lock:
+                yield
+            return
+        from filelock import FileLock
+
+        with self._lock, FileLock(str(self.path) + ".lock", timeout=10):
+            self._refresh()
+            yield
 
     def _load(self) -> list[Rule]:
         if self.path is None:
@@ -316,14 +361,17 @@ class RuleBook:
             return
         text = _RuleFile(rules=self._rules).model_dump_json(indent=2) + "\n"
         atomic_write(self.path, text.encode("utf-8"), mode=0o600)
+        self._stamp = self._file_stamp()
 
     # ---- queries -----------------------------------------------------------------
 
     def rules(self) -> list[Rule]:
+        self._refresh()
         with self._lock:
             return list(self._rules)
 
     def get(self, rule_id: str) -> Rule | None:
+        self._refresh()
         with self._lock:
             return next((r for r in self._rules if r.id == rule_id), None)
 
@@ -338,6 +386,7 @@ class RuleBook:
         """What the rules say; task-scoped rules count only for a run of `task_id`."""
         if len(subject.commands) > 1:
             return self._evaluate_parts(tool, source, subject, conversation_id, task_id)
+        self._refresh()
         with self._lock:
             matching = [
                 r
@@ -384,7 +433,7 @@ class RuleBook:
     # ---- changes -----------------------------------------------------------------
 
     def add(self, rule: Rule) -> Rule:
-        with self._lock:
+        with self._changing():
             for existing in self._rules:
                 if _same(existing, rule):
                     return existing
@@ -393,15 +442,15 @@ class RuleBook:
             return rule
 
     def add_many(self, rules: Iterable[Rule]) -> None:
-        with self._lock:
+        with self._changing():
             for rule in rules:
                 if not any(_same(r, rule) for r in self._rules):
                     self._rules.append(rule)
             self._save()
 
     def remove(self, rule_id: str) -> Rule | None:
-        with self._lock:
-            rule = self.get(rule_id)
+        with self._changing():
+            rule = next((r for r in self._rules if r.id == rule_id), None)
             if rule is None:
                 return None
             self._rules = [r for r in self._rules if r.id != rule_id]
@@ -409,20 +458,21 @@ class RuleBook:
             return rule
 
     def for_task(self, task_id: str) -> list[Rule]:
+        self._refresh()
         with self._lock:
             return [r for r in self._rules if r.scope is Scope.TASK and r.task_id == task_id]
 
     def replace_task_rules(self, task_id: str, rules: Iterable[Rule]) -> list[Rule]:
         """The task's permission profile, as its own rules, in one write: the old ones go."""
         new = [r.model_copy(update={"scope": Scope.TASK, "task_id": task_id}) for r in rules]
-        with self._lock:
+        with self._changing():
             kept = [r for r in self._rules if not (r.scope is Scope.TASK and r.task_id == task_id)]
             self._rules = kept + new
             self._save()
         return new
 
     def remove_task_rules(self, task_id: str) -> int:
-        with self._lock:
+        with self._changing():
             before = len(self._rules)
             self._rules = [
                 r for r in self._rules if not (r.scope is Scope.TASK and r.task_id == task_id)
@@ -434,7 +484,7 @@ class RuleBook:
 
     def remove_where(self, tool: str, source: str = BUILTIN) -> int:
         """Drops the any-argument rules of one tool (used when a setting is reset)."""
-        with self._lock:
+        with self._changing():
             keep = [
                 r
                 for r in self._rules

@@ -7,22 +7,41 @@ rules count, deny rules still win, and any other call that would ask goes to `as
 unattended channel (notifications with buttons, the window). No answer by the end of the
 run's time budget means denied; with nobody to ask, it is denied at once.
 
-The time budget is read from `clock` (so tests drive it) and enforced twice: the run stops
-at the first event after the deadline, and a real timeout stops a run that hangs.
+The time budget is read from `clock` (so tests drive it) and enforced three times: the run
+stops at the first event after the deadline, a run waiting on nothing (a hung stream, a
+stuck tool) is stopped when the clock is said to have passed it (`clock_moved`), and a real
+timeout stops a run that hangs.
+
+While nobody watches, a run gets no more than its profile gave it: an answer allows that
+one call at most (never a rule, never trust), an answer that comes after the deadline
+allows nothing, and the rules a run sees (`RunRules`) are those in the rules file now (a
+rule the user removed or a deny rule added in another Deskhand process counts), without
+the rules "for this conversation" that a person gave while chatting in the task's
+conversation: those are for that chat, not for later unattended runs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import logging
+import os
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from app.core.approval import ApprovalRequest, Decision
 from app.core.events import Error, TextDelta, ToolCallFinished, TurnFinished
+from app.core.rules import Evaluation, Rule, RuleBook, RuleDecision, Scope
 from app.core.tasks import RunRecord, RunTicket, Task, TaskBook, first_lines
+from tools.spec import Subject
+from tools.tasks.approval import TASK_RUN_NOTE
 
 log = logging.getLogger(__name__)
 
@@ -130,9 +149,22 @@ class TaskRunner:
         try:
             conversation_id = self._conversation(task)
             async with asyncio.timeout(task.budget.max_seconds + HANG_GRACE):
-                ok, answer = await self._agent_run(task, ticket, conversation_id, deadline, said)
+                ok, answer = await self._within(
+                    deadline, self._agent_run(task, ticket, conversation_id, deadline, said)
+                )
         except TimeoutError:
             ok, answer = False, self._over_budget(task, said)
+        except asyncio.CancelledError:  # Deskhand quits: say so now, not as a stale marker
+            partial = "".join(said).strip()
+            self.book.record_run(
+                task.id,
+                ticket.run_id,
+                now=self.clock(),
+                ok=False,
+                answer="Stopped: Deskhand quit during the run."
+                + (f"\n{partial}" if partial else ""),
+            )
+            raise
         except Exception as exc:  # any failure is the run's outcome, never a stuck marker
             log.warning("task %s: the run failed: %s", task.id, exc, exc_info=True)
             ok, answer = False, f"The run failed: {exc}"
@@ -150,6 +182,23 @@ class TaskRunner:
             except Exception:  # telling the user must not lose the recorded outcome
                 log.exception("could not announce the run of task %s", task.id)
         return outcome
+
+    @staticmethod
+    async def _within(deadline: Deadline, work: Awaitable[tuple[bool, str]]) -> tuple[bool, str]:
+        """`work`, stopped (TimeoutError) once the deadline passes even when it waits on
+        nothing that would notice: a stream that sends nothing, a tool that never ends."""
+        running = asyncio.ensure_future(work)
+        try:
+            in_time = await deadline.wait(running)
+        except BaseException:
+            running.cancel()
+            raise
+        if in_time:
+            return running.result()
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+        raise TimeoutError
 
     def _conversation(self, task: Task) -> str:
         """The task's own conversation (made again if the user deleted it)."""
@@ -184,7 +233,9 @@ class TaskRunner:
                 task_id=task.id,
                 max_steps=task.budget.max_steps,
             )
+            agent.pipeline.rules = RunRules(self.runtime.rules)
             conversation = self.runtime.open_conversation(conversation_id)
+            conversation.session.notes[TASK_RUN_NOTE] = task.id
             return await self._turn(agent, conversation, task, ticket, deadline, said)
         finally:
             await provider.aclose()
@@ -247,11 +298,12 @@ class TaskRunner:
                 log.info("task %s: %s denied (nobody to ask)", task.id, request.tool)
                 return Decision.DENY
             answer = await self.ask(task, request, deadline)
-            if answer is None:
+            if answer is None or deadline.passed:
                 log.info("task %s: %s denied (no answer within the budget)", task.id, request.tool)
                 return Decision.DENY
-            # while nobody watches, an answer allows this one call at most: no rule is made
-            return Decision.ALLOW_ONCE if answer is Decision.ALLOW_ONCE else Decision.DENY
+            # while nobody watches, an answer allows this one call at most: no rule is made,
+            # no source is trusted
+            return Decision.ALLOW_ONCE if answer.allows else Decision.DENY
 
         return approve
 
@@ -267,3 +319,70 @@ def finished_notice(outcome: RunOutcome) -> tuple[str, str]:
     if outcome.missed:
         text += f"\n{outcome.missed} earlier planned run(s) were missed and not repeated."
     return title, text
+
+
+# ---- the rules a run sees -----------------------------------------------------------------
+
+_RULES = TypeAdapter(list[Rule])
+
+
+class RunRules:
+    """The rules of one run, for the pipeline (it only evaluates them: a run's answers make
+    no rule). Read again from the rules file whenever it changed, so what another Deskhand
+    process did (the window removed a profile rule, added a deny rule) counts here; an
+    unreadable or missing file leaves the book this process has. Allow rules "for this
+    conversation" are left out: the task's conversation is also a chat the user may have
+    allowed things in, and that was no grant to the task's unattended runs (its deny and
+    ask rules count)."""
+
+    def __init__(self, book: RuleBook) -> None:
+        self.book = book
+        self._lock = threading.Lock()
+        self._stamp: tuple[int, int] | None = None
+        self._fresh: RuleBook | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.book, name)
+
+    def current(self) -> RuleBook:
+        """The rules in force for a run now."""
+        path: Path | None = self.book.path
+        try:
+            st = os.stat(path) if path is not None else None
+        except OSError:
+            st = None
+        if path is None or st is None:
+            return RuleBook(None, _for_runs(self.book.rules()))
+        stamp = (st.st_mtime_ns, st.st_size)
+        with self._lock:
+            if stamp != self._stamp or self._fresh is None:
+                rules = _read_rules(path)
+                self._fresh = RuleBook(
+                    None, _for_runs(self.book.rules() if rules is None else rules)
+                )
+                self._stamp = stamp if rules is not None else None
+            return self._fresh
+
+    def evaluate(
+        self,
+        tool: str,
+        source: str,
+        subject: Subject,
+        conversation_id: str | None = None,
+        task_id: str | None = None,
+    ) -> Evaluation:
+        return self.current().evaluate(tool, source, subject, conversation_id, task_id)
+
+
+def _for_runs(rules: list[Rule]) -> list[Rule]:
+    return [
+        r for r in rules if not (r.scope is Scope.CONVERSATION and r.decision is RuleDecision.ALLOW)
+    ]
+
+
+def _read_rules(path: Path) -> list[Rule] | None:
+    try:
+        return _RULES.validate_python(json.loads(path.read_bytes()).get("rules", []))
+    except (OSError, ValueError, ValidationError, AttributeError) as exc:
+        log.warning("the rules file could not be read again: %s", exc)
+        return None

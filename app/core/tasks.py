@@ -7,16 +7,24 @@ keeps the next planned time (UTC); `due(now)` hands out what came due, a run mis
 the machine slept or the app was closed runs once, marked late, and a burst of missed
 repeats is coalesced into that one run. A run never overlaps the previous run of the same
 task: `start_run` leaves a `running` marker that only `record_run` or a stale timeout
-(the run's time budget plus a grace) clears. No Qt, no agent here.
+(the run's time budget plus a grace) clears. Every change is a read-modify-write under a
+lock file next to the tasks file, so two processes (the window, `tasks serve`, `tasks run`
+by hand) never both claim one run. No Qt, no agent here.
+
+A task's profile becomes rules only when a person makes or edits the task through this
+book: nothing in tasks.json grants anything by itself (the rules file holds the grants),
+and a profile rule the user removed stays removed when the task is edited later.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import threading
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -35,6 +43,8 @@ TASKS_FILE = "tasks.json"
 STALE_GRACE = timedelta(minutes=2)
 #: One-shot times this far in the past are still accepted (typing takes a moment).
 PAST_TOLERANCE = timedelta(minutes=1)
+#: How long a change waits for another process that is changing the tasks file.
+LOCK_WAIT = 10.0
 HISTORY_KEPT = 20
 SUMMARY_LINES = 5
 SUMMARY_CHARS = 600
@@ -211,11 +221,13 @@ class Task(BaseModel):
         return self.history[-1] if self.history else None
 
     def is_running(self, now: datetime) -> bool:
-        """A run is under way and not stale."""
+        """A run is under way and not stale. A marker from the future (the clock was set
+        back since) is stale too: it must not block the task until the clock catches up."""
         if self.running is None:
             return False
         limit = timedelta(seconds=self.budget.max_seconds) + STALE_GRACE
-        return now - self.running.started <= limit
+        age = now - self.running.started
+        return -STALE_GRACE <= age <= limit
 
     def describe_profile(self) -> list[str]:
         return describe_profile(self.profile)
@@ -301,13 +313,37 @@ class _TaskFile(BaseModel):
 class TaskBook:
     """The tasks file. Thread-safe; every call re-reads the file (the CLI may change it)."""
 
-    def __init__(self, home: Path, rules: RuleBook | None = None) -> None:
+    def __init__(
+        self, home: Path, rules: RuleBook | None = None, *, lock_wait: float = LOCK_WAIT
+    ) -> None:
+        from filelock import FileLock
+
         self.path = Path(home) / TASKS_FILE
         #: Where each task's profile lives as task-scoped allow rules (kept in step here).
         self.rules = rules
         self._lock = threading.RLock()
+        #: Other processes' changes wait for ours (and ours for theirs) at most `lock_wait`.
+        self._file_lock = FileLock(str(self.path) + ".lock")
+        self.lock_wait = lock_wait
         #: Set when an unreadable file was moved aside (shown once to the user).
         self.load_error: str | None = None
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """This thread, and no other process, changes the file until the block ends."""
+        from filelock import Timeout
+
+        with self._lock:
+            try:
+                self._file_lock.acquire(timeout=self.lock_wait)
+            except Timeout:
+                raise TaskBusy(
+                    "another Deskhand process is changing the tasks; try again", "id"
+                ) from None
+            try:
+                yield
+            finally:
+                self._file_lock.release()
 
     # ---- file -----------------------------------------------------------------------
 
@@ -340,7 +376,7 @@ class TaskBook:
 
     def _change(self, task_id: str, change: Any) -> Task:
         """Applies `change(task) -> Task` to one task and saves."""
-        with self._lock:
+        with self._locked():
             tasks = self._read()
             for i, task in enumerate(tasks):
                 if task.id == task_id:
@@ -379,7 +415,7 @@ class TaskBook:
             next_due=next_due,
             budget=budget or Budget(),
         )
-        with self._lock:
+        with self._locked():
             tasks = self._read()
             tasks.append(task)
             self._write(tasks)
@@ -391,6 +427,13 @@ class TaskBook:
             self.rules.replace_task_rules(
                 task.id, [entry.as_rule(task.id, task.title) for entry in task.profile]
             )
+
+    def _removed_entries(self, task: Task) -> list[ProfileEntry]:
+        """The profile lines whose rule the user removed since (Settings → Rules)."""
+        if self.rules is None:
+            return []
+        live = {(r.tool, r.source, r.matcher) for r in self.rules.for_task(task.id)}
+        return [e for e in task.profile if (e.tool, e.source, e.matcher) not in live]
 
     def profile_rules(self, task_id: str) -> list[Rule]:
         """The rules that let the task's runs act without asking — what is in force, which
@@ -447,19 +490,24 @@ class TaskBook:
             changes["next_due"] = self._first_due(changes["schedule"], now)
 
         def apply(task: Task) -> Task:
+            update = dict(changes)
+            if "profile" in update:  # what the user removed in Rules is not given back
+                removed = self._removed_entries(task)
+                wanted = [ProfileEntry.model_validate(e) for e in update["profile"]]
+                update["profile"] = [e for e in wanted if e not in removed]
             try:
-                return Task.model_validate({**task.model_dump(), **changes})
+                return Task.model_validate({**task.model_dump(), **update})
             except ValidationError as exc:
                 raise TaskError(str(exc).splitlines()[0], sorted(changes)[0]) from None
 
-        with self._lock:
+        with self._locked():
             task = self._change(task_id, apply)
             if "profile" in changes:
                 self._sync_rules(task)
         return task
 
     def remove(self, task_id: str) -> Task:
-        with self._lock:
+        with self._locked():
             tasks = self._read()
             found = next((t for t in tasks if t.id == task_id), None)
             if found is None:

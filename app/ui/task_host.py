@@ -159,10 +159,10 @@ class TaskHost(QObject):
     def _withdraw_question(self, key: str) -> None:
         self._questions.pop(key, None)
         self.notifications.withdraw(key)
-        call_id = next((c for c, d in self._dialogs.items() if d.property("questionKey") == key),
-                       None)
-        if call_id is not None:  # answered elsewhere or out of time: the dialog goes too
-            self._dialogs.pop(call_id).close()
+        found = next((k for k, d in self._dialogs.items() if d.property("questionKey") == key),
+                     None)
+        if found is not None:  # answered elsewhere or out of time: the dialog goes too
+            self._dialogs.pop(found).close()
 
     def _action(self, key: str, action: str) -> None:
         if key in self._questions:
@@ -195,18 +195,18 @@ class TaskHost(QObject):
         from app.ui.task_question import TaskQuestionDialog
 
         self.open_task_conversation(pending.task_id)
-        call_id = pending.request.call_id
-        dialog = self._dialogs.get(call_id)
+        key = pending.key  # Deskhand's own: two runs' models may use the same call id
+        dialog = self._dialogs.get(key)
         if dialog is None:
             dialog = TaskQuestionDialog(pending, self.window)
             dialog.setProperty("questionKey", pending.handle or "")
-            dialog.answered.connect(lambda decision: self._answer(call_id, decision))
-            dialog.finished.connect(lambda _code: self._dialogs.pop(call_id, None))
-            self._dialogs[call_id] = dialog
+            dialog.answered.connect(lambda decision: self._answer(key, decision))
+            dialog.finished.connect(lambda _code: self._dialogs.pop(key, None))
+            self._dialogs[key] = dialog
             dialog.open()
         dialog.raise_()
         dialog.activateWindow()
 
-    def _answer(self, call_id: str, decision: Any) -> None:
+    def _answer(self, key: str, decision: Any) -> None:
         if self.approvals is not None:
-            self.approvals.answer(call_id, decision)
+            self.approvals.answer(key, decision)

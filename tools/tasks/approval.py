@@ -30,6 +30,12 @@ ALWAYS_ASK = (
     "a task runs by itself later, and what it may do without asking is a permission you "
     "give now; no rule and no --yes can give it for you"
 )
+IN_A_RUN = (
+    "a scheduled run is asking to change your tasks while you may be away; only you can "
+    "change, pause or remove a task, whatever its permissions say"
+)
+#: Set in a scheduled run's tool session notes (by the task runner) to the task's id.
+TASK_RUN_NOTE = "scheduled_task_run"
 #: Tools that run commands or code of the caller's choosing.
 SHELL_TOOLS = ("shell_run", "shell_code", "shell_start", "shell_send")
 #: Programs that run whatever program or code they are given: a command rule starting
@@ -55,6 +61,16 @@ def task_api(book: Any) -> ModuleType:
 def always_ask(args: Any, ctx: ToolContext) -> Escalation:
     """Every tasks_create call asks a person; nothing about it may fail or vary."""
     return Escalation(ALWAYS_ASK, never_covered=True)
+
+
+def in_a_run(args: Any, ctx: ToolContext) -> Escalation | None:
+    """A task tool that changes tasks asks a person when a scheduled run calls it: a run
+    must not pause, remove (or, with tasks_create, add) tasks by itself, whatever profile
+    it has — with `*` it could otherwise stop the task that watches it."""
+    notes = getattr(ctx.session, "notes", None) or {}
+    if notes.get(TASK_RUN_NOTE):
+        return Escalation(IN_A_RUN, never_covered=True)
+    return None
 
 
 # ---- reading a tasks_create call -----------------------------------------------------------

@@ -190,11 +190,13 @@ MANIFESTS = [
         "Delete a scheduled task and the permissions it was given.",
         TaskRef,
         Operation.DELETE,
+        escalate=f"{APPROVAL}:in_a_run",
     ),
     _tool(
         "tasks_pause",
         "Pause a scheduled task; the user resumes it in the Tasks window.",
         TaskRef,
         Operation.UPDATE,
+        escalate=f"{APPROVAL}:in_a_run",
     ),
 ]
