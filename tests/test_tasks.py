@@ -379,3 +379,21 @@ def test_cli_list_shows_the_last_run_as_plain_text(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "last run 2026-03-27 09:00 UTC: failed, late  quota⟨U+0007⟩ hit" in out
     assert "next run Mon 2026-03-30 08:00 CEST" in out
+
+
+def test_cli_list_shows_the_profile_in_force(tmp_path, capsys):
+    """A profile rule the user removed (Settings → Rules) is not listed as a permission."""
+    from app.core.rules import RuleBook
+
+    rules = RuleBook(tmp_path / "rules.json")
+    book = TaskBook(tmp_path, rules=rules)
+    task = weekday_task(book, profile=[parse_allow("fs_read_file"), parse_allow("docker_*")])
+    [read_rule, _docker] = rules.for_task(task.id)
+    rules.remove(read_rule.id)
+    parser = argparse.ArgumentParser()
+    add_parsers(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["tasks", "list", "--json"])
+    assert run_tasks(args, tmp_path, now=lambda: FRIDAY, book=book) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["profile_text"][0] == "May run docker_* with any arguments without asking"
+    assert not any("fs_read_file" in line for line in row["profile_text"])

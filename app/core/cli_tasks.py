@@ -14,11 +14,13 @@ from typing import Any
 
 from app.core.tasks import (
     Budget,
+    ProfileEntry,
     Schedule,
     Task,
     TaskBook,
     TaskBusy,
     TaskError,
+    describe_profile,
     parse_allow,
 )
 
@@ -172,6 +174,15 @@ def _when(at: datetime | None, task: Task) -> str:
     return at.astimezone(ZoneInfo(task.schedule.zone)).strftime("%a %Y-%m-%d %H:%M %Z")
 
 
+def _in_force(task: Task, book: TaskBook) -> list[ProfileEntry]:
+    if book.rules is None:
+        return list(task.profile)
+    return [
+        ProfileEntry(tool=r.tool, source=r.source, matcher=r.matcher)
+        for r in book.profile_rules(task.id)
+    ]
+
+
 def _row(task: Task, book: TaskBook, now: datetime) -> dict[str, Any]:
     nxt = book.next_run(task, now)
     last = task.last_run
@@ -187,7 +198,8 @@ def _row(task: Task, book: TaskBook, now: datetime) -> dict[str, Any]:
         "running": task.is_running(now),
         "next_run": nxt.isoformat() if nxt else None,
         "profile": [p.model_dump(mode="json") for p in task.profile],
-        "profile_text": task.describe_profile(),
+        # what is in force: the profile minus the rules the user removed since
+        "profile_text": describe_profile(_in_force(task, book)),
         "budget": task.budget.model_dump(),
         "last_run": last.model_dump(mode="json") if last else None,
     }
