@@ -155,10 +155,21 @@ def test_review_opens_the_whole_question_over_the_tasks_conversation(
         assert "line <b>bold</b>" in dialog.arguments.toPlainText()  # all of it, as text
         conversation_id = app.runtime.tasks.get(task.id).conversation_id
         assert app.window.controller.conversation_id == conversation_id
+        bar = app.window.task_question_bar  # the question shows in the task's conversation
+        assert bar.isVisible() and "“Nightly report” waits for your answer" in bar.label.text()
+        dialog.reject()  # closing it answers nothing: the bar's Review… opens it again
+        bar.button.click()
+        dialog = await wait_until(
+            lambda: next(
+                (d for d in app.window.findChildren(TaskQuestionDialog) if d.isVisible()), None
+            ),
+            what="the whole question again",
+        )
         dialog.allow_button.click()
         done = await next_shown(server)
         assert done.summary == "Task done: Nightly report"
         assert report.read_text() == long_text
+        assert not bar.isVisible()
 
     run(qloop, body())
 

@@ -113,6 +113,8 @@ class App:
         self.window.taskRunRequested.connect(self.run_task_now)
         self.window.taskConversationRequested.connect(self.tasks.open_task_conversation)
         self.window.tasksChanged.connect(self.tasks.poke)
+        self.tasks.questionsChanged.connect(self.window.set_task_questions)
+        self.window.taskQuestionReview.connect(self.tasks.review_key)
 
     def show(self) -> None:
         if self.runtime.settings.general.start_minimized and self.tray.available:

@@ -84,6 +84,8 @@ class MainWindow(QMainWindow):
     taskRunRequested = Signal(str)
     taskConversationRequested = Signal(str)
     tasksChanged = Signal()
+    #: Review… on the bar of a task's conversation whose run waits (the question's key).
+    taskQuestionReview = Signal(str)
 
     def __init__(self, runtime: Runtime, tray: Any = None) -> None:
         super().__init__()
@@ -127,6 +129,11 @@ class MainWindow(QMainWindow):
         self.folders_prompt = FoldersPrompt(self.runtime)
         self.folders_prompt.hide()
         self.undo_bar = UndoBar()
+        from app.ui.task_question import TaskQuestionBar
+
+        self.task_question_bar = TaskQuestionBar()
+        #: conversation id → (question key, text) of runs waiting for an answer
+        self._task_questions: dict[str, tuple[str, str]] = {}
         #: MCP servers' questions (elicitation), one form at a time, above the composer.
         self.elicitation = ElicitationPanel()
         self.title_label = QLabel("New chat")
@@ -171,6 +178,7 @@ class MainWindow(QMainWindow):
         right_layout.addLayout(self.chat_stack, 1)
         right_layout.addWidget(self.elicitation)
         right_layout.addWidget(self.undo_bar)
+        right_layout.addWidget(self.task_question_bar)
         right_layout.addWidget(self.composer)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -235,6 +243,7 @@ class MainWindow(QMainWindow):
         self.sidebar.renameRequested.connect(self.rename)
         self.sidebar.deleteRequested.connect(self.delete)
         self.undo_bar.undoRequested.connect(self.undo_delete)
+        self.task_question_bar.reviewRequested.connect(self.taskQuestionReview)
         self.setup_card.settingsRequested.connect(lambda: self.settingsRequested.emit("providers"))
         self.setup_card.useServerRequested.connect(self.use_local_server)
 
@@ -376,6 +385,7 @@ class MainWindow(QMainWindow):
             conv = self.runtime.store.get_conversation(conversation_id)
             self.title_label.setText(conv.title if conv else "Chat")
         self.sidebar.select(conversation_id or None)
+        self._show_task_question()
         draft = self.ui_state.drafts.pop(conversation_id, "")
         if not self.controller.busy:
             self.composer.set_text(draft)
@@ -517,6 +527,18 @@ class MainWindow(QMainWindow):
         view.raise_()
         view.activateWindow()
         return view
+
+    def set_task_questions(self, questions: dict[str, tuple[str, str]]) -> None:
+        """What scheduled runs wait for, by the task's conversation: its bar shows it."""
+        self._task_questions = dict(questions)
+        self._show_task_question()
+
+    def _show_task_question(self) -> None:
+        found = self._task_questions.get(self.controller.conversation_id or "")
+        if found is None:
+            self.task_question_bar.clear()
+        else:
+            self.task_question_bar.show_question(*found)
 
     def refresh_tasks(self) -> None:
         if self.tasks_view is not None and self.tasks_view.isVisible():

@@ -34,6 +34,8 @@ OPEN = "open"
 class TaskHost(QObject):
     #: A run started or ended, or a question came or went: the Tasks window refreshes.
     changed = Signal()
+    #: conversation id → (question key, text): what runs wait for, by task conversation.
+    questionsChanged = Signal(dict)
 
     def __init__(
         self,
@@ -74,7 +76,7 @@ class TaskHost(QObject):
             self._show_question,
             self._withdraw_question,
             on_review=self.review,
-            on_change=self.changed.emit,
+            on_change=self._questions_changed,
         )
         self.runner = TaskRunner(
             self.runtime, ask=self.approvals.ask, announce=self._finished, clock=self.clock
@@ -206,6 +208,29 @@ class TaskHost(QObject):
             dialog.open()
         dialog.raise_()
         dialog.activateWindow()
+
+    def _questions_changed(self) -> None:
+        from app.core.tasks import TaskError
+
+        waiting: dict[str, tuple[str, str]] = {}
+        for pending in self.approvals.pending() if self.approvals is not None else []:
+            conversation_id = self._conversations.get(pending.task_id)
+            if conversation_id is None:
+                try:
+                    conversation_id = self.runtime.tasks.get(pending.task_id).conversation_id
+                except TaskError:
+                    continue
+            what = pending.request.summary or pending.request.tool
+            text = f"“{pending.task_title}” waits for your answer: {what}"
+            if conversation_id:
+                waiting.setdefault(conversation_id, (pending.key, text))
+        self.questionsChanged.emit(waiting)
+        self.changed.emit()
+
+    def review_key(self, key: str) -> None:
+        pending = self.approvals.get(key) if self.approvals is not None else None
+        if pending is not None:
+            self.review(pending)
 
     def _answer(self, key: str, decision: Any) -> None:
         if self.approvals is not None:

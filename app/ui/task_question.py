@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QDialog,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
@@ -87,3 +88,34 @@ class TaskQuestionDialog(QDialog):
     def _answer(self, decision: Decision) -> None:
         self.answered.emit(decision)
         self.accept()
+
+
+class TaskQuestionBar(QFrame):
+    """Above the composer of a task's conversation while one of its runs waits for an
+    answer: what it asks, and Review… (the whole question)."""
+
+    reviewRequested = Signal(str)  # the question's key
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("undoBar")  # the same quiet bar as "Chat deleted · Undo"
+        self.label = QLabel()
+        self.label.setTextFormat(Qt.TextFormat.PlainText)
+        self.label.setWordWrap(True)
+        self.button = QPushButton("Review…")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(12, 6, 8, 6)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(self.button)
+        self.key = ""
+        self.button.clicked.connect(lambda: self.reviewRequested.emit(self.key))
+        self.hide()
+
+    def show_question(self, key: str, text: str) -> None:
+        self.key = key
+        self.label.setText(visible(text))
+        self.show()
+
+    def clear(self) -> None:
+        self.key = ""
+        self.hide()
