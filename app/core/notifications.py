@@ -148,7 +148,13 @@ class Notifier:
     async def probe(self, timeout: float = PROBE_TIMEOUT) -> bool:
         """`available()` for callers already on an event loop."""
         if not sys.platform.startswith("linux"):
-            return True
+            # the notification centre (macOS: asks the user once; an unsigned app is refused)
+            # or toasts (Windows); no permission means the tray
+            try:
+                return bool(await self._notifier().request_authorisation())
+            except Exception as exc:
+                log.info("native notifications not allowed: %s", exc)
+                return False
         try:
             return await asyncio.wait_for(_server_answers(), timeout)
         except Exception as exc:  # no bus, no server, timeout: all mean "not available"

@@ -114,7 +114,7 @@ class Notifications(QObject):
         if self._started or self._closed:
             return
         self._started = True
-        if not sys.platform.startswith("linux") or not session_bus_possible():
+        if sys.platform.startswith("linux") and not session_bus_possible():
             self._settle(None)
             return
         threading.Thread(target=self._probe, name="deskhand-notify-probe", daemon=True).start()
