@@ -259,8 +259,8 @@ def test_remove_asks_and_takes_the_tasks_permissions_with_it(runtime: Runtime) -
     yes = Person(Decision.ALLOW_ONCE)
     assert call(runtime, yes, "tasks_remove", {"id": task.id}).ok
     assert runtime.tasks.list() == [] and runtime.rules.for_task(task.id) == []
-    missing = call(runtime, yes, "tasks_remove", {"id": "nope"})
-    assert not missing.ok and "id: there is no task 'nope'" in missing.content
+    missing = call(runtime, yes, "tasks_remove", {"id": "no-such-task-42"})
+    assert not missing.ok and "id: there is no task 'no-such-task-42'" in missing.content
 
 
 def test_pause_asks_and_pauses(runtime: Runtime) -> None:

@@ -212,3 +212,16 @@ def test_a_run_missed_while_closed_runs_as_the_app_starts(
         assert last is not None and last.ok and last.late
 
     run(qloop, body())
+
+
+def test_the_tasks_window_offers_the_saved_provider_accounts(
+    make_app: Callable[[], App], clock: Clock, qloop: Any, work: Path
+) -> None:
+    app = make_app()
+    view = app.window.show_tasks()
+    editor = view.open_editor(None)
+    offered = [editor.account.itemText(i) for i in range(editor.account.count())]
+    assert offered[0].startswith("Active provider")
+    assert any(text.startswith("Scripted") for text in offered[1:])
+    editor.close()
+    view.close()

@@ -16,9 +16,10 @@ from PySide6.QtWidgets import QMessageBox
 import app.ui.tasks_view as tasks_view
 from app.core.reminders import system_zone
 from app.core.rules import RuleBook
+from app.core.settings import ProviderAccount
 from app.core.tasks import Budget, Schedule, TaskBook, parse_allow
 from app.ui.reminders_view import when_text
-from app.ui.tasks_view import OTHER_CALLS, PROFILE_FIXED, TasksView
+from app.ui.tasks_view import MODEL_PLACEHOLDER, OTHER_CALLS, PROFILE_FIXED, TasksView
 
 pytestmark = pytest.mark.gui
 START = datetime(2026, 3, 27, 9, 30, tzinfo=UTC)  # a Friday
@@ -48,6 +49,24 @@ def view(book: TaskBook, clock: Clock, qtbot: Any) -> TasksView:
     qtbot.addWidget(window)
     window.show()
     return window
+
+
+WORK = ProviderAccount(id="work", kind="openai", label="Work OpenAI", base_url="", model="gpt-4o")
+LOCAL = ProviderAccount(
+    id="local", kind="openai", label="Local <b>llama</b>", base_url="", model="llama3"
+)
+
+
+@pytest.fixture
+def accounts_view(book: TaskBook, clock: Clock, qtbot: Any) -> TasksView:
+    window = TasksView(book, clock=clock, accounts=[WORK, LOCAL], active="work")
+    qtbot.addWidget(window)
+    window.show()
+    return window
+
+
+def choices(combo: Any) -> list[tuple[str, Any]]:
+    return [(combo.itemText(i), combo.itemData(i)) for i in range(combo.count())]
 
 
 def zone() -> str:
@@ -328,3 +347,115 @@ def test_what_a_task_holds_is_shown_literally(
     labels += [label for pair in view.detail._history_rows for label in pair]
     assert all(label.textFormat() == Qt.TextFormat.PlainText for label in labels)
     assert view.detail.title.text() == "<i>title</i>⟨U+202E⟩evil"
+
+
+def test_new_task_with_an_account_and_a_model_stores_them(
+    accounts_view: TasksView, book: TaskBook, qtbot: Any
+) -> None:
+    editor = accounts_view.open_editor(None)
+    assert choices(editor.account) == [
+        ("Active provider (Work OpenAI)", None),
+        ("Work OpenAI", "work"),
+        ("Local <b>llama</b>", "local"),  # a label is plain text
+    ]
+    assert editor.model_name.placeholderText() == MODEL_PLACEHOLDER
+    editor.title.setText("Local digest")
+    editor.prompt.setPlainText("Summarise my notes.")
+    editor.account.setCurrentIndex(editor.account.findData("local"))
+    qtbot.keyClicks(editor.model_name, " qwen2.5:7b ")
+    with qtbot.waitSignal(accounts_view.changed):
+        editor.save_button.click()
+
+    (task,) = book.list()
+    assert (task.provider, task.model) == ("local", "qwen2.5:7b")
+    assert "Model: Local <b>llama</b> · qwen2.5:7b" in accounts_view.detail.budget.text()
+
+
+def test_the_defaults_store_no_account_and_no_model(
+    accounts_view: TasksView, book: TaskBook, qtbot: Any
+) -> None:
+    editor = accounts_view.open_editor(None)
+    assert editor.account.currentIndex() == 0 and editor.model_name.text() == ""
+    editor.title.setText("Digest")
+    editor.prompt.setPlainText("Summarise my notes.")
+    editor.model_name.setText("   ")  # blank: the account's model
+    with qtbot.waitSignal(accounts_view.changed):
+        editor.save_button.click()
+
+    (task,) = book.list()
+    assert (task.provider, task.model) == (None, None)
+    assert accounts_view.detail.budget.text().endswith("\nModel: the active provider")
+
+
+def test_edit_changes_the_account_and_model_and_only_when_asked(
+    accounts_view: TasksView, book: TaskBook, clock: Clock, qtbot: Any, monkeypatch: Any
+) -> None:
+    task = daily(book, clock, provider="work", model="gpt-4o-mini")
+    accounts_view.refresh()
+    editor = accounts_view.open_editor(task.id)
+    assert editor.account.currentData() == "work" and editor.model_name.text() == "gpt-4o-mini"
+    sent: list[dict[str, Any]] = []
+    update = book.update
+
+    def spy(task_id: str, **changes: Any) -> Any:
+        sent.append({k: v for k, v in changes.items() if k != "now"})
+        return update(task_id, **changes)
+
+    monkeypatch.setattr(book, "update", spy)
+    editor.title.setText("Calendar digest")  # the account and model untouched: not sent
+    with qtbot.waitSignal(accounts_view.changed):
+        editor.save_button.click()
+    assert sent == [{"title": "Calendar digest"}]
+
+    editor = accounts_view.open_editor(task.id)
+    editor.account.setCurrentIndex(0)  # back to the active provider, the account's model
+    editor.model_name.clear()
+    with qtbot.waitSignal(accounts_view.changed):
+        editor.save_button.click()
+    assert sent[1] == {"provider": None, "model": None}
+    saved = book.get(task.id)
+    assert (saved.provider, saved.model, saved.title) == (None, None, "Calendar digest")
+
+    editor = accounts_view.open_editor(task.id)
+    editor.account.setCurrentIndex(editor.account.findData("local"))
+    with qtbot.waitSignal(accounts_view.changed):
+        editor.save_button.click()
+    assert (book.get(task.id).provider, book.get(task.id).model) == ("local", None)
+    assert accounts_view.detail.budget.text().endswith("\nModel: Local <b>llama</b>")
+
+
+def test_a_missing_account_is_shown_and_kept_until_another_is_chosen(
+    accounts_view: TasksView, book: TaskBook, clock: Clock, qtbot: Any
+) -> None:
+    task = daily(book, clock, provider="gone1", model="mixtral")
+    accounts_view.refresh()
+    assert "Model: missing account (gone1) · mixtral" in accounts_view.detail.budget.text()
+    editor = accounts_view.open_editor(task.id)
+    assert editor.account.currentText() == "Missing account (gone1) — choose another"
+    assert editor.account.currentData() == "gone1" and editor.account.count() == 4
+    editor.title.setText("Calendar digest")
+    with qtbot.waitSignal(accounts_view.changed):
+        editor.save_button.click()
+    kept = book.get(task.id)
+    assert (kept.title, kept.provider, kept.model) == ("Calendar digest", "gone1", "mixtral")
+
+    editor = accounts_view.open_editor(task.id)
+    editor.account.setCurrentIndex(editor.account.findData("work"))
+    with qtbot.waitSignal(accounts_view.changed):
+        editor.save_button.click()
+    assert book.get(task.id).provider == "work"
+
+
+def test_accounts_can_be_given_later_and_the_plain_view_offers_the_active_one(
+    view: TasksView, book: TaskBook, clock: Clock
+) -> None:
+    editor = view.open_editor(None)  # no accounts passed: only the active provider
+    assert choices(editor.account) == [("Active provider (none set)", None)]
+    editor.close()
+    task = daily(book, clock, provider="work")
+    view.refresh()
+    view.select(task.id)
+    assert view.detail.budget.text().endswith("\nModel: missing account (work)")
+    view.set_accounts([WORK], "work")
+    assert view.detail.budget.text().endswith("\nModel: Work OpenAI")
+    assert view.open_editor(task.id).account.currentText() == "Work OpenAI"

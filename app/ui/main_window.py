@@ -520,6 +520,8 @@ class MainWindow(QMainWindow):
             self.tasks_view.openConversationRequested.connect(self.taskConversationRequested)
             self.tasks_view.changed.connect(self.tasksChanged)
         view = self.tasks_view
+        settings = self.runtime.settings  # accounts may have changed since it was built
+        view.set_accounts(settings.providers, settings.active_provider)
         view.refresh()
         if select is not None:
             view.select(select)

@@ -8,7 +8,7 @@ runner. Titles, prompts and summaries (which come from the model) are always pla
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, available_timezones
 
@@ -43,6 +43,7 @@ from PySide6.QtWidgets import (
 
 from app.core.reminders import system_zone
 from app.core.rules import Rule, RuleDecision
+from app.core.settings import ProviderAccount
 from app.core.tasks import (
     Budget,
     ProfileEntry,
@@ -60,6 +61,7 @@ from app.ui.settings.widgets import form_label, muted_label, plural, role_label,
 
 Clock = Callable[[], datetime]
 ID_ROLE = Qt.ItemDataRole.UserRole
+TOOLTIP_ROLE = Qt.ItemDataRole.ToolTipRole
 COLUMNS = ("Task", "Schedule", "Next run", "Last result")
 EMPTY_TEXT = (
     "No scheduled tasks yet.\n\n"
@@ -83,7 +85,9 @@ ALLOW_TIP = (
     "fs_read_file\nfs_write_file,folder=~/notes\nbrowser_navigate,site=https://example.org\n"
     "shell_run,command=git status\n*@mcp:github"
 )
+MODEL_PLACEHOLDER = "the account's model"
 MAX_MINUTES, MAX_STEPS = 6 * 60, 200  # Budget's limits
+ACCOUNT_WIDTH = 340  # px: the widest the account choice grows
 WIDE_DETAIL = 760  # px: from here the history stands beside the prompt
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 REPEATS = {
@@ -226,6 +230,37 @@ def budget_text(budget: Budget) -> str:
     return f"Each run stops after {amount} or {plural(budget.max_steps, 'step')}."
 
 
+def account_names(accounts: Sequence[ProviderAccount]) -> dict[str, str]:
+    """Each account's id to the one line it is shown as: its label, with its id added
+    when two accounts share a label."""
+    labels = [one_line(a.label.strip() or a.id, 60) for a in accounts]
+    return {
+        a.id: label if labels.count(label) == 1 else f"{label} ({one_line(a.id, 20)})"
+        for a, label in zip(accounts, labels, strict=True)
+    }
+
+
+def active_text(accounts: Sequence[ProviderAccount], active: str | None) -> str:
+    """The form's first choice: "Active provider (Work OpenAI)"."""
+    name = account_names(accounts).get(active or "")
+    return f"Active provider ({name})" if name else "Active provider (none set)"
+
+
+def missing_text(account_id: str) -> str:
+    return f"Missing account ({one_line(account_id, 40)}) — choose another"
+
+
+def model_text(task: Task, accounts: Sequence[ProviderAccount]) -> str:
+    """ "Model: Work OpenAI · gpt-4o", "Model: the active provider"."""
+    if task.provider is None:
+        account = "the active provider"
+    else:
+        missing = f"missing account ({one_line(task.provider, 40)})"
+        account = account_names(accounts).get(task.provider, missing)
+    model = f" · {one_line(task.model, 80)}" if task.model else ""
+    return f"Model: {account}{model}"
+
+
 def plain(label: QLabel, text: str) -> QLabel:
     """Shows `text` as it is: never rich text, control characters made visible."""
     label.setTextFormat(Qt.TextFormat.PlainText)
@@ -246,6 +281,8 @@ class TaskDetail(QFrame):
     def __init__(self) -> None:
         super().__init__()
         self.setObjectName("taskDetail")
+        #: The saved provider accounts, to name a task's account by its label.
+        self.accounts: Sequence[ProviderAccount] = ()
         outer = QVBoxLayout(self)
         outer.setContentsMargins(1, 1, 1, 1)
         self.scroll = QScrollArea()
@@ -357,9 +394,7 @@ class TaskDetail(QFrame):
             note = f"{plural(gone, 'rule')} of this task were removed in Settings → Rules. {note}"
         plain(self.profile_note, note.strip())
         self.profile_note.setVisible(bool(note))
-        model = " / ".join(p for p in (task.provider, task.model) if p)
-        extra = f"\nModel: {model}" if model else ""
-        plain(self.budget, budget_text(task.budget) + extra)
+        plain(self.budget, f"{budget_text(task.budget)}\n{model_text(task, self.accounts)}")
         self._fill_history(task, now, tz)
 
     def _fill_history(self, task: Task, now: datetime, tz: ZoneInfo) -> None:
@@ -397,7 +432,9 @@ class TaskDetail(QFrame):
 
 
 class TaskEditor(QDialog):
-    """Title, prompt, schedule, zone and limits; for a new task also its permission profile.
+    """Title, prompt, schedule, zone, provider account and model, and limits; for a new task
+    also its permission profile. `accounts` are the saved provider accounts, `active` the
+    active one's id (only named in the first choice, which stores None).
 
     Saving writes to the book; a TaskError is shown next to the field it names and the
     dialog stays open with everything typed."""
@@ -405,13 +442,21 @@ class TaskEditor(QDialog):
     saved = Signal(str)
 
     def __init__(
-        self, book: TaskBook, clock: Clock, task: Task | None, parent: QWidget | None = None
+        self,
+        book: TaskBook,
+        clock: Clock,
+        task: Task | None,
+        parent: QWidget | None = None,
+        *,
+        accounts: Sequence[ProviderAccount] = (),
+        active: str | None = None,
     ) -> None:
         super().__init__(parent)
         self.book, self.clock, self.task = book, clock, task
+        self.accounts, self.active = tuple(accounts), active
         self.setObjectName("taskEditor")
         self.setWindowTitle(("Edit task" if task else "New task") + " — Deskhand")
-        self.setMinimumWidth(560)
+        self.setMinimumWidth(600)  # the Model row: an account and a model side by side
         self.errors: dict[str, QLabel] = {}
         self._build()
         self._load(task)
@@ -448,6 +493,8 @@ class TaskEditor(QDialog):
         self.zone.setCompleter(completer)
         self.zone.currentTextChanged.connect(self._update_reading)
         self._row("Time zone", self._natural(self.zone, 260), "zone")
+        self._row("Model", self._model_row(), "model")
+        self.errors["provider"] = self.errors["model"]
         self._row("Limits", self._limits_row(), "budget")
         if self.task is None:
             self.allow = _text_box(3, fixed=True)
@@ -542,6 +589,36 @@ class TaskEditor(QDialog):
             signal.connect(self._update_reading)
         return box
 
+    def _model_row(self) -> QWidget:
+        """The provider account (None first: the active one) and an optional model name."""
+        box = QWidget()
+        row = QHBoxLayout(box)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(8)
+        self.account = QComboBox()
+        self.account.addItem(active_text(self.accounts, self.active), None)
+        names = account_names(self.accounts)
+        for account in self.accounts:
+            self.account.addItem(names[account.id], account.id)
+            tip = f"{account.kind} · {account.model or 'no model set'}"
+            self.account.setItemData(self.account.count() - 1, visible(tip), TOOLTIP_ROLE)
+        self._fit_account()
+        self.model_name = QLineEdit()
+        self.model_name.setPlaceholderText(MODEL_PLACEHOLDER)
+        self.model_name.setToolTip("Empty: the model set on the chosen account")
+        self.model_name.setMinimumWidth(120)
+        row.addWidget(self.account)
+        row.addWidget(self.model_name, 1)
+        return box
+
+    def _fit_account(self) -> None:
+        """Wide enough for its longest choice (up to a limit): the theme's padding and
+        arrow are not in the combo's own size hint."""
+        metrics = self.account.fontMetrics()
+        texts = [self.account.itemText(i) for i in range(self.account.count())]
+        longest = max(metrics.horizontalAdvance(text) for text in texts)
+        self.account.setMinimumWidth(max(200, min(longest + 56, ACCOUNT_WIDTH)))
+
     def _limits_row(self) -> QWidget:
         box = QWidget()
         row = QHBoxLayout(box)
@@ -580,6 +657,8 @@ class TaskEditor(QDialog):
         if task is not None:
             self.title.setText(task.title)
             self.prompt.setPlainText(task.prompt)
+            self._load_account(task.provider)
+            self.model_name.setText(task.model or "")
             if task.schedule.at is not None:
                 self.at.setDateTime(_qt_time(task.schedule.at.astimezone(tz)))
             else:
@@ -588,6 +667,27 @@ class TaskEditor(QDialog):
         self._on_repeat()
         if task is None:
             self._update_preview()
+
+    def _load_account(self, account_id: str | None) -> None:
+        """Selects the task's account; one that no longer exists is added as a choice of
+        its own, so saving keeps it until the user picks another."""
+        if account_id is None:
+            return
+        index = self.account.findData(account_id)
+        if index < 0:
+            self.account.addItem(missing_text(account_id), account_id)
+            index = self.account.count() - 1
+            self._fit_account()
+        self.account.setCurrentIndex(index)
+
+    def chosen_provider(self) -> str | None:
+        """The chosen account's id; None for the active provider."""
+        data = self.account.currentData()
+        return str(data) if data else None
+
+    def chosen_model(self) -> str | None:
+        """The typed model; None (empty) for the account's own."""
+        return self.model_name.text().strip() or None
 
     def _load_cron(self, cron: str) -> str:
         fields = cron.split()
@@ -691,7 +791,7 @@ class TaskEditor(QDialog):
             set_invalid(targets[field], bool(text))
 
     def clear_errors(self) -> None:
-        for field in ("title", "prompt", "at", "cron", "zone", "budget", ""):
+        for field in ("title", "prompt", "at", "cron", "zone", "model", "budget", ""):
             self.show_error(field, "")
 
     def save(self) -> Task | None:
@@ -726,10 +826,24 @@ class TaskEditor(QDialog):
 
     def _write(self, schedule: Schedule, budget: Budget, entries: list[ProfileEntry]) -> Task:
         title, prompt, now = self.title.text(), self.prompt.toPlainText(), self.clock()
+        provider, model = self.chosen_provider(), self.chosen_model()
         if self.task is None:
-            return self.book.add(title, prompt, schedule, now=now, profile=entries, budget=budget)
+            return self.book.add(
+                title,
+                prompt,
+                schedule,
+                now=now,
+                profile=entries,
+                provider=provider,
+                model=model,
+                budget=budget,
+            )
         current = self.book.get(self.task.id)
         changes: dict[str, object] = {}
+        if provider != current.provider:
+            changes["provider"] = provider
+        if model != current.model:
+            changes["model"] = model
         if title.strip() != current.title:
             changes["title"] = title
         if prompt.strip() != current.prompt:
@@ -781,11 +895,18 @@ class TasksView(QDialog):
     changed = Signal()
 
     def __init__(
-        self, book: TaskBook, parent: QWidget | None = None, *, clock: Clock | None = None
+        self,
+        book: TaskBook,
+        parent: QWidget | None = None,
+        *,
+        clock: Clock | None = None,
+        accounts: Sequence[ProviderAccount] = (),
+        active: str | None = None,
     ) -> None:
         super().__init__(parent)
         self.book = book
         self.clock: Clock = clock or (lambda: datetime.now(UTC))
+        self.accounts, self.active = tuple(accounts), active
         self.editor: TaskEditor | None = None
         self.setObjectName("tasksView")
         self.setWindowTitle("Tasks — Deskhand")
@@ -829,6 +950,7 @@ class TasksView(QDialog):
         self.tree.itemSelectionChanged.connect(self._on_selection)
         self.tree.itemActivated.connect(lambda *_: self.edit_selected())
         self.detail = TaskDetail()
+        self.detail.accounts = self.accounts
         self.splitter = QSplitter(Qt.Orientation.Vertical)
         self.splitter.setChildrenCollapsible(False)
         self.splitter.addWidget(self.tree)
@@ -885,6 +1007,13 @@ class TasksView(QDialog):
         return row
 
     # ---- reading ---------------------------------------------------------------------------
+
+    def set_accounts(self, accounts: Sequence[ProviderAccount], active: str | None) -> None:
+        """The provider accounts changed in Settings: the next form offers these, and the
+        detail names them."""
+        self.accounts, self.active = tuple(accounts), active
+        self.detail.accounts = self.accounts
+        self._on_selection()
 
     def refresh(self) -> None:
         """Re-reads the book; keeps the selection (the first task when there was none)."""
@@ -1070,7 +1199,9 @@ class TasksView(QDialog):
         if self.editor is not None:
             self.editor.close()
         task = self._tasks.get(task_id) if task_id else None
-        self.editor = TaskEditor(self.book, self.clock, task, self)
+        self.editor = TaskEditor(
+            self.book, self.clock, task, self, accounts=self.accounts, active=self.active
+        )
         self.editor.saved.connect(self._on_saved)
         self.editor.open()
         self.editor.title.setFocus()

@@ -1,6 +1,7 @@
 """Screenshots of the Tasks window with three sample tasks — a repeating one with a history
 (a late run, a failure), a one-shot, a paused one — and of the New task form, light and
-dark, small and large, to look at the real rendering.
+dark, small and large, to look at the real rendering. Two provider accounts are saved; the
+New form picks one of them and a model.
 
 Run: QT_QPA_PLATFORM=offscreen .venv/bin/python bench/screens/tasks_demo.py OUT_DIR
 Writes tasks-{light,dark}-{small,large}.png, tasks-empty-light.png,
@@ -29,6 +30,23 @@ CALENDAR_ANSWER = """You have 3 meetings today: stand-up at 9:30, design review 
 1:1 with Sam at 15:00.
 Nothing conflicts. The design review has a new agenda document attached.
 Tomorrow starts at 10:00."""
+
+
+def sample_accounts():  # -> list[ProviderAccount]
+    from app.core.settings import ProviderAccount
+
+    return [
+        ProviderAccount(
+            id="work", kind="openai", label="Work OpenAI", base_url="", model="gpt-4o-mini"
+        ),
+        ProviderAccount(
+            id="local",
+            kind="openai",
+            label="Local Ollama",
+            base_url="http://localhost:11434/v1",
+            model="llama3.1:8b",
+        ),
+    ]
 
 
 def sample_book(home: Path):  # -> TaskBook (imported late, after the path is set)
@@ -80,6 +98,8 @@ def sample_book(home: Path):  # -> TaskBook (imported late, after the path is se
         Schedule.recurring("30 18 * * 5", "America/New_York"),
         now=made,
         profile=[parse_allow(f"fs_list_dir,folder={Path.home() / 'Downloads'}")],
+        provider="local",
+        model="qwen2.5:7b",
     )
     book.pause(weekly.id)
     return book
@@ -103,7 +123,7 @@ def shoot(app: QApplication, out_dir: Path, dark: bool) -> None:
     apply_theme(app, mode)
     with tempfile.TemporaryDirectory() as home:
         book = sample_book(Path(home))
-        view = TasksView(book, clock=lambda: NOW)
+        view = TasksView(book, clock=lambda: NOW, accounts=sample_accounts(), active="work")
         view.show()
         for size, (width, height) in SIZES.items():
             view.resize(width, height)
@@ -115,6 +135,8 @@ def shoot(app: QApplication, out_dir: Path, dark: bool) -> None:
         editor.prompt.setPlainText("Summarise the unread mail in my inbox, most urgent first.")
         editor.repeat.setCurrentIndex(2)
         editor.allow.setPlainText("mail_list\nfs_write_file,folder=notes")
+        editor.account.setCurrentIndex(editor.account.findData("local"))
+        editor.model_name.setText("qwen2.5:7b")
         editor.adjustSize()
         settle(app)
         save(editor, out_dir / f"task-new-{mode}.png")
@@ -161,8 +183,9 @@ def shoot_questions(app: QApplication, out_dir: Path, dark: bool) -> None:
         reason="it would delete something",
         arguments_text='{\n  "container": "web-1",\n  "force": true\n}',
     )
-    pending = Pending("t1", "Nightly clean-up", request, frozenset({"review", "deny"}),
-                      lambda _decision: None)
+    pending = Pending(
+        "t1", "Nightly clean-up", request, frozenset({"review", "deny"}), lambda _decision: None
+    )
     dialog = TaskQuestionDialog(pending)
     dialog.show()
     dialog.adjustSize()
