@@ -32,6 +32,7 @@ from app.ui.main import App
 from app.ui.notify_bridge import session_bus_possible
 from app.ui.tray import KeepRunningDialog
 from app.ui.ui_state import UiState
+from tests.clock import Clock
 from tests.fixtures_notify import NotificationServer, Shown
 from tests.fixtures_qt import wait_until
 
@@ -39,17 +40,6 @@ pytestmark = pytest.mark.gui
 REPO = Path(__file__).resolve().parents[1]
 START = datetime(2026, 3, 27, 8, 0, tzinfo=UTC)
 STILL_RUNNING = "Deskhand is still running"
-
-
-class Clock:
-    def __init__(self, start: datetime) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
 
 
 @pytest.fixture

@@ -214,6 +214,14 @@ def test_add_test_switch_edit_and_remove_accounts(
         )
         kept = runtime.accounts.with_secrets(runtime.accounts.active("testsvc"))
         assert kept.secrets["token"] == TOKEN
+        # the page reloads after the edit: select only once that is done (a late reload
+        # would select the active account again)
+        await wait_until(
+            lambda: any(
+                a.fields.get("user") == "bob" for a in page.states["testsvc"].accounts
+            ) and page.remove_button.isEnabled(),
+            what="the page to show the edit",
+        )
 
         # Remove, after confirming: the secret leaves the keyring too.
         page.select_account(

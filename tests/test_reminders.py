@@ -11,19 +11,9 @@ import pytest
 from app.core.reminders import Delivery, ReminderBook, ReminderError
 from app.core.scheduler import Scheduler
 from app.core.store import Store
+from tests.clock import Clock
 
 BERLIN = "Europe/Berlin"
-
-
-class Clock:
-    def __init__(self, start: datetime) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
 
 
 @pytest.fixture

@@ -19,22 +19,12 @@ from app.core.paths import settings_path
 from app.core.reminders import Reminder, system_zone
 from app.core.settings import ProviderAccount, SettingsStore
 from app.ui.main import App
+from tests.clock import Clock
 from tests.fakellm import ScriptedLLM, text, tool_calls
 from tests.fixtures_qt import wait_until
 
 pytestmark = pytest.mark.gui
 START = datetime(2026, 3, 27, 8, 0, tzinfo=UTC)
-
-
-class Clock:
-    def __init__(self, start: datetime) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from app.core.task_approvals import UnattendedApprovals
 from app.core.task_runner import RunOutcome, TaskRunner, finished_notice
 from app.core.task_scheduler import ScheduleLock, TaskScheduler
 from app.core.tasks import Budget, Schedule, TaskBusy, parse_allow
+from tests.clock import Clock as SharedClock
 from tests.fakellm import ScriptedLLM, text, tool_calls
 from tests.fixtures_notify import NotificationServer
 
@@ -29,16 +30,9 @@ START = datetime(2026, 11, 24, 7, 0, tzinfo=UTC)
 WAIT = 20.0
 
 
-class Clock:
+class Clock(SharedClock):
     def __init__(self, now: datetime = START) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> datetime:
-        self.now += timedelta(**delta)
-        return self.now
+        super().__init__(now)
 
 
 @pytest.fixture
