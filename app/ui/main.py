@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 REMINDER_KEY = "reminder:"
+TASKS_START_MS = 400
 REMINDER_TIMEOUT_MS = 20_000
 REMINDER_SNOOZE_MINUTES = 10
 SNOOZE = "snooze"
@@ -166,7 +167,12 @@ class App:
             return
         self._loop = loop
         self.scheduler.start()
-        self.tasks.start()
+        # after the first paint: the task runner's imports are not needed for it
+        QTimer.singleShot(TASKS_START_MS, self._start_tasks)
+
+    def _start_tasks(self) -> None:
+        if not self._reminders_stopped:
+            self.tasks.start()
 
     def start_mcp_servers(self) -> None:
         """MCP servers connect in the background after the window shows; the user can chat
