@@ -225,3 +225,18 @@ def test_the_tasks_window_offers_the_saved_provider_accounts(
     assert any(text.startswith("Scripted") for text in offered[1:])
     editor.close()
     view.close()
+
+
+def test_tasks_are_reachable_from_the_menu_and_the_tray(
+    make_app: Callable[[], App], clock: Clock, qloop: Any, work: Path
+) -> None:
+    app = make_app()
+    action = app.window.tasks_action
+    assert action.text() == "Tasks…" and action.shortcut().toString() == "Ctrl+T"
+    next(a for a in app.tray.menu.actions() if a.text() == "Tasks…").trigger()
+    view = app.window.tasks_view
+    assert view is not None and view.isVisible() and app.window.isVisible()
+    view.close()
+    action.trigger()
+    assert view.isVisible() and app.window.tasks_view is view
+    view.close()

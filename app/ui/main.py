@@ -94,6 +94,7 @@ class App:
         self.tray.newChatRequested.connect(self._new_chat_from_tray)
         self.tray.quitRequested.connect(self.quit)
         self.tray.remindersRequested.connect(lambda: self.window.show_reminders())
+        self.tray.tasksRequested.connect(lambda: self.window.show_tasks())
         self.tray.snoozeRequested.connect(self.snooze_reminder)
         self.tray.doneRequested.connect(self.done_reminder)
         self.window.remindersChanged.connect(self.reminders_changed)

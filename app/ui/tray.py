@@ -1,4 +1,5 @@
-"""The tray icon: Open / New chat / Reminders / Quit, and notifications (approvals, reminders).
+"""The tray icon: Open / New chat / Reminders / Tasks / Quit, and tray balloons (where no
+native notification server answers).
 
 QSystemTrayIcon messages carry no buttons, so the last reminder's Snooze and Done live in
 the tray menu ("Last reminder"), enabled once a reminder has been shown. Native
@@ -36,6 +37,7 @@ class Tray(QObject):
     openRequested = Signal()
     newChatRequested = Signal()
     remindersRequested = Signal()
+    tasksRequested = Signal()
     quitRequested = Signal()
     #: The user clicked the notification that was shown with this key (see `notify`).
     notificationClicked = Signal(str)
@@ -52,6 +54,7 @@ class Tray(QObject):
             ("Open Deskhand", self.openRequested),
             ("New chat", self.newChatRequested),
             ("Reminders…", self.remindersRequested),
+            ("Tasks…", self.tasksRequested),
         ):
             action = QAction(text, self.menu)
             action.triggered.connect(signal)
