@@ -501,3 +501,16 @@ def test_quitting_during_a_run_records_it_as_stopped(world, llm):
     assert stored.running is None
     assert stored.last_run is not None and not stored.last_run.ok
     assert stored.last_run.summary.startswith("Stopped: Deskhand quit during the run.")
+
+
+def test_a_stored_secret_never_reaches_the_history_or_the_notification(world, llm):
+    runtime, told = runtime_for(world), []
+    secret = "sk-live-7Qz3VbN9xK2mPw8R"
+    runtime.runner._secrets = lambda: {secret}
+    task = add_task(runtime, at=START)
+    llm.add(text(f"Done. The key you gave me is {secret}."))
+    asyncio.run(TaskRunner(runtime, announce=announcer(None, told), clock=Clock()).run_now(task.id))
+    [outcome] = told
+    assert secret not in outcome.answer and secret not in finished_notice(outcome)[1]
+    assert secret not in runtime.tasks.get(task.id).last_run.summary
+    assert secret not in (world["home"] / "tasks.json").read_text()

@@ -242,6 +242,12 @@ class Rule(BaseModel):
             return False
         if self.scope is Scope.TASK and (task_id is None or task_id != self.task_id):
             return False
+        if self.scope is Scope.CONVERSATION and task_id is not None and self.decision is (
+            RuleDecision.ALLOW
+        ):
+            # allowed while chatting in the task's conversation: no grant to its unattended
+            # runs (its deny and ask rules still count)
+            return False
         return (
             fnmatch.fnmatchcase(tool, self.tool)
             and fnmatch.fnmatchcase(source, self.source)

@@ -14,33 +14,25 @@ timeout stops a run that hangs.
 
 While nobody watches, a run gets no more than its profile gave it: an answer allows that
 one call at most (never a rule, never trust), an answer that comes after the deadline
-allows nothing, and the rules a run sees (`RunRules`) are those in the rules file now (a
-rule the user removed or a deny rule added in another Deskhand process counts), without
-the rules "for this conversation" that a person gave while chatting in the task's
-conversation: those are for that chat, not for later unattended runs.
+allows nothing, and the rules a run sees are those in the rules file now (`RuleBook`
+re-reads it when another Deskhand process changed it), without the allow rules "for this
+conversation" that a person gave while chatting in the task's conversation (`Rule.applies_to`:
+those are for that chat, not for later unattended runs).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-import os
-import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
-
-from pydantic import TypeAdapter, ValidationError
 
 from app.core.approval import ApprovalRequest, Decision
 from app.core.events import Error, TextDelta, ToolCallFinished, TurnFinished
-from app.core.rules import Evaluation, Rule, RuleBook, RuleDecision, Scope
 from app.core.tasks import RunRecord, RunTicket, Task, TaskBook, first_lines
-from tools.spec import Subject
 from tools.tasks.approval import TASK_RUN_NOTE
 
 log = logging.getLogger(__name__)
@@ -170,6 +162,9 @@ class TaskRunner:
             ok, answer = False, f"The run failed: {exc}"
         finally:
             self._deadlines.discard(deadline)
+        # the history and the notification never show a stored secret (the user's prompt or
+        # an error text may hold one)
+        answer = self.runtime.runner.refresh_secrets().text(answer)
         record = self.book.record_run(
             task.id, ticket.run_id, now=self.clock(), ok=ok, answer=answer
         )
@@ -233,7 +228,6 @@ class TaskRunner:
                 task_id=task.id,
                 max_steps=task.budget.max_steps,
             )
-            agent.pipeline.rules = RunRules(self.runtime.rules)
             conversation = self.runtime.open_conversation(conversation_id)
             conversation.session.notes[TASK_RUN_NOTE] = task.id
             return await self._turn(agent, conversation, task, ticket, deadline, said)
@@ -319,70 +313,3 @@ def finished_notice(outcome: RunOutcome) -> tuple[str, str]:
     if outcome.missed:
         text += f"\n{outcome.missed} earlier planned run(s) were missed and not repeated."
     return title, text
-
-
-# ---- the rules a run sees -----------------------------------------------------------------
-
-_RULES = TypeAdapter(list[Rule])
-
-
-class RunRules:
-    """The rules of one run, for the pipeline (it only evaluates them: a run's answers make
-    no rule). Read again from the rules file whenever it changed, so what another Deskhand
-    process did (the window removed a profile rule, added a deny rule) counts here; an
-    unreadable or missing file leaves the book this process has. Allow rules "for this
-    conversation" are left out: the task's conversation is also a chat the user may have
-    allowed things in, and that was no grant to the task's unattended runs (its deny and
-    ask rules count)."""
-
-    def __init__(self, book: RuleBook) -> None:
-        self.book = book
-        self._lock = threading.Lock()
-        self._stamp: tuple[int, int] | None = None
-        self._fresh: RuleBook | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.book, name)
-
-    def current(self) -> RuleBook:
-        """The rules in force for a run now."""
-        path: Path | None = self.book.path
-        try:
-            st = os.stat(path) if path is not None else None
-        except OSError:
-            st = None
-        if path is None or st is None:
-            return RuleBook(None, _for_runs(self.book.rules()))
-        stamp = (st.st_mtime_ns, st.st_size)
-        with self._lock:
-            if stamp != self._stamp or self._fresh is None:
-                rules = _read_rules(path)
-                self._fresh = RuleBook(
-                    None, _for_runs(self.book.rules() if rules is None else rules)
-                )
-                self._stamp = stamp if rules is not None else None
-            return self._fresh
-
-    def evaluate(
-        self,
-        tool: str,
-        source: str,
-        subject: Subject,
-        conversation_id: str | None = None,
-        task_id: str | None = None,
-    ) -> Evaluation:
-        return self.current().evaluate(tool, source, subject, conversation_id, task_id)
-
-
-def _for_runs(rules: list[Rule]) -> list[Rule]:
-    return [
-        r for r in rules if not (r.scope is Scope.CONVERSATION and r.decision is RuleDecision.ALLOW)
-    ]
-
-
-def _read_rules(path: Path) -> list[Rule] | None:
-    try:
-        return _RULES.validate_python(json.loads(path.read_bytes()).get("rules", []))
-    except (OSError, ValueError, ValidationError, AttributeError) as exc:
-        log.warning("the rules file could not be read again: %s", exc)
-        return None
