@@ -13,8 +13,8 @@ from tests.setup_packages import ROOT, allowed_packages
 
 pytest_plugins = [
     "tests.fixtures_llm",
-    "tests.fixtures_notify",
     "tests.fixtures_keyring",
+    "tests.fixtures_notify",  # uses the keyring fixtures' private bus
     "tests.fixtures_qt",
     "tests.fixtures_docker",
     "tests.fixtures_kube",

@@ -9,7 +9,6 @@ window tests.
 
 import asyncio
 import queue
-import selectors
 import shutil
 import subprocess
 import tempfile
@@ -24,25 +23,14 @@ from dbus_fast.service import ServiceInterface, method, signal
 
 from tests.conftest import service_unavailable
 
+# the same private bus as the keyring's: no service activation, so nothing of the
+# system's starts on it
+from tests.fixtures_keyring import _BUS_CONFIG, _read_line, _stop
+
 WAIT = 10.0
 NAME = "org.freedesktop.Notifications"
 PATH = "/org/freedesktop/Notifications"
 DISMISSED = 2
-
-# No service activation: the system's files could otherwise start a real daemon for us.
-_BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path={socket}</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-"""
 
 
 @dataclass
@@ -141,22 +129,9 @@ class NotificationServer:
         self._thread.join(timeout=5)
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=5)
-
-
 def _first_line(proc: subprocess.Popen[bytes]) -> str:
     """The first line `proc` prints, or "" if none comes within WAIT seconds."""
-    assert proc.stdout is not None
-    with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        ready = sel.select(WAIT)
-    return proc.stdout.readline().decode().strip() if ready else ""
+    return _read_line(proc, WAIT)
 
 
 @pytest.fixture
