@@ -14,13 +14,11 @@ from typing import Any
 
 from app.core.tasks import (
     Budget,
-    ProfileEntry,
     Schedule,
     Task,
     TaskBook,
     TaskBusy,
     TaskError,
-    describe_profile,
     parse_allow,
 )
 
@@ -161,7 +159,7 @@ def _add(args: argparse.Namespace, book: TaskBook, now: datetime) -> int:
     )
     print(f"Added task {task.id}: {task.title}")
     print(f"  {schedule.describe()}; next run {_when(book.next_run(task, now), task)}")
-    for line in task.describe_profile():
+    for line in book.describe_in_force(task):
         print(f"  {line}")
     return EXIT_OK
 
@@ -172,15 +170,6 @@ def _when(at: datetime | None, task: Task) -> str:
     from zoneinfo import ZoneInfo
 
     return at.astimezone(ZoneInfo(task.schedule.zone)).strftime("%a %Y-%m-%d %H:%M %Z")
-
-
-def _in_force(task: Task, book: TaskBook) -> list[ProfileEntry]:
-    if book.rules is None:
-        return list(task.profile)
-    return [
-        ProfileEntry(tool=r.tool, source=r.source, matcher=r.matcher)
-        for r in book.profile_rules(task.id)
-    ]
 
 
 def _row(task: Task, book: TaskBook, now: datetime) -> dict[str, Any]:
@@ -199,7 +188,7 @@ def _row(task: Task, book: TaskBook, now: datetime) -> dict[str, Any]:
         "next_run": nxt.isoformat() if nxt else None,
         "profile": [p.model_dump(mode="json") for p in task.profile],
         # what is in force: the profile minus the rules the user removed since
-        "profile_text": describe_profile(_in_force(task, book)),
+        "profile_text": book.describe_in_force(task),
         "budget": task.budget.model_dump(),
         "last_run": last.model_dump(mode="json") if last else None,
     }

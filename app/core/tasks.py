@@ -148,6 +148,10 @@ class ProfileEntry(BaseModel):
     source: str = BUILTIN
     matcher: Matcher = Field(default_factory=Matcher)
 
+    @classmethod
+    def from_rule(cls, rule: Rule) -> ProfileEntry:
+        return cls(tool=rule.tool, source=rule.source, matcher=rule.matcher)
+
     def as_rule(self, task_id: str, title: str) -> Rule:
         return Rule(
             tool=self.tool,
@@ -439,6 +443,15 @@ class TaskBook:
         """The rules that let the task's runs act without asking — what is in force, which
         is the profile minus what the user removed in Rules since."""
         return self.rules.for_task(task_id) if self.rules is not None else []
+
+    def profile_in_force(self, task: Task) -> list[ProfileEntry]:
+        """The profile as it stands: its rules (the declared profile without a rule book)."""
+        if self.rules is None:
+            return list(task.profile)
+        return [ProfileEntry.from_rule(r) for r in self.profile_rules(task.id)]
+
+    def describe_in_force(self, task: Task) -> list[str]:
+        return describe_profile(self.profile_in_force(task))
 
     @staticmethod
     def _first_due(schedule: Schedule, now: datetime) -> datetime:

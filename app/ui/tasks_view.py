@@ -220,8 +220,7 @@ def rule_text(rule: Rule) -> str:
     """A task's allow rule in the words the New task form previewed it with."""
     if rule.decision is not RuleDecision.ALLOW:
         return rule.describe()
-    entry = ProfileEntry(tool=rule.tool, source=rule.source, matcher=rule.matcher)
-    return entry.describe()
+    return ProfileEntry.from_rule(rule).describe()
 
 
 def budget_text(budget: Budget) -> str:

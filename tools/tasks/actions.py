@@ -71,7 +71,7 @@ def _data(book: Any, task: Any, now: datetime) -> dict[str, Any]:
         "paused": task.paused,
         "last_ok": record.ok if record else None,
         "last_result": clean(record.summary, LAST_RESULT_CHARS) if record else None,
-        "allows": task.describe_profile(),
+        "allows": book.describe_in_force(task),
     }
 
 
