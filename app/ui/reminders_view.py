@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.reminders import LATE_AFTER, Reminder, ReminderBook, ReminderError, system_zone
-from app.ui.settings.widgets import muted_label, role_label
+from app.ui.settings.widgets import muted_label, role_label, window_heading
 
 Section = Literal["upcoming", "late", "done"]
 SECTIONS: tuple[Section, ...] = ("upcoming", "late", "done")
@@ -304,17 +304,10 @@ class RemindersView(QDialog):
         root.setContentsMargins(20, 16, 20, 16)
         root.setSpacing(12)
 
-        head = QHBoxLayout()
-        titles = QVBoxLayout()
-        titles.setSpacing(2)
-        titles.addWidget(role_label("Reminders", "heading"))
-        self.zone_label = muted_label("", wrap=False)
-        titles.addWidget(self.zone_label)
-        head.addLayout(titles, 1)
         self.new_button = QPushButton("New reminder…")
         self.new_button.setCheckable(True)
         self.new_button.toggled.connect(self.show_form)
-        head.addWidget(self.new_button, 0, Qt.AlignmentFlag.AlignTop)
+        head, self.zone_label = window_heading("Reminders", self.new_button)
         root.addLayout(head)
 
         self.form = NewReminderForm()

@@ -57,7 +57,14 @@ from app.core.tasks import (
 )
 from app.core.visible import one_line, visible
 from app.ui.reminders_view import when_text
-from app.ui.settings.widgets import form_label, muted_label, plural, role_label, set_invalid
+from app.ui.settings.widgets import (
+    form_label,
+    muted_label,
+    plural,
+    role_label,
+    set_invalid,
+    window_heading,
+)
 
 Clock = Callable[[], datetime]
 ID_ROLE = Qt.ItemDataRole.UserRole
@@ -920,17 +927,10 @@ class TasksView(QDialog):
         root = QVBoxLayout(self)
         root.setContentsMargins(20, 16, 20, 16)
         root.setSpacing(12)
-        head = QHBoxLayout()
-        titles = QVBoxLayout()
-        titles.setSpacing(2)
-        titles.addWidget(role_label("Tasks", "heading"))
-        self.zone_label = muted_label("", wrap=False)
-        titles.addWidget(self.zone_label)
-        head.addLayout(titles, 1)
         self.new_button = QPushButton("New task…")
         self.new_button.setAutoDefault(False)
         self.new_button.clicked.connect(lambda: self.open_editor(None))
-        head.addWidget(self.new_button, 0, Qt.AlignmentFlag.AlignTop)
+        head, self.zone_label = window_heading("Tasks", self.new_button)
         root.addLayout(head)
 
         self.tree = QTreeWidget()

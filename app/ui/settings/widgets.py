@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFormLayout, QHBoxLayout, QLabel, QWidget
+from PySide6.QtWidgets import (
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 ROW_HEIGHT = 32  # an input's height under the theme: labels match it to line up
 
@@ -86,3 +93,17 @@ def natural_width(widget: QWidget) -> QWidget:
 def plural(count: int, noun: str) -> str:
     """`1 model`, `3 models`."""
     return f"{count} {noun}{'s' if count != 1 else ''}"
+
+
+def window_heading(title: str, button: QPushButton) -> tuple[QHBoxLayout, QLabel]:
+    """The top of a tool window (Reminders, Tasks): a heading over a muted line (returned,
+    to fill in later), and the window's main button on the right."""
+    head = QHBoxLayout()
+    titles = QVBoxLayout()
+    titles.setSpacing(2)
+    titles.addWidget(role_label(title, "heading"))
+    subtitle = muted_label("", wrap=False)
+    titles.addWidget(subtitle)
+    head.addLayout(titles, 1)
+    head.addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
+    return head, subtitle
