@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from app.core.history_marks import BranchInfo, Marker, MarkerKind
 from app.core.providers.base import ChatMessage, Role, ToolCallRequest, Usage
 
 DEFAULT_TITLE = "New chat"
@@ -198,8 +199,40 @@ ALTER TABLE approvals_v5 RENAME TO approvals;
 CREATE INDEX approvals_by_conversation ON approvals (conversation_id);
 """
 
+# Branches (edited or regenerated turns) and the markers shown between messages. The live
+# branch is in `messages`; an earlier one is archived whole as JSON (its messages, the branch
+# points and markers inside it), so search, compaction and providers only see the live one.
+_V6 = """
+CREATE TABLE message_branches (
+    id              INTEGER PRIMARY KEY,
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    at_index        INTEGER NOT NULL,
+    branch_no       INTEGER NOT NULL,
+    tail_json       TEXT NOT NULL,
+    created_at      REAL NOT NULL,
+    UNIQUE (conversation_id, at_index, branch_no)
+);
+CREATE TABLE conversation_markers (
+    id              INTEGER PRIMARY KEY,
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    after_count     INTEGER NOT NULL,
+    kind            TEXT NOT NULL CHECK (kind IN ('error', 'stopped')),
+    text            TEXT NOT NULL,
+    branch_start    INTEGER NOT NULL DEFAULT 0,
+    created_at      REAL NOT NULL
+);
+CREATE INDEX conversation_markers_by_conversation
+    ON conversation_markers (conversation_id, after_count);
+"""
+
+# The provider account and model a conversation talks to (NULL: the active account's).
+_V7 = """
+ALTER TABLE conversations ADD COLUMN provider_account TEXT;
+ALTER TABLE conversations ADD COLUMN model TEXT;
+"""
+
 #: MIGRATIONS[i] takes the schema from version i to i + 1. Append only.
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5]
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7]
 
 
 class StoreError(Exception):
@@ -595,6 +628,201 @@ class Store:
             for r in rows
         ]
 
+    # ---- branches: edited and regenerated turns ----------------------------------------
+    #
+    # Messages stay linear (seq 1..n). Forking at index i archives the live tail — messages
+    # from i on, the branch points inside it and its markers — as one branch at i; switching
+    # archives the live tail and puts an archived one back. Indices stay absolute: every
+    # branch at i shares the same first i messages.
+
+    def fork_messages(
+        self, conv_id: str, index: int, *, take_markers_at_index: bool = False
+    ) -> bool:
+        """Archive `messages[index:]` as a branch at `index` and remove it from the live
+        history; the next message stored starts the new (current, last) branch. False when
+        there is nothing after `index`. `take_markers_at_index` also moves markers sitting
+        right before `messages[index]` (a regenerate: they belong to the earlier answer)."""
+        with self._write() as db:
+            count = self._live_count(db, conv_id)
+            if not 0 <= index <= count:
+                raise ValueError(f"no message {index} in a conversation of {count}")
+            if index == count:
+                return False
+            live = _live_branch_no(self._branch_numbers(db, conv_id, index))
+            tail = self._take_tail(db, conv_id, index, markers_at_index=take_markers_at_index)
+            self._archive(db, conv_id, index, live, tail)
+            db.execute(
+                "UPDATE conversations SET updated_at = ? WHERE id = ?", (self._clock(), conv_id)
+            )
+        return True
+
+    def list_branches(self, conv_id: str) -> list[BranchInfo]:
+        """Every branch point of the live history, in order. The live tail is one of the
+        branches (`current`); numbers are 1-based and stable."""
+        rows = self._read(
+            "SELECT at_index, branch_no FROM message_branches WHERE conversation_id = ?"
+            " ORDER BY at_index, branch_no",
+            (conv_id,),
+        )
+        numbers: dict[int, list[int]] = {}
+        for r in rows:
+            numbers.setdefault(r["at_index"], []).append(r["branch_no"])
+        return [
+            BranchInfo(index, _live_branch_no(nums), len(nums) + 1)
+            for index, nums in numbers.items()
+        ]
+
+    def switch_branch(self, conv_id: str, index: int, branch: int) -> bool:
+        """Show branch `branch` (1-based) at `index`: the live tail is archived under its own
+        number and the chosen one restored exactly. False when it is already shown."""
+        with self._write() as db:
+            numbers = self._branch_numbers(db, conv_id, index)
+            if not numbers or not 1 <= branch <= len(numbers) + 1:
+                raise ValueError(f"no branch {branch} at message {index}")
+            live = _live_branch_no(numbers)
+            if branch == live:
+                return False
+            row = db.execute(
+                "SELECT id, tail_json FROM message_branches"
+                " WHERE conversation_id = ? AND at_index = ? AND branch_no = ?",
+                (conv_id, index, branch),
+            ).fetchone()
+            tail = self._take_tail(db, conv_id, index, markers_at_index=False)
+            self._archive(db, conv_id, index, live, tail)
+            db.execute("DELETE FROM message_branches WHERE id = ?", (row["id"],))
+            self._put_tail(db, conv_id, index, json.loads(row["tail_json"]))
+        return True
+
+    def _live_count(self, db: sqlite3.Connection, conv_id: str) -> int:
+        if db.execute("SELECT 1 FROM conversations WHERE id = ?", (conv_id,)).fetchone() is None:
+            raise NotFoundError(f"no conversation {conv_id}")
+        row = db.execute(
+            "SELECT count(*) FROM messages WHERE conversation_id = ?", (conv_id,)
+        ).fetchone()
+        return int(row[0])
+
+    def _branch_numbers(self, db: sqlite3.Connection, conv_id: str, index: int) -> list[int]:
+        rows = db.execute(
+            "SELECT branch_no FROM message_branches WHERE conversation_id = ? AND at_index = ?",
+            (conv_id, index),
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def _archive(
+        self, db: sqlite3.Connection, conv_id: str, index: int, number: int, tail: dict[str, Any]
+    ) -> None:
+        db.execute(
+            "INSERT INTO message_branches"
+            " (conversation_id, at_index, branch_no, tail_json, created_at) VALUES (?,?,?,?,?)",
+            (conv_id, index, number, json.dumps(tail), self._clock()),
+        )
+
+    def _take_tail(
+        self, db: sqlite3.Connection, conv_id: str, index: int, *, markers_at_index: bool
+    ) -> dict[str, Any]:
+        """Remove and return everything of the live history from `index` on: messages (every
+        column but the id), branch points after `index` (they belong to this tail) and
+        markers after it (and at it when they open this branch, or when asked)."""
+        messages = db.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? AND seq > ?"
+            " ORDER BY seq",
+            (conv_id, index),
+        ).fetchall()
+        branches = db.execute(
+            "SELECT at_index, branch_no, tail_json, created_at FROM message_branches"
+            " WHERE conversation_id = ? AND at_index > ? ORDER BY at_index, branch_no",
+            (conv_id, index),
+        ).fetchall()
+        marker_where = (
+            "conversation_id = ? AND (after_count > ? OR (after_count = ? AND"
+            " (branch_start = 1 OR ?)))"
+        )
+        marker_params = (conv_id, index, index, int(markers_at_index))
+        markers = db.execute(
+            "SELECT after_count, kind, text, branch_start, created_at FROM conversation_markers"
+            f" WHERE {marker_where} ORDER BY id",
+            marker_params,
+        ).fetchall()
+        db.execute("DELETE FROM messages WHERE conversation_id = ? AND seq > ?", (conv_id, index))
+        db.execute(
+            "DELETE FROM message_branches WHERE conversation_id = ? AND at_index > ?",
+            (conv_id, index),
+        )
+        db.execute(f"DELETE FROM conversation_markers WHERE {marker_where}", marker_params)
+        return {
+            "messages": [dict(r) for r in messages],
+            "branches": [dict(r) for r in branches],
+            "markers": [dict(r) for r in markers],
+        }
+
+    def _put_tail(
+        self, db: sqlite3.Connection, conv_id: str, index: int, tail: dict[str, Any]
+    ) -> None:
+        """Restore an archived tail after the first `index` live messages."""
+        for offset, msg in enumerate(tail["messages"], start=1):
+            values = {**msg, "seq": index + offset, "conversation_id": conv_id}
+            names = ", ".join(values)
+            marks = ", ".join("?" for _ in values)
+            db.execute(f"INSERT INTO messages ({names}) VALUES ({marks})", tuple(values.values()))
+        for b in tail["branches"]:
+            db.execute(
+                "INSERT INTO message_branches"
+                " (conversation_id, at_index, branch_no, tail_json, created_at)"
+                " VALUES (?,?,?,?,?)",
+                (conv_id, b["at_index"], b["branch_no"], b["tail_json"], b["created_at"]),
+            )
+        for m in tail["markers"]:
+            opens = m["branch_start"] or m["after_count"] == index
+            db.execute(
+                "INSERT INTO conversation_markers"
+                " (conversation_id, after_count, kind, text, branch_start, created_at)"
+                " VALUES (?,?,?,?,?,?)",
+                (conv_id, m["after_count"], m["kind"], m["text"], int(opens), m["created_at"]),
+            )
+
+    # ---- markers: where a turn failed or was stopped ------------------------------------
+
+    def add_marker(self, conv_id: str, after: int, kind: MarkerKind, text: str) -> None:
+        """A marker after the first `after` messages. One that follows the last message
+        of a branch point whose live branch is still empty belongs to that branch."""
+        with self._write() as db:
+            count = self._live_count(db, conv_id)
+            opens = after == count and bool(self._branch_numbers(db, conv_id, after))
+            db.execute(
+                "INSERT INTO conversation_markers"
+                " (conversation_id, after_count, kind, text, branch_start, created_at)"
+                " VALUES (?,?,?,?,?,?)",
+                (conv_id, after, kind, text, int(opens), self._clock()),
+            )
+
+    def list_markers(self, conv_id: str) -> list[Marker]:
+        rows = self._read(
+            "SELECT after_count, kind, text FROM conversation_markers"
+            " WHERE conversation_id = ? ORDER BY after_count, id",
+            (conv_id,),
+        )
+        return [Marker(r["after_count"], r["kind"], r["text"]) for r in rows]
+
+    # ---- the model a conversation talks to ----------------------------------------------
+
+    def set_conversation_model(self, conv_id: str, account_id: str | None, model: str) -> None:
+        """Remember the provider account (None: whichever is active) and model chosen."""
+        self._update_conversation(conv_id, "provider_account = ?, model = ?", (account_id, model))
+
+    def clear_conversation_model(self, conv_id: str) -> None:
+        self._update_conversation(conv_id, "provider_account = NULL, model = NULL", ())
+
+    def conversation_model(self, conv_id: str) -> tuple[str | None, str] | None:
+        """(account id or None, model) chosen for the conversation; None if nothing was."""
+        rows = self._read(
+            "SELECT provider_account, model FROM conversations WHERE id = ?", (conv_id,)
+        )
+        if not rows:
+            raise NotFoundError(f"no conversation {conv_id}")
+        if rows[0]["model"] is None:
+            return None
+        return rows[0]["provider_account"], rows[0]["model"]
+
     # ---- tool calls and approvals ---------------------------------------------------
 
     def record_tool_call_started(
@@ -787,6 +1015,16 @@ def make_title(text: str) -> str:
     if " " in cut[TITLE_MAX // 2 :]:  # end on a word boundary when one is near
         cut = cut[: cut.rindex(" ")]
     return cut.rstrip() + "…"
+
+
+#: Every column of a message but its id: what an archived branch keeps of each message.
+_MESSAGE_COLUMNS = "role, content, tool_calls, tool_call_id, is_error, images, usage, created_at"
+
+
+def _live_branch_no(archived: list[int]) -> int:
+    """The live branch's number: the one of 1..len(archived) + 1 no archived branch has."""
+    taken = set(archived)
+    return next(n for n in range(1, len(archived) + 2) if n not in taken)
 
 
 def _dt(ts: float) -> datetime:

@@ -8,18 +8,36 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Coroutine
+from dataclasses import dataclass, replace
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from app.core import compaction
 from app.core.agent import Conversation
 from app.core.approval import ApprovalRequest, Decision
 from app.core.attachments import build_user_message
-from app.core.events import ApprovalRequested, Error
-from app.core.providers.base import ChatMessage
+from app.core.events import AgentEvent, ApprovalRequested, Error
+from app.core.history_marks import BranchInfo, Marker, MarkerKind
+from app.core.providers.base import ChatMessage, ProviderConfig
 from app.core.runtime import ConfigError, Runtime
 
 log = logging.getLogger(__name__)
+
+#: What a stopped turn's marker says.
+STOPPED = "Stopped"
+#: How `build_user_message` starts the text of an attached file or image.
+_ATTACHMENT_STARTS = ("Attached file `", "[attached image: ")
+
+
+@dataclass
+class _Turn:
+    """What one running turn needs to leave its marker in the right conversation."""
+
+    conversation: Conversation | None = None
+    error: str | None = None
+    waiting: bool = True
 
 
 class ChatController(QObject):
@@ -32,6 +50,13 @@ class ChatController(QObject):
     #: No usable provider: the window shows the setup card. Carries the reason.
     setupNeeded = Signal(str)
     notice = Signal(str)
+    #: The history was rewritten (edit, regenerate, branch switch): reload the view from
+    #: `conversation.messages` and `conversation_marks()`.
+    historyReset = Signal()
+    #: True from the start of a turn until its first event arrives (or it ends).
+    waiting = Signal(bool)
+    #: The conversation's provider account or model changed (`model_choice()`).
+    modelChanged = Signal()
 
     def __init__(self, runtime: Runtime, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -39,6 +64,9 @@ class ChatController(QObject):
         self.conversation: Conversation | None = None
         self._task: asyncio.Task[None] | None = None
         self._pending: dict[str, asyncio.Future[Decision]] = {}
+        self._turn = _Turn()
+        #: A model chosen for a new chat before it is stored.
+        self._unsaved_model: tuple[str | None, str] | None = None
 
     # ---- state ----------------------------------------------------------------------------
 
@@ -53,19 +81,76 @@ class ChatController(QObject):
     def pending_approvals(self) -> list[str]:
         return [call_id for call_id, fut in self._pending.items() if not fut.done()]
 
+    def conversation_marks(self) -> tuple[list[Marker], list[BranchInfo]]:
+        """The markers and branch points of the conversation shown (none for a new chat)."""
+        conv_id = self.conversation_id
+        if conv_id is None:
+            return [], []
+        store = self.runtime.store
+        return store.list_markers(conv_id), store.list_branches(conv_id)
+
+    def branches(self) -> list[BranchInfo]:
+        return self.conversation_marks()[1]
+
     # ---- conversations ---------------------------------------------------------------------
 
     def new_chat(self) -> None:
         self.stop()
         self.conversation = None
+        self._unsaved_model = None
         self.conversationOpened.emit("")
+        self.modelChanged.emit()
 
     def open(self, conversation_id: str) -> list[ChatMessage]:
         """Switches to a stored conversation and returns its messages for the view."""
         self.stop()
         self.conversation = self.runtime.open_conversation(conversation_id)
+        self._unsaved_model = None
         self.conversationOpened.emit(conversation_id)
+        self.modelChanged.emit()
         return self.conversation.messages
+
+    # ---- the model --------------------------------------------------------------------------
+
+    def set_model(self, account_id: str | None, model: str) -> None:
+        """The provider account (None: the active one) and model this conversation uses."""
+        if self.conversation is None or self.conversation.id is None:
+            self._unsaved_model = (account_id, model)
+        else:
+            self.runtime.store.set_conversation_model(self.conversation.id, account_id, model)
+        self.modelChanged.emit()
+
+    def model_choice(self) -> tuple[str | None, str]:
+        """The conversation's account and model, else the active account and its model
+        (an account removed since it was chosen counts as not chosen; no model chosen means
+        the account's own)."""
+        active = self.runtime.settings.active_provider_account()
+        fallback = (active.id, active.model) if active else (None, "")
+        choice = self._choice()
+        if choice is None:
+            return fallback
+        account_id, model = choice
+        account = self._account(account_id) if account_id is not None else active
+        if account_id is not None and account is None:
+            return fallback
+        return (account.id if account else None), model or (account.model if account else "")
+
+    def _choice(self) -> tuple[str | None, str] | None:
+        if self.conversation is None or self.conversation.id is None:
+            return self._unsaved_model
+        return self.runtime.store.conversation_model(self.conversation.id)
+
+    def _account(self, account_id: str) -> Any:
+        return next((p for p in self.runtime.settings.providers if p.id == account_id), None)
+
+    def _provider_config(self, choice: tuple[str | None, str] | None) -> ProviderConfig:
+        """Blocking (keyring): run it in an executor."""
+        if choice is None:
+            return self.runtime.provider_config()
+        account_id, model = choice
+        if account_id is not None and self._account(account_id) is None:
+            return self.runtime.account_provider_config(None)
+        return self.runtime.account_provider_config(account_id, model or None)
 
     # ---- turns --------------------------------------------------------------------------------
 
@@ -80,6 +165,73 @@ class ChatController(QObject):
             return
         self._start(self._run(None))
 
+    def edit_and_resend(self, index: int, text: str) -> None:
+        """Replaces user message `index` (keeping its images and attached files) and runs
+        the turn again; what followed it stays as an earlier branch."""
+        original = self._message(index)
+        if self.busy or original is None or original.role != "user":
+            return
+        if compaction.is_summary(original):
+            return
+        assert self.conversation is not None and self.conversation.id is not None
+        self.runtime.store.fork_messages(self.conversation.id, index)
+        edited = self._redacted(
+            replace(original, content=_with_attachments(text, original.content))
+        )
+        self.runtime.store.append_message(self.conversation.id, edited)
+        self._reload()
+        self._start(self._run(None))
+
+    def editable_text(self, index: int) -> str:
+        """What the user typed in message `index`, without the attached files' text (which
+        an edit keeps as it is)."""
+        message = self._message(index)
+        if message is None:
+            return ""
+        return _split_attachments(message.content)[0]
+
+    def regenerate(self, index: int) -> None:
+        """Asks the model again for the answer of the turn holding assistant message `index`;
+        the earlier answer stays as a branch."""
+        message = self._message(index)
+        if self.busy or message is None or message.role != "assistant":
+            return
+        assert self.conversation is not None and self.conversation.id is not None
+        start = _turn_start(self.conversation.messages, index)
+        if start is None:
+            return
+        self.runtime.store.fork_messages(self.conversation.id, start, take_markers_at_index=True)
+        self._reload()
+        self._start(self._run(None))
+
+    def switch_branch(self, index: int, branch: int) -> None:
+        """Shows branch `branch` (1-based) of the branch point at message `index`."""
+        if self.busy or self.conversation is None or self.conversation.id is None:
+            return
+        found = next((b for b in self.branches() if b.index == index), None)
+        if found is None or not 1 <= branch <= found.count or branch == found.current:
+            return
+        self.runtime.store.switch_branch(self.conversation.id, index, branch)
+        self._reload()
+
+    def _message(self, index: int) -> ChatMessage | None:
+        """Message `index` of a stored conversation; None for a bad index."""
+        if self.conversation is None or self.conversation.id is None:
+            return None
+        if not 0 <= index < len(self.conversation.messages):
+            return None
+        return self.conversation.messages[index]
+
+    def _reload(self) -> None:
+        assert self.conversation is not None and self.conversation.id is not None
+        self.conversation.messages = self.runtime.store.load_messages(self.conversation.id)
+        self.conversation.restore_active_tools()
+        self.historyReset.emit()
+
+    def _redacted(self, message: ChatMessage) -> ChatMessage:
+        """As the agent keeps a message: with every known secret redacted."""
+        return replace(message, content=self.runtime.runner.refresh_secrets().text(message.content))
+
     def stop(self) -> None:
         for future in self._pending.values():
             if not future.done():
@@ -92,17 +244,46 @@ class ChatController(QObject):
         if future is not None and not future.done():
             future.set_result(Decision(decision))
 
-    def _start(self, coro: Any) -> None:
+    def _start(self, coro: Coroutine[Any, Any, None]) -> None:
+        turn = self._turn = _Turn(self.conversation)
         self._task = asyncio.ensure_future(coro)
         self.busyChanged.emit(True)
-        self._task.add_done_callback(self._finished)
+        self.waiting.emit(True)
+        self._task.add_done_callback(lambda task: self._finished(task, turn))
 
-    def _finished(self, task: asyncio.Task[None]) -> None:
+    def _mark(self, turn: _Turn, kind: MarkerKind, text: str) -> None:
+        conv_id = turn.conversation.id if turn.conversation else None
+        if conv_id is None:
+            return
+        store = self.runtime.store
+        try:
+            store.add_marker(conv_id, store.count_messages(conv_id), kind, text)
+        except Exception:  # a marker is a help, never a reason to break the turn's end
+            log.exception("could not record a %s marker", kind)
+
+    def _emit(self, event: AgentEvent, turn: _Turn | None = None) -> None:
+        """Every event of a turn goes out here: the first ends the waiting."""
+        turn = turn or self._turn
+        if turn.waiting:
+            turn.waiting = False
+            self.waiting.emit(False)
+        if isinstance(event, Error):
+            turn.error = event.message
+        self.agentEvent.emit(event)
+
+    def _finished(self, task: asyncio.Task[None], turn: _Turn) -> None:
+        """The turn ended: leave an error or "Stopped" marker where it did."""
         self._pending.clear()
-        if not task.cancelled() and task.exception() is not None:
-            exc = task.exception()
+        if task.cancelled():
+            self._mark(turn, "stopped", STOPPED)
+        elif (exc := task.exception()) is not None:
             log.error("turn failed: %s", exc, exc_info=exc)
-            self.agentEvent.emit(Error(f"Something went wrong: {exc}", kind="internal"))
+            self._emit(Error(f"Something went wrong: {exc}", kind="internal"), turn)
+        if turn.error is not None:
+            self._mark(turn, "error", turn.error)
+        if turn.waiting:
+            turn.waiting = False
+            self.waiting.emit(False)
         self.busyChanged.emit(False)
         self.conversationsChanged.emit()
 
@@ -117,7 +298,14 @@ class ChatController(QObject):
                 self.notice.emit(f"Not attached: {problem.path} — {problem.reason}")
         if self.conversation is None:
             self.conversation = self.runtime.open_conversation(None)
+            self._turn.conversation = self.conversation
+            assert self.conversation.id is not None
             self.runtime.store.auto_title(self.conversation.id, text or "Attachment")
+            if self._unsaved_model is not None:
+                self.runtime.store.set_conversation_model(
+                    self.conversation.id, *self._unsaved_model
+                )
+                self._unsaved_model = None
             self.conversationOpened.emit(self.conversation.id)
             self.conversationsChanged.emit()
         await self._run(message)
@@ -126,22 +314,24 @@ class ChatController(QObject):
         from app.core.providers import make_provider
 
         loop = asyncio.get_running_loop()
+        choice = self._choice()
         try:
-            config = await loop.run_in_executor(None, self.runtime.provider_config)
+            config = await loop.run_in_executor(None, self._provider_config, choice)
         except ConfigError as exc:
             if message is not None and self.conversation is not None:
                 # keep what the user typed: it is in the history, ready for a retry
+                assert self.conversation.id is not None
                 self.runtime.store.append_message(self.conversation.id, message)
                 self.conversation.messages.append(message)
             self.setupNeeded.emit(str(exc))
-            self.agentEvent.emit(Error(str(exc), kind="setup", retryable=True))
+            self._emit(Error(str(exc), kind="setup", retryable=True))
             return
         provider = make_provider(config)
         try:
             if not config.model:
                 models = await provider.list_models()
                 if not models:
-                    self.agentEvent.emit(
+                    self._emit(
                         Error("The server lists no models; pick one in Settings.", kind="setup")
                     )
                     return
@@ -151,13 +341,13 @@ class ChatController(QObject):
             async for event in agent.run(self.conversation, message):
                 if isinstance(event, ApprovalRequested):
                     self.approvalPending.emit(event.request.call_id, event.request.tool)
-                self.agentEvent.emit(event)
+                self._emit(event)
         except Exception as exc:
             from app.core.providers.base import ProviderError
 
             if not isinstance(exc, ProviderError):
                 raise
-            self.agentEvent.emit(Error(str(exc), kind=exc.kind, retryable=True))
+            self._emit(Error(str(exc), kind=exc.kind, retryable=True))
         finally:
             await provider.aclose()
 
@@ -168,3 +358,34 @@ class ChatController(QObject):
             return await future
         finally:
             self._pending.pop(request.call_id, None)
+
+
+def _turn_start(messages: list[ChatMessage], index: int) -> int | None:
+    """The index of the first message after the user message that started the turn holding
+    `messages[index]`; None if no user message comes before it."""
+    for i in range(index - 1, -1, -1):
+        msg = messages[i]
+        if msg.role == "user" and not compaction.is_summary(msg):
+            return i + 1
+    return None
+
+
+def _split_attachments(content: str) -> tuple[str, str]:
+    """(what the user typed, the attached files' text that `build_user_message` added)."""
+    cuts = [content.find("\n\n" + start) for start in _ATTACHMENT_STARTS]
+    cuts = [c for c in cuts if c >= 0]
+    if content.startswith(_ATTACHMENT_STARTS):
+        return "", content
+    if not cuts:
+        return content, ""
+    cut = min(cuts)
+    return content[:cut], content[cut + 2 :]
+
+
+def _with_attachments(text: str, original: str) -> str:
+    """The edited text followed by the original message's attached files (unless the
+    edited text still carries them: an editor prefilled with the whole message)."""
+    attached = _split_attachments(original)[1]
+    if not attached or _split_attachments(text)[1]:
+        return text
+    return f"{text}\n\n{attached}" if text else attached

@@ -1,0 +1,420 @@
+"""Branches: an edited or regenerated turn keeps the earlier one, in the real SQLite store
+and through the real ChatController against the scripted model server."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from app.core import store as store_mod
+from app.core.events import TextDelta
+from app.core.history_marks import BranchInfo
+from app.core.paths import db_path
+from app.core.providers.base import ChatMessage, ToolCallRequest, Usage
+from app.core.store import NotFoundError, Store
+from app.ui.controller import ChatController
+from tests.controller_harness import (
+    contents,
+    finish,
+    record,
+    scripted_runtime,
+    send,
+    sent_messages,
+)
+from tests.fakellm import ScriptedLLM, hang, text, tool_calls
+from tests.fixtures_qt import wait_until
+
+PNG = (
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+    "+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def store(home: Path, clock: Clock) -> Iterator[Store]:
+    s = Store(db_path(home), clock=clock)
+    yield s
+    s.close()
+
+
+def texts(store: Store, conv: str) -> list[str]:
+    return [m.content for m in store.load_messages(conv)]
+
+
+def add(store: Store, conv: str, *messages: ChatMessage | str) -> None:
+    """Strings alternate user/assistant by position in the conversation."""
+    for msg in messages:
+        if isinstance(msg, str):
+            role = "user" if store.count_messages(conv) % 2 == 0 else "assistant"
+            msg = ChatMessage(role, msg)
+        store.append_message(conv, msg)
+
+
+def snapshot(store: Store, conv: str) -> list[tuple[object, ...]]:
+    """Everything stored of each live message but its row id."""
+    return [
+        (m.seq, m.message, m.usage, m.created_at)
+        for m in store.load_messages_page(conv, limit=1000)
+    ]
+
+
+# ---- the store --------------------------------------------------------------------------
+
+
+def test_edit_twice_then_switch_through_every_branch_and_back(store: Store) -> None:
+    conv = store.create_conversation()
+    add(store, conv, "hello", "hi there")
+    add(
+        store,
+        conv,
+        ChatMessage("user", "look at v1", images=[PNG]),
+        ChatMessage("assistant", "", tool_calls=[ToolCallRequest("c1", "fs_list_dir", "{}")]),
+        ChatMessage("tool", "a.txt", tool_call_id="c1", is_error=True),
+    )
+    store.append_message(conv, ChatMessage("assistant", "answer v1"), Usage(12, 34))
+    store.record_tool_call_started(conv, "c1", "fs_list_dir", "{}")
+    version_1 = snapshot(store, conv)
+
+    assert store.fork_messages(conv, 2)
+    assert texts(store, conv) == ["hello", "hi there"]
+    assert store.list_branches(conv) == [BranchInfo(2, 2, 2)]
+    add(store, conv, "question v2", "answer v2")
+    version_2 = snapshot(store, conv)
+    assert store.fork_messages(conv, 2)
+    add(store, conv, "question v3", "answer v3")
+    version_3 = snapshot(store, conv)
+    assert store.list_branches(conv) == [BranchInfo(2, 3, 3)]
+
+    assert store.switch_branch(conv, 2, 1)
+    assert snapshot(store, conv) == version_1  # content, calls, images, usage, times
+    assert store.list_branches(conv) == [BranchInfo(2, 1, 3)]
+    assert store.switch_branch(conv, 2, 2)
+    assert snapshot(store, conv) == version_2
+    assert store.switch_branch(conv, 2, 3)
+    assert snapshot(store, conv) == version_3
+    assert store.list_branches(conv) == [BranchInfo(2, 3, 3)]
+    assert store.switch_branch(conv, 2, 1)
+    assert snapshot(store, conv) == version_1
+    assert not store.switch_branch(conv, 2, 1)  # already shown: nothing changes
+    assert snapshot(store, conv) == version_1
+    assert [c.call_id for c in store.list_tool_calls(conv)] == ["c1"]  # untouched
+
+    # a new fork inside the restored first branch becomes the last, current one
+    assert store.fork_messages(conv, 2)
+    assert store.list_branches(conv) == [BranchInfo(2, 4, 4)]
+    assert store.switch_branch(conv, 2, 1)
+    assert snapshot(store, conv) == version_1
+
+
+def test_regenerate_keeps_the_earlier_answer(store: Store) -> None:
+    conv = store.create_conversation()
+    add(store, conv, "question", "first answer")
+    assert store.fork_messages(conv, 1, take_markers_at_index=True)
+    add(store, conv, ChatMessage("assistant", "second answer"))
+    assert store.list_branches(conv) == [BranchInfo(1, 2, 2)]
+    assert store.switch_branch(conv, 1, 1)
+    assert texts(store, conv) == ["question", "first answer"]
+    assert store.switch_branch(conv, 1, 2)
+    assert texts(store, conv) == ["question", "second answer"]
+
+
+def test_a_fork_inside_a_restored_branch_travels_with_it(store: Store) -> None:
+    conv = store.create_conversation()
+    add(store, conv, "hello", "hi", "plan A", "answer A")
+    store.fork_messages(conv, 2)
+    add(store, conv, "plan B", "answer B")
+    store.switch_branch(conv, 2, 1)
+    assert texts(store, conv) == ["hello", "hi", "plan A", "answer A"]
+
+    store.fork_messages(conv, 3, take_markers_at_index=True)  # regenerate inside plan A
+    add(store, conv, "answer A again")
+    assert store.list_branches(conv) == [BranchInfo(2, 1, 2), BranchInfo(3, 2, 2)]
+
+    store.switch_branch(conv, 2, 2)
+    assert texts(store, conv) == ["hello", "hi", "plan B", "answer B"]
+    assert store.list_branches(conv) == [BranchInfo(2, 2, 2)]  # plan A's point is not shown
+
+    # plan B gets its own nested point; it must not be confused with plan A's
+    store.fork_messages(conv, 3, take_markers_at_index=True)
+    add(store, conv, "answer B again")
+    store.fork_messages(conv, 3, take_markers_at_index=True)
+    add(store, conv, "answer B third")
+    assert store.list_branches(conv) == [BranchInfo(2, 2, 2), BranchInfo(3, 3, 3)]
+
+    store.switch_branch(conv, 2, 1)
+    assert texts(store, conv) == ["hello", "hi", "plan A", "answer A again"]
+    assert store.list_branches(conv) == [BranchInfo(2, 1, 2), BranchInfo(3, 2, 2)]
+    store.switch_branch(conv, 3, 1)
+    assert texts(store, conv) == ["hello", "hi", "plan A", "answer A"]
+
+    store.switch_branch(conv, 2, 2)
+    assert texts(store, conv) == ["hello", "hi", "plan B", "answer B third"]
+    store.switch_branch(conv, 3, 2)
+    assert texts(store, conv) == ["hello", "hi", "plan B", "answer B again"]
+
+    # forking before every branch point takes all of them along, and brings them back
+    store.fork_messages(conv, 0)
+    assert store.list_branches(conv) == [BranchInfo(0, 2, 2)]
+    add(store, conv, "fresh start")
+    store.switch_branch(conv, 0, 1)
+    assert texts(store, conv) == ["hello", "hi", "plan B", "answer B again"]
+    assert store.list_branches(conv) == [
+        BranchInfo(0, 1, 2),
+        BranchInfo(2, 2, 2),
+        BranchInfo(3, 2, 3),
+    ]
+
+
+def test_search_finds_only_the_shown_branch(store: Store) -> None:
+    conv = store.create_conversation("Trip")
+    add(store, conv, "plan a trip to zanzibar", "zanzibar is lovely")
+    store.fork_messages(conv, 0)
+    add(store, conv, "plan a trip to reykjavik", "reykjavik is cold")
+    assert store.search("zanzibar") == []
+    assert {h.role for h in store.search("reykjavik")} == {"user", "assistant"}
+
+    store.switch_branch(conv, 0, 1)
+    assert store.search("reykjavik") == []
+    assert len(store.search("zanzibar")) == 2
+
+
+def test_deleting_a_conversation_removes_its_branches_and_markers(
+    home: Path, store: Store, clock: Clock
+) -> None:
+    gone, kept = store.create_conversation(), store.create_conversation()
+    for conv in (gone, kept):
+        add(store, conv, "question", "answer")
+        store.add_marker(conv, 2, "stopped", "Stopped")
+        store.fork_messages(conv, 1)
+    store.delete_conversation(gone)
+    clock.now += timedelta(days=40).total_seconds()
+    assert store.purge_deleted(timedelta(days=30)) == 1
+
+    with contextlib.closing(sqlite3.connect(db_path(home))) as raw:
+        owners = {r[0] for r in raw.execute("SELECT conversation_id FROM message_branches")}
+        marked = {r[0] for r in raw.execute("SELECT conversation_id FROM conversation_markers")}
+    assert owners == {kept} and marked == set()  # kept's marker travelled into its branch
+    store.switch_branch(kept, 1, 1)
+    assert [m.after for m in store.list_markers(kept)] == [2]
+
+
+def test_bad_forks_and_switches_are_refused(store: Store) -> None:
+    conv = store.create_conversation()
+    add(store, conv, "question", "answer")
+    assert not store.fork_messages(conv, 2)  # nothing after the end: no branch
+    assert store.list_branches(conv) == []
+    for index in (-1, 3):
+        with pytest.raises(ValueError):
+            store.fork_messages(conv, index)
+    with pytest.raises(ValueError):
+        store.switch_branch(conv, 1, 1)  # no branch point there
+    store.fork_messages(conv, 1)
+    for branch in (0, 3):
+        with pytest.raises(ValueError):
+            store.switch_branch(conv, 1, branch)
+    with pytest.raises(NotFoundError):
+        store.fork_messages("no-such-conversation", 0)
+    assert texts(store, conv) == ["question"]
+
+
+def test_a_version_5_history_gains_branches_markers_and_a_model(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_mod, "MIGRATIONS", store_mod.MIGRATIONS[:5])
+    with Store(db_path(home)) as old:
+        conv = old.create_conversation("Before")
+        old.append_message(conv, ChatMessage("user", "kept across the upgrade"))
+    monkeypatch.undo()
+    with Store(db_path(home)) as new:
+        assert texts(new, conv) == ["kept across the upgrade"]
+        assert new.list_branches(conv) == [] and new.list_markers(conv) == []
+        assert new.conversation_model(conv) is None
+
+
+# ---- the controller --------------------------------------------------------------------
+
+
+@pytest.fixture
+def controller(home: Path, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch, qloop):
+    rt = scripted_runtime(home, llm, monkeypatch)
+    yield ChatController(rt)
+    rt.close()
+
+
+def test_edit_and_resend_then_switch_back(controller: ChatController, llm, qloop) -> None:
+    llm.add(text("one"), text("two"), text("two, edited"))
+    seen = record(controller)
+
+    async def body() -> None:
+        await send(controller, "first")
+        await send(controller, "second")
+        controller.edit_and_resend(2, "second, edited")
+        assert seen.of("reset") == [None]  # before the turn runs: the view shows the edit
+        assert contents(controller) == ["first", "one", "second, edited"]
+        await finish(controller)
+
+    qloop.run_until_complete(body())
+    assert sent_messages(llm)[-1] == ("user", "second, edited")
+    assert ("assistant", "two") not in sent_messages(llm)
+    assert contents(controller) == ["first", "one", "second, edited", "two, edited"]
+    assert controller.branches() == [BranchInfo(2, 2, 2)]
+
+    controller.switch_branch(2, 1)
+    assert len(seen.of("reset")) == 2
+    assert contents(controller) == ["first", "one", "second", "two"]
+    assert controller.branches() == [BranchInfo(2, 1, 2)]
+    assert controller.conversation_marks() == ([], [BranchInfo(2, 1, 2)])
+
+
+def test_edit_keeps_the_attached_image_and_file(
+    controller: ChatController, llm, home: Path, qloop
+) -> None:
+    (home / "notes.txt").write_text("the notes", "utf-8")
+    (home / "dot.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"0" * 20)
+    llm.add(text("seen"), text("seen again"))
+
+    async def body() -> None:
+        await send(controller, "what is this", [str(home / "notes.txt"), str(home / "dot.png")])
+        assert controller.editable_text(0) == "what is this"
+        controller.edit_and_resend(0, "and now?")
+        await finish(controller)
+
+    qloop.run_until_complete(body())
+    assert controller.conversation is not None
+    before = controller.runtime.store.list_branches(controller.conversation_id)
+    assert before == [BranchInfo(0, 2, 2)]
+    edited = controller.conversation.messages[0]
+    assert edited.content.startswith("and now?\n\nAttached file `notes.txt`")
+    assert "the notes" in edited.content and "[attached image: dot.png]" in edited.content
+    assert len(edited.images) == 1 and edited.images[0].startswith("data:image/png;base64,")
+    resent = str(llm.requests[1].body["messages"][-1]["content"])
+    assert "and now?" in resent and "the notes" in resent and "data:image/png" in resent
+    assert contents(controller)[-1] == "seen again"
+
+    # an editor prefilled with the whole message: the files are not added twice
+    llm.add(text("seen a third time"))
+    whole = edited.content.replace("and now?", "third try")
+
+    async def edit_whole() -> None:
+        controller.edit_and_resend(0, whole)
+        await finish(controller)
+
+    qloop.run_until_complete(edit_whole())
+    third = controller.conversation.messages[0]
+    assert third.content == whole and third.images == edited.images
+    assert controller.branches() == [BranchInfo(0, 3, 3)]
+
+
+def test_regenerate_asks_again_without_the_earlier_answer(
+    controller: ChatController, llm, home: Path, qloop
+) -> None:
+    (home / "a.txt").write_text("alpha", "utf-8")
+    llm.add(
+        tool_calls(("r1", "fs_read_file", {"path": str(home / "a.txt")})),
+        text("It says alpha."),
+        text("Alpha, again."),
+    )
+
+    async def body() -> None:
+        await send(controller, "read a.txt")
+        assert [m.role for m in controller.conversation.messages] == [
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+        ]
+        controller.regenerate(3)  # the final answer: the whole turn is asked again
+        assert contents(controller) == ["read a.txt"]
+        await finish(controller)
+
+    qloop.run_until_complete(body())
+    assert [role for role, _ in sent_messages(llm)][-1] == "user"
+    assert contents(controller) == ["read a.txt", "Alpha, again."]
+    assert controller.branches() == [BranchInfo(1, 2, 2)]
+    controller.switch_branch(1, 1)
+    assert contents(controller)[-1] == "It says alpha."
+    assert controller.conversation.messages[1].tool_calls[0].id == "r1"
+
+
+def test_actions_are_refused_while_busy_and_on_bad_indices(
+    controller: ChatController, llm, qloop
+) -> None:
+    llm.add(text("answer"), hang("still going"))
+    seen = record(controller)
+
+    async def body() -> None:
+        await send(controller, "question")
+        for action in (
+            lambda: controller.edit_and_resend(1, "not a user message"),
+            lambda: controller.edit_and_resend(5, "out of range"),
+            lambda: controller.edit_and_resend(-1, "negative"),
+            lambda: controller.regenerate(0),  # a user message
+            lambda: controller.regenerate(9),
+            lambda: controller.switch_branch(1, 1),  # no branch point
+        ):
+            action()
+            assert not controller.busy
+        controller.send("again")
+        await wait_until(
+            lambda: "still going" in "".join(e.text for e in seen.events(TextDelta)),
+            what="the second answer to start",
+        )
+        controller.edit_and_resend(0, "while busy")
+        controller.regenerate(1)
+        before = list(controller.conversation.messages)
+        controller.stop()
+        await finish(controller)
+        assert controller.conversation.messages[: len(before)] == before
+
+    qloop.run_until_complete(body())
+    assert seen.of("reset") == []
+    assert len(llm.requests) == 2
+    assert controller.branches() == []
+    assert contents(controller) == ["question", "answer", "again", "still going"]
+
+
+def test_a_new_chat_has_no_branches(controller: ChatController) -> None:
+    assert controller.conversation_marks() == ([], [])
+    controller.regenerate(0)
+    controller.switch_branch(0, 1)
+    assert controller.conversation is None
+
+
+def test_switching_keeps_conversation_messages_in_step_with_the_store(
+    controller: ChatController, llm, qloop
+) -> None:
+    llm.add(text("a1"), text("a2"), text("a3"))
+
+    async def body() -> None:
+        await send(controller, "q")
+        controller.regenerate(1)
+        await finish(controller)
+        controller.regenerate(1)
+        await finish(controller)
+
+    qloop.run_until_complete(body())
+    assert controller.branches() == [BranchInfo(1, 3, 3)]
+    for branch, answer in ((1, "a1"), (2, "a2"), (3, "a3"), (1, "a1")):
+        controller.switch_branch(1, branch)
+        assert contents(controller) == ["q", answer]
+    stored = controller.runtime.store.load_messages(controller.conversation_id)
+    assert controller.conversation.messages == stored
