@@ -230,7 +230,7 @@ def test_window_state_and_last_conversation_are_restored(runtime, qtbot, qloop):
     store.append_message(conv, ChatMessage("user", "hello"))
     first = MainWindow(runtime)
     qtbot.addWidget(first)
-    first.resize(700, 500)
+    first.resize(760, 560)  # the minimum is 720 × 500
     first.splitter.setSizes([300, 600])
     first.open_conversation(conv)
     first.composer.set_text("unsent draft")
@@ -238,7 +238,7 @@ def test_window_state_and_last_conversation_are_restored(runtime, qtbot, qloop):
     second = MainWindow(runtime)
     qtbot.addWidget(second)
     assert second.controller.conversation_id == conv
-    assert second.size().width() == 700
+    assert second.size().width() == 760
     assert second.composer.text() == "unsent draft"
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QMimeData, QModelIndex, QPoint, Qt, Signal
+from PySide6.QtCore import QMimeData, QModelIndex, QPoint, QSize, Qt, Signal
 from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeyEvent, QResizeEvent
 from PySide6.QtWidgets import (
     QCompleter,
@@ -32,6 +32,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.ui.icons import line_icon
+
 if TYPE_CHECKING:
     from app.core.mcp.catalog import PromptEntry, ResourceEntry
     from app.ui.mcp_picker import McpChip, PromptForm, ResourcePicker
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_LINES_VISIBLE = 10
+PLACEHOLDER = "Ask Deskhand to do something…"
 #: What the message box holds while "/" commands are offered: one word starting with "/".
 SLASH = re.compile(r"/[^\s/]*")
 #: Returns the MCP manager, or None while no server was started (nothing is imported).
@@ -60,9 +63,9 @@ class ComposerEdit(QPlainTextEdit):
         self.completer: QCompleter | None = None
         self.setAcceptDrops(True)
         self.setTabChangesFocus(True)
-        self.setPlaceholderText(
-            "Ask Deskhand to do something…  (Enter to send, Shift+Enter for a new line)"
-        )
+        self.setAccessibleName("Message")
+        self._placeholders = (PLACEHOLDER, PLACEHOLDER)
+        self.set_send_key("enter")
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.document().contentsChanged.connect(self._fit_height)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
@@ -73,9 +76,19 @@ class ComposerEdit(QPlainTextEdit):
         self.send_key = send_key
         hint = "Enter" if send_key == "enter" else "Ctrl+Enter"
         other = "Shift+Enter" if send_key == "enter" else "Enter"
-        self.setPlaceholderText(
-            f"Ask Deskhand to do something…  ({hint} to send, {other} for a new line)"
-        )
+        keys = f"{hint} to send, {other} for a new line"
+        self._placeholders = (f"{PLACEHOLDER}  ({keys})", PLACEHOLDER)
+        self.setAccessibleDescription(keys[0].upper() + keys[1:])
+        self._fit_placeholder()
+
+    def _fit_placeholder(self) -> None:
+        """The placeholder with its key hint where it fits on one line, else without."""
+        long, short = self._placeholders
+        room = self.viewport().width() - 2 * self.document().documentMargin() - 4
+        fits = self.fontMetrics().horizontalAdvance(long) <= room
+        text = long if fits else short
+        if self.placeholderText() != text:
+            self.setPlaceholderText(text)
 
     def _fit_height(self) -> None:
         """Grows with the text from one line up to MAX_LINES_VISIBLE, then scrolls."""
@@ -86,6 +99,7 @@ class ComposerEdit(QPlainTextEdit):
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
+        self._fit_placeholder()
         self._fit_height()  # wrapping changes the line count
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
@@ -152,9 +166,12 @@ class AttachmentChip(QFrame):
         label.setTextFormat(Qt.TextFormat.PlainText)
         label.setToolTip(path)
         close = QToolButton()
-        close.setText("×")
+        close.setObjectName("chipClose")
+        close.setIcon(line_icon("close"))
+        close.setIconSize(QSize(12, 12))
         close.setAutoRaise(True)
         close.setToolTip("Remove attachment")
+        close.setAccessibleName(f"Remove {Path(path).name}")
         close.clicked.connect(lambda: self.removed.emit(self.path))
         layout.addWidget(label)
         layout.addWidget(close)
@@ -180,9 +197,11 @@ class Composer(QFrame):
         self._tasks: set[asyncio.Future[None]] = set()
         self.edit = ComposerEdit()
         self.attach_button = QToolButton()
-        self.attach_button.setText("+")
+        self.attach_button.setIcon(line_icon("plus"))
+        self.attach_button.setIconSize(QSize(18, 18))
         self.attach_button.setObjectName("attachButton")
         self.attach_button.setToolTip("Attach files (or drop them here)")
+        self.attach_button.setAccessibleName("Attach files")
         self.attach_button.setAutoRaise(True)
         self.send_button = QPushButton("Send")
         self.send_button.setObjectName("sendButton")
@@ -227,10 +246,19 @@ class Composer(QFrame):
     def set_busy(self, busy: bool) -> None:
         self._busy = busy
         self.send_button.setText("Stop" if busy else "Send")
-        self.send_button.setToolTip("Stop generating (Esc)" if busy else "Send (Enter)")
+        self.send_button.setToolTip("Stop generating (Esc)" if busy else self._send_tip())
         self.send_button.setProperty("stop", busy)
         self.send_button.style().unpolish(self.send_button)
         self.send_button.style().polish(self.send_button)
+
+    def set_send_key(self, send_key: str) -> None:
+        """ "enter" or "ctrl_enter": which key sends (the placeholder and tooltips say so)."""
+        self.edit.set_send_key(send_key)
+        if not self._busy:
+            self.send_button.setToolTip(self._send_tip())
+
+    def _send_tip(self) -> str:
+        return "Send (Enter)" if self.edit.send_key == "enter" else "Send (Ctrl+Enter)"
 
     def text(self) -> str:
         return self.edit.toPlainText()

@@ -130,4 +130,3 @@ class FoldersPrompt(QFrame):
 
 def needs_asking(settings: Settings) -> bool:
     return not settings.files.folders_chosen and not settings.files.allowed_roots
-

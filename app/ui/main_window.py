@@ -4,21 +4,39 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QByteArray, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence, QShowEvent
+from PySide6.QtCore import QByteArray, QSize, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QDesktopServices,
+    QKeySequence,
+    QPainter,
+    QPaintEvent,
+    QShowEvent,
+)
 from PySide6.QtWidgets import (
+    QApplication,
     QFrame,
+    QGridLayout,
     QHBoxLayout,
     QInputDialog,
     QLabel,
+    QLineEdit,
     QMainWindow,
+    QMenu,
+    QPlainTextEdit,
     QPushButton,
+    QScrollArea,
+    QSizePolicy,
     QSplitter,
     QStackedLayout,
+    QTextEdit,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -30,8 +48,10 @@ from app.ui.chat.view import ChatView
 from app.ui.composer import Composer
 from app.ui.controller import ChatController
 from app.ui.folders_dialog import FoldersPrompt, needs_asking
+from app.ui.icons import line_icon
 from app.ui.setup_card import SetupCard
-from app.ui.sidebar import Sidebar
+from app.ui.sidebar import Sidebar, plain_tooltip
+from app.ui.starter_prompts import StarterPrompts
 from app.ui.ui_state import UiState
 
 if TYPE_CHECKING:
@@ -40,6 +60,51 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 UNDO_SECONDS = 10
+#: The smallest window in which nothing is clipped (sidebar shown).
+MIN_WIDTH, MIN_HEIGHT = 720, 500
+SIDEBAR_DEFAULT, SIDEBAR_MAX = 260, 480
+SIDEBAR_SHORTCUT = "Ctrl+B"
+#: Edit menu: (operation, label, standard keys, method called on the focused widget).
+EDIT_OPERATIONS = (
+    ("undo", "Undo", QKeySequence.StandardKey.Undo, "undo"),
+    ("redo", "Redo", QKeySequence.StandardKey.Redo, "redo"),
+    ("cut", "Cut", QKeySequence.StandardKey.Cut, "cut"),
+    ("copy", "Copy", QKeySequence.StandardKey.Copy, "copy"),
+    ("paste", "Paste", QKeySequence.StandardKey.Paste, "paste"),
+    ("select_all", "Select All", QKeySequence.StandardKey.SelectAll, "selectAll"),
+)
+TEXT_WIDGETS = (QLineEdit, QPlainTextEdit, QTextEdit)
+
+
+class ElidedLabel(QLabel):
+    """A one-line label that ends in "…" when it does not fit; `text()` stays whole."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(text, parent)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
+
+    def sizeHint(self) -> QSize:
+        margins = self.contentsMargins()
+        width = self.fontMetrics().horizontalAdvance(self.text()) + margins.left()
+        return QSize(width + margins.right() + 2, super().sizeHint().height())
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(min(self.sizeHint().width(), 40), super().minimumSizeHint().height())
+
+    def elided(self) -> str:
+        """The text as painted at the current width."""
+        return self.fontMetrics().elidedText(
+            self.text(), Qt.TextElideMode.ElideRight, self.contentsRect().width()
+        )
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        painter.setPen(self.palette().color(self.foregroundRole()))
+        painter.setFont(self.font())
+        align = self.alignment() | Qt.AlignmentFlag.AlignVCenter
+        painter.drawText(self.contentsRect(), int(align), self.elided())
+        painter.end()
 
 
 class UndoBar(QFrame):
@@ -96,8 +161,9 @@ class MainWindow(QMainWindow):
         self.controller = ChatController(runtime, self)
         self.setWindowTitle("Deskhand")
         self.resize(1100, 760)
-        self.setMinimumSize(640, 420)
+        self.setMinimumSize(MIN_WIDTH, MIN_HEIGHT)
         self._quitting = False
+        self._sized = False  # the first show placed the splitter (no saved state)
         self._detect_task: asyncio.Future[None] | None = None
         self.reminders_view: RemindersView | None = None  # built on first use
         self.tasks_view: TasksView | None = None  # built on first use
@@ -122,7 +188,7 @@ class MainWindow(QMainWindow):
         self.sidebar = Sidebar(self.runtime.store)
         self.chat_view = ChatView()
         self.composer = Composer()
-        self.composer.edit.set_send_key(self.runtime.settings.general.send_key)
+        self.composer.set_send_key(self.runtime.settings.general.send_key)
         # MCP resources and prompts, once servers were started (never starts or imports them)
         self.composer.set_mcp(lambda: self.runtime.__dict__.get("mcp"))
         self.setup_card = SetupCard()
@@ -136,32 +202,30 @@ class MainWindow(QMainWindow):
         self._task_questions: dict[str, tuple[str, str]] = {}
         #: MCP servers' questions (elicitation), one form at a time, above the composer.
         self.elicitation = ElicitationPanel()
-        self.title_label = QLabel("New chat")
-        self.title_label.setObjectName("chatTitle")
-        self.model_label = QLabel()
-        self.model_label.setObjectName("modelLabel")
-        self.accounts_label = QLabel()
-        self.accounts_label.setObjectName("modelLabel")
-        self.accounts_label.setToolTip(
-            "Active accounts: tools act on these. Switch in Settings → Integrations, "
-            "or ask Deskhand to switch."
-        )
-        header = QFrame()
-        header.setObjectName("chatHeader")
-        header_layout = QHBoxLayout(header)
-        header_layout.setContentsMargins(20, 10, 20, 10)
-        header_layout.addWidget(self.title_label, 1)
-        header_layout.addWidget(self.accounts_label)
-        header_layout.addSpacing(16)
-        header_layout.addWidget(self.model_label)
+        self.starters = StarterPrompts()
+        header = self._build_header()
 
-        setup_page = QWidget()
-        setup_layout = QVBoxLayout(setup_page)
+        setup_inner = QWidget()
+        setup_layout = QVBoxLayout(setup_inner)
         setup_layout.addStretch(1)
         setup_layout.addWidget(self.setup_card, 0, Qt.AlignmentFlag.AlignHCenter)
         setup_layout.addStretch(2)
+        # scrolls when the pane is narrower than the card, rather than widening the window
+        setup_page = QScrollArea()
+        setup_page.setObjectName("setupPage")
+        setup_page.setWidgetResizable(True)
+        setup_page.setFrameShape(QFrame.Shape.NoFrame)
+        setup_page.setWidget(setup_inner)
+        setup_page.viewport().setAutoFillBackground(False)
+        setup_inner.setAutoFillBackground(False)
+        # the starter prompts lie over the chat view while the conversation is empty
+        chat_page = QWidget()
+        chat_grid = QGridLayout(chat_page)
+        chat_grid.setContentsMargins(0, 0, 0, 0)
+        chat_grid.addWidget(self.chat_view, 0, 0)
+        chat_grid.addWidget(self.starters, 0, 0)
         self.chat_stack = QStackedLayout()
-        self.chat_stack.addWidget(self.chat_view)
+        self.chat_stack.addWidget(chat_page)
         self.chat_stack.addWidget(setup_page)
 
         right = QWidget()
@@ -186,9 +250,55 @@ class MainWindow(QMainWindow):
         self.splitter.addWidget(right)
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([260, 840])
+        self.splitter.setSizes([SIDEBAR_DEFAULT, 840])
         self.splitter.setChildrenCollapsible(False)
+        self.sidebar.setMaximumWidth(SIDEBAR_MAX)
         self.setCentralWidget(self.splitter)
+
+    def _build_header(self) -> QFrame:
+        """The chat's title, the accounts and model in use, and the sidebar's toggle."""
+        self.title_label = ElidedLabel("New chat")
+        self.title_label.setObjectName("chatTitle")
+        self.model_label = ElidedLabel()
+        self.model_label.setObjectName("modelLabel")
+        self.model_label.setAlignment(Qt.AlignmentFlag.AlignRight)
+        self.accounts_label = ElidedLabel()
+        self.accounts_label.setObjectName("modelLabel")
+        self.accounts_label.setAlignment(Qt.AlignmentFlag.AlignRight)
+        self.accounts_label.setToolTip(
+            "Active accounts: tools act on these. Switch in Settings → Integrations, "
+            "or ask Deskhand to switch."
+        )
+        self.accounts_label.hide()  # until there are accounts to name
+        self.sidebar_button = self._header_button("sidebar", "Hide the chat list", "sidebarToggle")
+        self.sidebar_button.setCheckable(True)
+        self.sidebar_button.setChecked(True)
+        self.header_new_button = self._header_button("compose", "New chat (Ctrl+N)", "headerNew")
+        self.header_new_button.hide()  # shown while the sidebar (and its New chat) is hidden
+        header = QFrame()
+        header.setObjectName("chatHeader")
+        layout = QHBoxLayout(header)
+        layout.setContentsMargins(8, 6, 20, 6)
+        layout.setSpacing(6)
+        layout.addWidget(self.sidebar_button)
+        layout.addWidget(self.header_new_button)
+        layout.addSpacing(6)
+        layout.addWidget(self.title_label, 1)
+        layout.addSpacing(12)
+        layout.addWidget(self.accounts_label)
+        layout.addSpacing(12)
+        layout.addWidget(self.model_label)
+        return header
+
+    def _header_button(self, icon: str, tip: str, name: str) -> QToolButton:
+        button = QToolButton()
+        button.setObjectName(name)
+        button.setIcon(line_icon(icon))
+        button.setIconSize(QSize(18, 18))
+        button.setAutoRaise(True)
+        button.setToolTip(tip)
+        button.setAccessibleName(tip.split(" (")[0])
+        return button
 
     def _action(self, menu: Any, text: str, shortcut: str | None, slot: Any) -> QAction:
         action = QAction(text, self)
@@ -198,6 +308,25 @@ class MainWindow(QMainWindow):
         action.triggered.connect(slot)
         menu.addAction(action)
         return action
+
+    def _build_edit_actions(self, menu: QMenu) -> None:
+        """Undo … Select All, acting on the focused widget. A focused text field takes its
+        standard keys itself (Qt asks it first), so these never steal Ctrl+C from it."""
+        self.edit_actions: dict[str, QAction] = {}
+        for op, text, key, _method in EDIT_OPERATIONS:
+            action = QAction(text, self)
+            action.setShortcuts(QKeySequence.keyBindings(key))
+            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+            action.triggered.connect(lambda _=False, o=op: self.edit_focused(o))
+            menu.addAction(action)
+            self.edit_actions[op] = action
+            if op == "redo":
+                menu.addSeparator()
+        menu.aboutToShow.connect(self.update_edit_actions)
+        self._edit_watched: QWidget | None = None
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            app.focusChanged.connect(self._focus_changed)
 
     def _build_menus(self) -> None:
         bar = self.menuBar()
@@ -210,13 +339,21 @@ class MainWindow(QMainWindow):
         self._action(file_menu, "Close window", "Ctrl+W", self.close)
         self._action(file_menu, "Quit", "Ctrl+Q", self.quitRequested.emit)
         edit_menu = bar.addMenu("&Edit")
-        self._action(edit_menu, "Search chats", "Ctrl+K", self.sidebar.focus_search)
+        self._build_edit_actions(edit_menu)
+        edit_menu.addSeparator()
+        self._action(edit_menu, "Search chats", "Ctrl+K", self.search_chats)
         self._action(edit_menu, "Focus message box", "Ctrl+L", self.focus_composer)
+        view_menu = bar.addMenu("&View")
+        self.sidebar_action = self._action(
+            view_menu, "Show chat list", SIDEBAR_SHORTCUT, self.toggle_sidebar
+        )
+        self.sidebar_action.setCheckable(True)
+        self.sidebar_action.setChecked(True)
         chat_menu = bar.addMenu("&Chat")
         self.stop_action = self._action(chat_menu, "Stop", "Esc", self.controller.stop)
         self.stop_action.setEnabled(False)
-        self._action(chat_menu, "Rename…", "F2", self.rename_current)
-        self._action(chat_menu, "Delete", None, self.delete_current)
+        self.rename_action = self._action(chat_menu, "Rename", "F2", self.rename_current)
+        self.delete_action = self._action(chat_menu, "Delete", None, self.delete_current)
         chat_menu.addSeparator()
         self.reminders_action = self._action(
             chat_menu, "Reminders…", "Ctrl+R", lambda: self.show_reminders()
@@ -242,6 +379,14 @@ class MainWindow(QMainWindow):
         self.sidebar.newChatRequested.connect(self.new_chat)
         self.sidebar.renameRequested.connect(self.rename)
         self.sidebar.deleteRequested.connect(self.delete)
+        self.sidebar.titleChanged.connect(self._on_title_changed)
+        self.sidebar.searchDismissed.connect(self.focus_composer)
+        self.sidebar_button.clicked.connect(self.toggle_sidebar)
+        self.header_new_button.clicked.connect(self.new_chat)
+        self.starters.chosen.connect(self.use_starter)
+        model = self.chat_view.model()
+        for signal in (model.rowsInserted, model.rowsRemoved, model.modelReset):
+            signal.connect(self._update_starters)
         self.undo_bar.undoRequested.connect(self.undo_delete)
         self.task_question_bar.reviewRequested.connect(self.taskQuestionReview)
         self.setup_card.settingsRequested.connect(lambda: self.settingsRequested.emit("providers"))
@@ -255,6 +400,7 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(QByteArray(base64.b64decode(state.geometry)))
         if state.splitter:
             self.splitter.restoreState(QByteArray(base64.b64decode(state.splitter)))
+        self.set_sidebar_visible(state.sidebar_visible)
         self.sidebar.refresh()
         last = state.last_conversation
         if last and self.runtime.store.get_conversation(last) is not None:
@@ -282,6 +428,9 @@ class MainWindow(QMainWindow):
     def save_state(self) -> None:
         self.ui_state.geometry = base64.b64encode(bytes(self.saveGeometry().data())).decode()
         self.ui_state.splitter = base64.b64encode(bytes(self.splitter.saveState().data())).decode()
+        self.ui_state.sidebar_visible = self.sidebar_visible
+        if self.sidebar.isVisible():
+            self.ui_state.sidebar_width = self.sidebar.width()
         self.ui_state.last_conversation = self.controller.conversation_id
         self.ui_state.drafts[self.controller.conversation_id or ""] = self.composer.text()
         self.ui_state.drafts = {k: v for k, v in self.ui_state.drafts.items() if v.strip()}
@@ -290,7 +439,7 @@ class MainWindow(QMainWindow):
     def refresh_provider(self) -> None:
         """After start-up or a settings change: the header's model, the setup card."""
         settings = self.runtime.settings
-        self.composer.edit.set_send_key(settings.general.send_key)
+        self.composer.set_send_key(settings.general.send_key)
         account = settings.active_provider_account()
         if account is None:
             self.model_label.setText("No model connected")
@@ -306,10 +455,13 @@ class MainWindow(QMainWindow):
         except Exception as exc:  # the header must never break the window
             log.warning("could not read the active accounts: %s", exc)
             summary = []
-        self.accounts_label.setText("  ·  ".join(f"{title}: {label}" for title, label in summary))
+        text = "  ·  ".join(f"{title}: {label}" for title, label in summary)
+        self.accounts_label.setText(text)
+        self.accounts_label.setVisible(bool(text))
 
     def show_setup(self, visible: bool) -> None:
         self.chat_stack.setCurrentIndex(1 if visible else 0)
+        self._update_starters()
         if visible and self.isVisible():
             self._start_detection()
 
@@ -329,6 +481,12 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if self.chat_stack.currentIndex() == 1:
             QTimer.singleShot(0, self._start_detection)
+        if not event.spontaneous() and self.focusWidget() in (None, self.sidebar.new_button):
+            self.focus_composer()  # typing can start at once
+        if not self.ui_state.splitter and self.sidebar_visible and not self._sized:
+            self._sized = True  # first run: a narrower list in a small window
+            width = min(SIDEBAR_DEFAULT, max(self.sidebar.minimumWidth(), self.width() // 4))
+            self.splitter.setSizes([width, max(0, self.splitter.width() - width)])
 
     async def _detect_servers(self) -> None:
         from app.core.local_servers import DEFAULTS, detect_local_servers
@@ -356,7 +514,21 @@ class MainWindow(QMainWindow):
     # ---- actions -------------------------------------------------------------------------
 
     def focus_composer(self) -> None:
-        self.composer.edit.setFocus()
+        self.composer.edit.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    def search_chats(self) -> None:
+        """Ctrl+K: the search field (the chat list is shown first if it was hidden)."""
+        self.set_sidebar_visible(True)
+        self.sidebar.focus_search()
+
+    def use_starter(self, prompt: str) -> None:
+        """A starter prompt was chosen: into the message box, not sent, ready to edit."""
+        self.composer.set_text(prompt)
+        self.focus_composer()
+
+    def _update_starters(self, *_: object) -> None:
+        empty = self.chat_view.model().rowCount() == 0
+        self.starters.setVisible(empty and self.chat_stack.currentIndex() == 0)
 
     def send(self, text: str, attachments: list[str]) -> None:
         if self.chat_stack.currentIndex() == 1 and self.runtime.settings.active_provider_account():
@@ -368,11 +540,13 @@ class MainWindow(QMainWindow):
     def new_chat(self) -> None:
         self._stash_draft()
         self.controller.new_chat()
+        self.focus_composer()
 
     def open_conversation(self, conversation_id: str) -> None:
         self._stash_draft()
         messages = self.controller.open(conversation_id)
         self.chat_view.load_history(messages, self.runtime.store.list_tool_calls(conversation_id))
+        self.focus_composer()
 
     def _stash_draft(self) -> None:
         self.ui_state.drafts[self.controller.conversation_id or ""] = self.composer.text()
@@ -380,10 +554,10 @@ class MainWindow(QMainWindow):
     def _on_opened(self, conversation_id: str) -> None:
         if not conversation_id:
             self.chat_view.clear()
-            self.title_label.setText("New chat")
+            self._set_title("New chat")
         else:
             conv = self.runtime.store.get_conversation(conversation_id)
-            self.title_label.setText(conv.title if conv else "Chat")
+            self._set_title(conv.title if conv else "Chat")
         self.sidebar.select(conversation_id or None)
         self._show_task_question()
         draft = self.ui_state.drafts.pop(conversation_id, "")
@@ -391,9 +565,25 @@ class MainWindow(QMainWindow):
             self.composer.set_text(draft)
         self.refresh_provider()
 
+    def _set_title(self, title: str) -> None:
+        self.title_label.setText(" ".join(title.split()))
+        self.title_label.setToolTip(plain_tooltip(title))
+
+    def _on_title_changed(self, conversation_id: str, title: str) -> None:
+        if conversation_id == self.controller.conversation_id:
+            self._set_title(title)
+
     def rename_current(self) -> None:
-        if self.controller.conversation_id:
-            self.rename(self.controller.conversation_id)
+        """F2 / Chat → Rename: the title is edited in place in the chat list (the one
+        selected there when the list has focus), else in a dialog."""
+        target = self.controller.conversation_id
+        focused = self.sidebar.list.currentItem() if self.sidebar.list.hasFocus() else None
+        if focused is not None:
+            target = focused.data(Qt.ItemDataRole.UserRole)
+        if not target:
+            return
+        if not self.sidebar.start_rename(target):
+            self.rename(target)
 
     def delete_current(self) -> None:
         if self.controller.conversation_id:
@@ -408,7 +598,7 @@ class MainWindow(QMainWindow):
             self.runtime.store.rename_conversation(conversation_id, title.strip())
             self.sidebar.refresh()
             if conversation_id == self.controller.conversation_id:
-                self.title_label.setText(title.strip())
+                self._set_title(title.strip())
 
     def delete(self, conversation_id: str) -> None:
         conv = self.runtime.store.get_conversation(conversation_id)
@@ -435,7 +625,7 @@ class MainWindow(QMainWindow):
             if conv:
                 record = self.runtime.store.get_conversation(conv)
                 if record:
-                    self.title_label.setText(record.title)
+                    self._set_title(record.title)
         if isinstance(event, Notice):
             log.warning(event.message)
         if isinstance(event, ToolCallFinished | TurnFinished):
@@ -444,6 +634,7 @@ class MainWindow(QMainWindow):
     def _on_busy(self, busy: bool) -> None:
         self.composer.set_busy(busy)
         self.stop_action.setEnabled(busy)
+        self._update_starters()
         if busy:
             self.attach_mcp()  # the servers may have started since (their tools run now)
         else:
@@ -550,6 +741,98 @@ class MainWindow(QMainWindow):
         if self.reminders_view is not None and self.reminders_view.isVisible():
             self.reminders_view.refresh()
 
+    # ---- sidebar -------------------------------------------------------------------------
+
+    @property
+    def sidebar_visible(self) -> bool:
+        return not self.sidebar.isHidden()
+
+    def toggle_sidebar(self) -> None:
+        """Ctrl+B, View → Show chat list, the header's button."""
+        self.set_sidebar_visible(not self.sidebar_visible)
+
+    def set_sidebar_visible(self, visible: bool) -> None:
+        """Shows or hides the chat list; its width is kept for when it comes back."""
+        if visible != self.sidebar_visible:
+            if visible:
+                self.sidebar.show()
+                self.splitter.refresh()
+                total = sum(self.splitter.sizes()) or self.splitter.width()
+                width = min(
+                    max(self.ui_state.sidebar_width, self.sidebar.minimumWidth()), SIDEBAR_MAX
+                )
+                self.splitter.setSizes([width, max(0, total - width)])
+            else:
+                if self.sidebar.isVisible():
+                    self.ui_state.sidebar_width = self.sidebar.width()
+                had_focus = self.sidebar.isAncestorOf(self.focusWidget())
+                self.sidebar.hide()
+                if had_focus:
+                    self.focus_composer()
+        self.ui_state.sidebar_visible = visible
+        self.sidebar_action.setChecked(visible)
+        self.sidebar_button.setChecked(visible)
+        tip = "Hide the chat list" if visible else "Show the chat list"
+        self.sidebar_button.setToolTip(f"{tip} ({SIDEBAR_SHORTCUT})")
+        self.sidebar_button.setAccessibleName(tip)
+        self.header_new_button.setVisible(not visible)
+
+    # ---- the Edit menu -------------------------------------------------------------------
+
+    def edit_target(self) -> QWidget | None:
+        """The widget Undo … Select All act on: the focused text field, or the nearest
+        focused widget (or its parent) offering `copy()` or `selectAll()`."""
+        widget = self.focusWidget()
+        while widget is not None and widget is not self:
+            if isinstance(widget, TEXT_WIDGETS) or hasattr(widget, "copy"):
+                return widget
+            if hasattr(widget, "selectAll"):
+                return widget
+            widget = widget.parentWidget()
+        return None
+
+    def edit_state(self, widget: QWidget | None = None) -> dict[str, bool]:
+        """Which Edit operations make sense for `widget` (default: `edit_target()`) now."""
+        target = self.edit_target() if widget is None else widget
+        if isinstance(target, QLineEdit):
+            return _line_edit_state(target)
+        if isinstance(target, QPlainTextEdit | QTextEdit):
+            return _text_edit_state(target)
+        state = {op: target is not None and hasattr(target, m) for op, *_, m in EDIT_OPERATIONS}
+        has_selection = getattr(target, "has_selection", None)
+        if state["copy"] and callable(has_selection):
+            state["copy"] = bool(has_selection())
+        return state
+
+    def update_edit_actions(self) -> None:
+        for op, enabled in self.edit_state().items():
+            self.edit_actions[op].setEnabled(enabled)
+
+    def edit_focused(self, op: str) -> None:
+        """Runs an Edit operation ("undo", "copy", "select_all"…) on `edit_target()`."""
+        method = {o: m for o, *_, m in EDIT_OPERATIONS}[op]
+        target = self.edit_target()
+        call = getattr(target, method, None) if target is not None else None
+        if callable(call):
+            call()
+
+    def _focus_changed(self, _old: QWidget | None, new: QWidget | None) -> None:
+        if new is None or new.window() is not self:
+            return
+        self._watch_edits(self.edit_target())
+        self.update_edit_actions()
+
+    def _watch_edits(self, widget: QWidget | None) -> None:
+        """Follows the focused text field's selection and undo state (Edit's enabled)."""
+        if widget is self._edit_watched:
+            return
+        with contextlib.suppress(RuntimeError, TypeError):  # the old one may be gone
+            for signal in _edit_signals(self._edit_watched):
+                signal.disconnect(self.update_edit_actions)
+        self._edit_watched = widget
+        for signal in _edit_signals(widget):
+            signal.connect(self.update_edit_actions)
+
     # ---- window --------------------------------------------------------------------------
 
     def bring_to_front(self) -> None:
@@ -598,3 +881,47 @@ class MainWindow(QMainWindow):
         self.stop_background_work()
         self.save_state()
         self.close()
+
+
+def _line_edit_state(edit: QLineEdit) -> dict[str, bool]:
+    writable = not edit.isReadOnly()
+    shown = edit.echoMode() == QLineEdit.EchoMode.Normal  # never copy a password
+    selected = edit.hasSelectedText()
+    return {
+        "undo": writable and edit.isUndoAvailable(),
+        "redo": writable and edit.isRedoAvailable(),
+        "cut": writable and shown and selected,
+        "copy": shown and selected,
+        "paste": writable,
+        "select_all": bool(edit.text()),
+    }
+
+
+def _text_edit_state(edit: QPlainTextEdit | QTextEdit) -> dict[str, bool]:
+    writable = not edit.isReadOnly()
+    document = edit.document()
+    selected = edit.textCursor().hasSelection()
+    return {
+        "undo": writable and document.isUndoAvailable(),
+        "redo": writable and document.isRedoAvailable(),
+        "cut": writable and selected,
+        "copy": selected,
+        "paste": writable and edit.canPaste(),
+        "select_all": not document.isEmpty(),
+    }
+
+
+def _edit_signals(widget: QWidget | None) -> list[Any]:
+    """The signals after which a text field's Edit state may differ."""
+    if isinstance(widget, QLineEdit):
+        return [widget.selectionChanged, widget.textChanged]
+    if isinstance(widget, QPlainTextEdit | QTextEdit):
+        return [
+            widget.selectionChanged,
+            widget.undoAvailable,
+            widget.redoAvailable,
+            widget.textChanged,
+        ]
+    # e.g. the chat view's `copyAvailable(bool)`; item views' selectionChanged is a method
+    found = [getattr(widget, name, None) for name in ("copyAvailable", "selectionChanged")]
+    return [signal for signal in found if hasattr(signal, "connect")]

@@ -161,8 +161,9 @@ class TaskHost(QObject):
     def _withdraw_question(self, key: str) -> None:
         self._questions.pop(key, None)
         self.notifications.withdraw(key)
-        found = next((k for k, d in self._dialogs.items() if d.property("questionKey") == key),
-                     None)
+        found = next(
+            (k for k, d in self._dialogs.items() if d.property("questionKey") == key), None
+        )
         if found is not None:  # answered elsewhere or out of time: the dialog goes too
             self._dialogs.pop(found).close()
 

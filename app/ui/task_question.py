@@ -71,8 +71,10 @@ class TaskQuestionDialog(QDialog):
         self.arguments = _box(request.arguments_text)
         layout.addWidget(self.arguments)
         layout.addWidget(
-            _label("Allow once runs this call only; no rule is made. If you do not answer, "
-                   "the call is denied when the run's time budget ends.")
+            _label(
+                "Allow once runs this call only; no rule is made. If you do not answer, "
+                "the call is denied when the run's time budget ends."
+            )
         )
         row = QHBoxLayout()
         row.addStretch(1)

@@ -354,7 +354,9 @@ def apply_theme(app: QApplication, mode: ThemeMode) -> Effective:
 
 def window_stylesheet(c: Colors) -> str:
     """The main window's own pieces: sidebar, header, composer, undo bar, setup card,
-    and the Reminders view (tabs, lists, the date-time field)."""
+    starter prompts, the Reminders view (tabs, lists, the date-time field), and the tray's
+    balloon where Qt draws it itself (a light-yellow box whatever the theme: its text and
+    close button must stay dark on it)."""
     down, down_off = _glyph("down", c.muted), _glyph("down", c.disabled)
     return f"""
 #sidebar {{ background: {c.sidebar}; }}
@@ -363,7 +365,16 @@ def window_stylesheet(c: Colors) -> str:
 #sidebar QListView::item:selected {{ background: {c.selection_soft}; color: {c.text}; }}
 #sidebarHint {{ color: {c.muted}; padding: 12px; }}
 QPushButton#newChatButton {{ text-align: left; padding: 7px 12px; font-weight: 600; }}
+QLineEdit#renameEditor {{ padding: 3px 6px; }}
 #chatHeader {{ background: {c.surface}; border-bottom: 1px solid {c.border}; }}
+#chatHeader QToolButton, #attachmentChip QToolButton {{
+    background: transparent; border: 1px solid transparent; padding: 4px; min-height: 0;
+}}
+#chatHeader QToolButton:hover, #attachmentChip QToolButton:hover {{
+    background: {c.button_hover}; border-color: {c.border};
+}}
+#attachmentChip QToolButton {{ padding: 1px; border-radius: 8px; }}
+#starterHeading {{ font-size: 15pt; font-weight: 600; color: {c.text}; }}
 #chatTitle {{ font-weight: 600; }}
 #modelLabel {{ color: {c.muted}; }}
 #composer {{ background: {c.window}; border-top: 1px solid {c.border}; }}
@@ -433,4 +444,8 @@ QLabel#reminderEmpty {{
 }}
 QTreeWidget#reminderList::item {{ padding: 5px 4px; border-radius: 0; }}
 QTreeWidget#reminderList::item:selected {{ background: {c.selection_soft}; color: {c.text}; }}
+QBalloonTip QLabel {{ color: #1d2127; }}
+QBalloonTip QPushButton {{
+    background: transparent; border: none; padding: 0; min-height: 0; border-radius: 0;
+}}
 """

@@ -1,4 +1,4 @@
-"""Window geometry, splitter, last conversation and one-time notices, kept in the home
+"""Window geometry, splitter, sidebar, last conversation and one-time notices, kept in the home
 folder (`ui_state.json`, written atomically) rather than in the OS's Qt settings store."""
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ log = logging.getLogger(__name__)
 class UiState:
     geometry: str = ""  # base64 of QWidget.saveGeometry()
     splitter: str = ""  # base64 of QSplitter.saveState()
+    sidebar_visible: bool = True
+    sidebar_width: int = 260  # the sidebar's width when shown (also while it is hidden)
     last_conversation: str | None = None
     tray_notice_shown: bool = False
     #: Closing the window without a tray: "keep" running, "quit", or "" (ask).
@@ -35,9 +37,14 @@ class UiState:
             return cls()
         known = {k: v for k, v in raw.items() if k in cls.__dataclass_fields__}
         try:
-            return cls(**known)
+            state = cls(**known)
         except TypeError:
             return cls()
+        if not isinstance(state.sidebar_visible, bool):
+            state.sidebar_visible = True
+        if not isinstance(state.sidebar_width, int) or isinstance(state.sidebar_width, bool):
+            state.sidebar_width = 260
+        return state
 
     def save(self, path: Path) -> None:
         try:
