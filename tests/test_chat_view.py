@@ -9,9 +9,6 @@ from collections.abc import Coroutine, Iterator
 from typing import Any
 
 import pytest
-
-pytest.importorskip("PySide6")
-
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QColor, QGuiApplication, QImage, QPainter, QPalette
 from PySide6.QtWidgets import QLineEdit, QVBoxLayout, QWidget
@@ -31,7 +28,14 @@ from app.core.providers.base import ChatMessage, ToolCallRequest, Usage
 from app.core.rules import Matcher, Rule, RuleDecision
 from app.ui.chat.approval_bar import ApprovalBar
 from app.ui.chat.layouts import PaintState
-from app.ui.chat.model import AssistantMessage, ErrorItem, ThinkingItem, ToolCard, ToolStatus
+from app.ui.chat.model import (
+    AssistantMessage,
+    ErrorItem,
+    MarkerItem,
+    ThinkingItem,
+    ToolCard,
+    ToolStatus,
+)
 from app.ui.chat.render import STATS
 from app.ui.chat.segments import Segment, Segmenter, split_segments
 from app.ui.chat.style import contrast, token_colors
@@ -192,10 +196,12 @@ def test_finish_streaming_marks_only_an_interrupted_message_stopped(
         view.add_user_message("again")
         view.handle_event(TextDelta("half an ans"))
         view.finish_streaming()
-        first, _, second = view.chat_model.items
+        # the finished turn got no marker; the stopped one is followed by a "Stopped" row
+        first, _, second, marker = view.chat_model.items
         assert isinstance(first, AssistantMessage) and isinstance(second, AssistantMessage)
         assert not first.stopped and not first.streaming
         assert second.stopped and second.text == "half an ans"
+        assert isinstance(marker, MarkerItem) and marker.text == "Stopped"
 
     run(qloop, body())
 
@@ -349,7 +355,8 @@ def test_each_step_of_a_turn_gets_its_own_thinking_block(
         view.add_user_message("again")
         view.handle_event(ReasoningDelta("Hmm"))
         view.finish_streaming()
-        last = view.chat_model.items[-1]
+        last, marker = view.chat_model.items[-2:]
+        assert isinstance(marker, MarkerItem)
         assert isinstance(last, ThinkingItem) and not last.streaming
         assert last.label().startswith("Thought for")
 
@@ -361,8 +368,11 @@ def test_each_step_of_a_turn_gets_its_own_thinking_block(
 
 def _request(call_id: str = "c1", **changes: Any) -> ApprovalRequest:
     folder = "/home/u/notes"
-    narrow = Rule(tool="fs_write_file", matcher=Matcher(kind="folder", value=folder),
-                  decision=RuleDecision.ALLOW)
+    narrow = Rule(
+        tool="fs_write_file",
+        matcher=Matcher(kind="folder", value=folder),
+        decision=RuleDecision.ALLOW,
+    )
     broad = Rule(tool="fs_write_file", decision=RuleDecision.ALLOW)
     values: dict[str, Any] = {
         "summary": "Replace one line of a.txt",
@@ -377,9 +387,7 @@ def _request(call_id: str = "c1", **changes: Any) -> ApprovalRequest:
         "conversation_id": "conv-1",
     }
     values.update(changes)
-    return ApprovalRequest(
-        call_id, "fs_write_file", "fs", ["update"], {"path": "a.txt"}, **values
-    )
+    return ApprovalRequest(call_id, "fs_write_file", "fs", ["update"], {"path": "a.txt"}, **values)
 
 
 def _untrusted(call_id: str = "m1") -> ApprovalRequest:
@@ -447,8 +455,9 @@ def test_tool_card_lifecycle_with_approval_buttons(
         assert card.status == (ToolStatus.DENIED if denied else ToolStatus.OK)
         assert card.seconds == 0.25
         layout = view.chat_delegate.layout(card)
-        if denied:
-            assert any("declined" in s[2].toPlainText() for s in layout.sections)
+        if denied:  # neutral: no words meant for the model, "You denied this" instead
+            assert not any("declined" in s[2].toPlainText() for s in layout.sections)
+            assert card.decision == "You denied this" and not card.error and not card.result
         else:  # the result is collapsed; clicking its header opens it
             toggle = next(h for h in layout.hits if h.action == "toggle_result")
             qtbot.mouseClick(
@@ -503,9 +512,7 @@ def test_hostile_arguments_are_shown_not_interpreted(
         "c1",
         summary=f"Write {trick}",
         proposals=[],
-        arguments_text=json.dumps(
-            {"path": trick, "content": hidden}, indent=2, ensure_ascii=False
-        ),
+        arguments_text=json.dumps({"path": trick, "content": hidden}, indent=2, ensure_ascii=False),
     )
     request.arguments = {"path": trick, "content": hidden}
 

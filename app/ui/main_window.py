@@ -44,7 +44,7 @@ from PySide6.QtWidgets import (
 from app.core.events import Error, Notice, ToolCallFinished, TurnFinished
 from app.core.runtime import Runtime
 from app.ui.chat.elicitation_form import ElicitationPanel
-from app.ui.chat.view import ChatView
+from app.ui.chat.view import CONNECT_MODEL_URL, ChatView
 from app.ui.composer import Composer
 from app.ui.controller import ChatController
 from app.ui.folders_dialog import FoldersPrompt, needs_asking
@@ -372,7 +372,13 @@ class MainWindow(QMainWindow):
         self.elicitation.asked.connect(self._on_elicitation)
         self.chat_view.approvalDecided.connect(c.decide)
         self.chat_view.retryRequested.connect(c.retry)
-        self.chat_view.linkActivated.connect(lambda url: QDesktopServices.openUrl(QUrl(url)))
+        self.chat_view.linkActivated.connect(self._open_link)
+        self.chat_view.editRequested.connect(c.edit_and_resend)
+        self.chat_view.regenerateRequested.connect(c.regenerate)
+        self.chat_view.branchRequested.connect(c.switch_branch)
+        self.chat_view.editable_text = c.editable_text
+        c.historyReset.connect(self._reload_history)
+        c.waiting.connect(self.chat_view.set_waiting)
         self.composer.sendRequested.connect(self.send)
         self.composer.stopRequested.connect(c.stop)
         self.sidebar.conversationSelected.connect(self.open_conversation)
@@ -544,9 +550,30 @@ class MainWindow(QMainWindow):
 
     def open_conversation(self, conversation_id: str) -> None:
         self._stash_draft()
-        messages = self.controller.open(conversation_id)
-        self.chat_view.load_history(messages, self.runtime.store.list_tool_calls(conversation_id))
+        self.controller.open(conversation_id)
+        self._reload_history()
         self.focus_composer()
+
+    def _reload_history(self) -> None:
+        """Shows the controller's conversation as stored: messages, tool calls, markers and
+        branch points (after opening it, and after an edit, regenerate or branch switch)."""
+        conversation = self.controller.conversation
+        if conversation is None or conversation.id is None:
+            return
+        markers, branches = self.controller.conversation_marks()
+        self.chat_view.load_history(
+            conversation.messages,
+            self.runtime.store.list_tool_calls(conversation.id),
+            markers,
+            branches,
+        )
+
+    def _open_link(self, url: str) -> None:
+        """Links in the conversation: the app's own actions, else the system's handler."""
+        if url == CONNECT_MODEL_URL:
+            self.settingsRequested.emit("providers")
+            return
+        QDesktopServices.openUrl(QUrl(url))
 
     def _stash_draft(self) -> None:
         self.ui_state.drafts[self.controller.conversation_id or ""] = self.composer.text()
@@ -639,6 +666,10 @@ class MainWindow(QMainWindow):
             self.attach_mcp()  # the servers may have started since (their tools run now)
         else:
             self.chat_view.finish_streaming()
+            if self.controller.conversation is not None:
+                self.chat_view.sync_indices(
+                    self.controller.conversation.messages, self.controller.branches()
+                )
             self.elicitation.cancel_calls()  # the calls they came during are over
 
     def _on_approval_pending(self, call_id: str, tool: str) -> None:

@@ -12,12 +12,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QPoint, QRect, QSize, Qt, Signal
 from PySide6.QtGui import (
     QColor,
     QFont,
     QFontMetricsF,
     QKeySequence,
+    QResizeEvent,
     QShortcut,
     QSyntaxHighlighter,
     QTextCharFormat,
@@ -27,14 +28,19 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
+    QLayout,
+    QLayoutItem,
     QPlainTextEdit,
     QPushButton,
+    QStyle,
+    QStyleOptionButton,
     QTextEdit,
     QVBoxLayout,
     QWidget,
 )
 
 from app.core.approval import ApprovalRequest, Decision
+from app.core.tool_names import tool_title
 from app.core.visible import one_line, visible
 from app.ui.chat.style import ChatTheme, mix
 from app.ui.chat.terminal import (
@@ -69,7 +75,7 @@ def source_noun(source_id: str) -> str:
 
 def choice_texts(request: ApprovalRequest) -> list[tuple[Decision, str, str]]:
     """(decision, button label, tooltip) for each answer the card offers, in order."""
-    tool = one_line(request.tool, 80)
+    tool = f"“{one_line(tool_title(request.tool), 80)}” ({one_line(request.tool, 80)})"
     first = one_line(request.proposals[0].label, 300) if request.proposals else tool
     last = one_line(request.proposals[-1].label, 300) if request.proposals else tool
     out: list[tuple[Decision, str, str]] = []
@@ -226,6 +232,111 @@ class CommandBox(QTextEdit):
             self.fitted.emit()
 
 
+class FlowLayout(QLayout):
+    """Widgets left to right, wrapping to a new row when the next does not fit; a widget
+    wider than the whole row gets the row's width (a `ChoiceButton` then elides)."""
+
+    def __init__(self, spacing: int = 8) -> None:
+        super().__init__()
+        self._items: list[QLayoutItem] = []
+        self._gap = spacing
+        self.setContentsMargins(0, 0, 0, 0)
+
+    def addItem(self, item: QLayoutItem) -> None:
+        self._items.append(item)
+
+    def count(self) -> int:
+        return len(self._items)
+
+    def itemAt(self, index: int) -> QLayoutItem | None:  # type: ignore[override]
+        return self._items[index] if 0 <= index < len(self._items) else None
+
+    def takeAt(self, index: int) -> QLayoutItem | None:  # type: ignore[override]
+        return self._items.pop(index) if 0 <= index < len(self._items) else None
+
+    def expandingDirections(self) -> Qt.Orientation:
+        return Qt.Orientation(0)
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        return self._place(QRect(0, 0, width, 0), apply=False)
+
+    def setGeometry(self, rect: QRect) -> None:
+        super().setGeometry(rect)
+        self._place(rect, apply=True)
+
+    def sizeHint(self) -> QSize:
+        width = sum(i.sizeHint().width() for i in self._items if not i.isEmpty())
+        width += self._gap * max(0, len(self._items) - 1)
+        return QSize(width, self.heightForWidth(width))
+
+    def minimumSize(self) -> QSize:
+        size = QSize()
+        for item in self._items:
+            size = size.expandedTo(item.minimumSize())
+        return size
+
+    def _place(self, rect: QRect, apply: bool) -> int:
+        x, y, row_h = rect.x(), rect.y(), 0
+        for item in self._items:
+            if item.isEmpty():
+                continue
+            hint = item.sizeHint().boundedTo(item.maximumSize()).expandedTo(item.minimumSize())
+            width = min(hint.width(), max(1, rect.width()))
+            if x > rect.x() and x + width > rect.x() + rect.width():
+                x, y, row_h = rect.x(), y + row_h + self._gap, 0
+            if apply:
+                item.setGeometry(QRect(QPoint(x, y), QSize(width, hint.height())))
+            x += width + self._gap
+            row_h = max(row_h, hint.height())
+        # a style may place a widget a pixel or two off its rect (layout item margins)
+        return y + row_h - rect.y() + 2
+
+
+class ChoiceButton(QPushButton):
+    """An answer button: its label, then its shortcut ("Allow once   Alt+1"). When it is
+    narrower than its text the label is elided in the middle; the shortcut always shows,
+    and the full label is in the tooltip."""
+
+    def __init__(self, label: str, keys: str, parent: QWidget | None = None) -> None:
+        super().__init__(f"{label}   {keys}", parent)
+        self.label, self.keys = label, keys
+
+    def _size_for(self, text: str) -> QSize:
+        """What the style makes of a button showing `text` (in the current font)."""
+        self.ensurePolished()
+        option = QStyleOptionButton()
+        self.initStyleOption(option)
+        option.text = text
+        metrics = self.fontMetrics()
+        content = QSize(metrics.horizontalAdvance(text), metrics.height())
+        style = self.style()
+        return style.sizeFromContents(QStyle.ContentsType.CT_PushButton, option, content, self)
+
+    def _shown(self, room: float) -> str:
+        label = self.fontMetrics().elidedText(
+            self.label, Qt.TextElideMode.ElideMiddle, int(max(0.0, min(room, LABEL_MAX_PX)))
+        )
+        return f"{label}   {self.keys}"
+
+    def sizeHint(self) -> QSize:
+        size = self._size_for(self._shown(LABEL_MAX_PX))
+        return QSize(size.width() + 2, max(size.height(), self.minimumHeight()))
+
+    def minimumSizeHint(self) -> QSize:
+        hint = self.sizeHint()
+        return QSize(min(hint.width(), 120), hint.height())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        full = f"{self.label}   {self.keys}"
+        padding = self._size_for(full).width() - self.fontMetrics().horizontalAdvance(full)
+        room = self.width() - padding - self.fontMetrics().horizontalAdvance(f"   {self.keys}")
+        self.setText(self._shown(room))
+
+
 class ApprovalBar(QWidget):
     decided = Signal(str)  # a Decision value
     #: The widget's height changed (the arguments were opened or closed).
@@ -238,6 +349,8 @@ class ApprovalBar(QWidget):
         self.setObjectName("approvalBar")
         self.setAttribute(Qt.WidgetAttribute.WA_TranslucentBackground)
         self.request = request
+        #: It has been given its place (its own width decides its height from then on).
+        self._placed = False
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(8)
@@ -273,20 +386,19 @@ class ApprovalBar(QWidget):
 
         self.buttons: dict[Decision, QPushButton] = {}
         self.shortcuts: dict[Decision, QShortcut] = {}
-        rows = [QHBoxLayout(), QHBoxLayout()]
-        for row in rows:
-            row.setSpacing(8)
+        # the "always" choices get a row of their own: they are the deliberate ones
+        rows = [FlowLayout(8), FlowLayout(8)]
         choices = choice_texts(request)
-        metrics = QFontMetricsF(self.font())
+        title = one_line(tool_title(request.tool), 80)
         for number, (decision, label, tip) in enumerate(choices, start=1):
             keys = QKeySequence(f"Alt+{number}")
             keys_text = keys.toString(QKeySequence.SequenceFormat.NativeText)
-            shown = metrics.elidedText(label, Qt.TextElideMode.ElideMiddle, LABEL_MAX_PX)
-            button = QPushButton(f"{shown}   {keys_text}", self)
+            button = ChoiceButton(label, keys_text, self)
             button.setProperty("choice_label", label)
             button.setObjectName(f"approval_{decision.value}")
-            button.setToolTip(f"{tip}  ({keys_text})")
-            button.setAccessibleName(f"{label}: {request.tool}")
+            button.setToolTip(f"{label}\n{tip}  ({keys_text})")
+            button.setAccessibleName(f"{label}: {title}")
+            button.setAccessibleDescription(f"{tip} Shortcut {keys_text}.")
             button.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
             button.setAutoDefault(True)  # Enter activates the focused button
             button.setCursor(Qt.CursorShape.PointingHandCursor)
@@ -294,10 +406,7 @@ class ApprovalBar(QWidget):
             if decision == Decision.ALLOW_ONCE:
                 button.setProperty("accent", True)
             button.clicked.connect(lambda _=False, d=decision: self.decided.emit(d.value))
-            # the "always" choices get a row of their own: they are the deliberate ones
             always = decision in (Decision.ALWAYS_ALLOW, Decision.ALWAYS_ALLOW_ANY)
-            if decision == Decision.DENY:
-                rows[0].addStretch(1)
             rows[1 if always else 0].addWidget(button)
             self.buttons[decision] = button
             shortcut = QShortcut(keys, self)
@@ -306,7 +415,6 @@ class ApprovalBar(QWidget):
             self.shortcuts[decision] = shortcut
         layout.addLayout(rows[0])
         if rows[1].count():
-            rows[1].addStretch(1)
             layout.addLayout(rows[1])
         self.adjustSize()
 
@@ -335,8 +443,23 @@ class ApprovalBar(QWidget):
             chain += [self.args_toggle, self.args]
         return chain + list(self.buttons.values())
 
-    def wanted_height(self) -> int:
-        return max(BUTTON_H, self.sizeHint().height())
+    def wanted_height(self, width: int | None = None) -> int:
+        """The height the bar needs at `width` (by default its own width once placed)."""
+        if width is None:
+            width = self.width() if self._placed else int(WRAP_WIDTH_PX)
+        layout = self.layout()
+        layout.activate()
+        height = layout.heightForWidth(width) if layout.hasHeightForWidth() else -1
+        return max(BUTTON_H, height if height > 0 else self.sizeHint().height())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if self.width() <= 1:
+            return
+        self._placed = True
+        wanted = self.wanted_height()
+        if wanted != self.height():
+            self.heightChanged.emit(wanted)
 
     # ---- terminal calls -----------------------------------------------------------------
 

@@ -129,18 +129,20 @@ class ChatDelegate(QStyledItemDelegate):
             self.heights_stale()
         top_left = self.origin(rect)
         self.state.visible = QRectF(self._view.viewport().rect()).translated(-top_left)
+        self.state.row = item.row
         painter.save()
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         painter.translate(top_left)
         layout.paint(painter, self.theme, self.state)
         self.state.visible = None
+        self.state.row = -1
         painter.restore()
 
     def updateEditorGeometry(
         self, editor: QWidget, option: QStyleOptionViewItem, index: _Index
     ) -> None:
         layout = self.layout(self._model.items[index.row()])
-        area = layout.approval_rect
+        area = layout.widget_rect
         rect = option.rect  # type: ignore[attr-defined]
         if area is None:
             editor.setGeometry(rect.x(), rect.y(), 0, 0)
@@ -153,4 +155,4 @@ class ChatDelegate(QStyledItemDelegate):
         )
 
     def createEditor(self, parent: QWidget, option: QStyleOptionViewItem, index: _Index) -> Any:
-        return None  # nothing is edited in place; approval buttons are index widgets
+        return None  # approval buttons and the message editor are index widgets

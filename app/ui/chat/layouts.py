@@ -19,6 +19,7 @@ from typing import Any
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import (
     QAbstractTextDocumentLayout,
+    QBrush,
     QColor,
     QFont,
     QFontMetricsF,
@@ -27,6 +28,8 @@ from PySide6.QtGui import (
     QPainter,
     QPalette,
     QPen,
+    QTextCharFormat,
+    QTextCursor,
     QTextDocument,
 )
 
@@ -34,10 +37,14 @@ from app.core.approval import ApprovalRequest
 from app.core.visible import one_line
 from app.ui.chat.approval_bar import home_short
 from app.ui.chat.model import (
+    STATUS_WORDS,
     AssistantMessage,
     ChatItem,
     ErrorItem,
+    MarkerItem,
+    MessageItem,
     NoticeItem,
+    PendingItem,
     ThinkingItem,
     ToolCard,
     ToolStatus,
@@ -83,24 +90,75 @@ TERM_PAD = 10
 TERM_TAIL = 14
 #: Lines an opened terminal card shows at most (the model got all of it).
 TERM_OPEN_MAX = 1_000
+#: The row of actions (Copy, Edit, Regenerate, ‹ 1/2 ›) under a message.
+ACTIONS_H = 26
+ACTION_ICON = 14
+#: `PaintState.copied` block index meaning "the whole message was copied".
+WHOLE_MESSAGE = -1
+
+#: A place in the conversation's text: (row, text block of the item, character).
+TextPos = tuple[int, int, int]
 
 
 @dataclass(frozen=True)
 class Hit:
-    # copy_code | toggle_args | toggle_result | toggle_thinking | retry | open_file | link
+    # copy_code | toggle_args | toggle_result | toggle_thinking | retry | connect | open_file
+    # | link | copy_message | edit | regenerate | branch_prev | branch_next
     action: str
     payload: Any = None
     rect: QRectF = field(default_factory=QRectF)
+    #: Shown when the mouse rests on it.
+    tip: str = ""
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Selected text from `start` to `end` (ordered; `end` excluded)."""
+
+    start: TextPos
+    end: TextPos
+
+    @staticmethod
+    def between(a: TextPos, b: TextPos) -> Selection:
+        return Selection(min(a, b), max(a, b))
+
+    @property
+    def empty(self) -> bool:
+        return self.start == self.end
+
+    def rows(self) -> range:
+        return range(self.start[0], self.end[0] + 1)
+
+    def span(self, row: int, block: int, length: int) -> tuple[int, int] | None:
+        """The selected characters of one text block, or None."""
+        here = (row, block)
+        if here < self.start[:2] or here > self.end[:2]:
+            return None
+        first = self.start[2] if here == self.start[:2] else 0
+        last = self.end[2] if here == self.end[:2] else length
+        first, last = max(0, min(first, length)), max(0, min(last, length))
+        return (first, last) if last > first else None
 
 
 @dataclass
 class PaintState:
     now: float = 0.0
-    #: (item id, block index) of a code block whose "Copy" was just clicked.
+    #: (item id, block index) of a code block whose "Copy" was just clicked
+    #: (`WHOLE_MESSAGE` for a message's Copy).
     copied: tuple[int, int] | None = None
     hover: Hit | None = None
     #: The part of the item on screen (item coordinates); None paints everything.
     visible: QRectF | None = None
+    selection: Selection | None = None
+    #: The row being painted, the row under the mouse and the keyboard's current row.
+    row: int = -1
+    hover_row: int = -1
+    current_row: int = -1
+    #: The view has keyboard focus (the current row gets a focus frame).
+    focused: bool = False
+
+    def shows_actions(self) -> bool:
+        return self.row >= 0 and self.row in (self.hover_row, self.current_row)
 
 
 def column(width: int) -> tuple[float, float]:
@@ -122,8 +180,10 @@ def draw_doc(
     theme: ChatTheme,
     color: QColor | None = None,
     visible: QRectF | None = None,
+    selected: tuple[int, int] | None = None,
 ) -> None:
-    """Draws `doc` at `at`; only its lines inside `visible` (long messages)."""
+    """Draws `doc` at `at`; only its lines inside `visible` (long messages); the characters
+    `selected` (first, end) in the palette's highlight colours."""
     clip = None
     if visible is not None:
         clip = visible.intersected(QRectF(at, doc.size()))
@@ -138,8 +198,24 @@ def draw_doc(
     ctx.palette = palette
     if clip is not None:
         ctx.clip = clip
+    if selected is not None:
+        selection = QAbstractTextDocumentLayout.Selection()
+        cursor = QTextCursor(doc)
+        cursor.setPosition(selected[0])
+        cursor.setPosition(selected[1], QTextCursor.MoveMode.KeepAnchor)
+        selection.cursor = cursor
+        fmt = QTextCharFormat()
+        fmt.setBackground(QBrush(theme.highlight))
+        fmt.setForeground(QBrush(theme.highlighted_text))
+        selection.format = fmt
+        ctx.selections = [selection]
     doc.documentLayout().draw(p, ctx)
     p.restore()
+
+
+def doc_length(doc: QTextDocument) -> int:
+    """Characters a cursor can select in `doc` (without the final paragraph mark)."""
+    return max(0, doc.characterCount() - 1)
 
 
 def _round_rect(p: QPainter, rect: QRectF, fill: QColor, border: QColor | None, r: float) -> None:
@@ -183,7 +259,18 @@ class ItemLayout:
         self.hits: list[Hit] = []
         #: Documents that may hold links: (rect in item coordinates, document).
         self.docs: list[tuple[QRectF, QTextDocument]] = []
+        #: Selectable text, in reading order: (rect in item coordinates, document).
+        self.texts: list[tuple[QRectF, QTextDocument]] = []
         self.approval_rect: QRectF | None = None
+        #: Where the inline editor of a user message goes.
+        self.edit_rect: QRectF | None = None
+        #: What a focus frame surrounds (the keyboard's current item).
+        self.frame: QRectF | None = None
+
+    @property
+    def widget_rect(self) -> QRectF | None:
+        """Where the row's widget (approval buttons or message editor) is placed."""
+        return self.approval_rect or self.edit_rect
 
     def paint(self, p: QPainter, theme: ChatTheme, state: PaintState) -> None:
         raise NotImplementedError
@@ -201,6 +288,90 @@ class ItemLayout:
 
     def code_at(self, pos: QPointF) -> str | None:
         return None
+
+    def tooltip_at(self, pos: QPointF) -> str:
+        hit = self.hit(pos)
+        return hit.tip if hit is not None and hit.action != "link" else ""
+
+    # ---- text selection -------------------------------------------------------------------
+
+    def over_text(self, pos: QPointF) -> bool:
+        return any(rect.contains(pos) for rect, _ in self.texts)
+
+    def position_at(self, pos: QPointF) -> tuple[int, int]:
+        """(text block, character) nearest to `pos`; before the first block is its start,
+        past the last its end."""
+        if not self.texts:
+            return (0, 0)
+        for i, (rect, doc) in enumerate(self.texts):
+            if pos.y() < rect.top():
+                return (i, 0)
+            if pos.y() <= rect.bottom():
+                local = pos - rect.topLeft()
+                local.setY(max(0.0, min(local.y(), rect.height() - 1)))
+                hit = doc.documentLayout().hitTest(local, Qt.HitTestAccuracy.FuzzyHit)
+                return (i, max(0, hit))
+        last = len(self.texts) - 1
+        return (last, doc_length(self.texts[last][1]))
+
+    def unit_at(self, pos: QPointF, paragraph: bool) -> tuple[int, int, int] | None:
+        """(block, first, end) of the word (or paragraph) at `pos`."""
+        if not self.over_text(pos):
+            return None
+        block, at = self.position_at(pos)
+        cursor = QTextCursor(self.texts[block][1])
+        cursor.setPosition(at)
+        if paragraph:
+            cursor.movePosition(QTextCursor.MoveOperation.StartOfBlock)
+            cursor.movePosition(
+                QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor
+            )
+        else:
+            cursor.select(QTextCursor.SelectionType.WordUnderCursor)
+        return (block, cursor.selectionStart(), cursor.selectionEnd())
+
+    def selected_text(self, selection: Selection, row: int) -> list[str]:
+        """The selected text of each of this item's blocks (code exactly, with its newlines)."""
+        parts: list[str] = []
+        for i, (_, doc) in enumerate(self.texts):
+            span = selection.span(row, i, doc_length(doc))
+            if span is None:
+                continue
+            cursor = QTextCursor(doc)
+            cursor.setPosition(span[0])
+            cursor.setPosition(span[1], QTextCursor.MoveMode.KeepAnchor)
+            parts.append(cursor.selection().toPlainText())
+        return parts
+
+    def block_count(self) -> int:
+        return len(self.texts)
+
+    def draw_text(
+        self,
+        p: QPainter,
+        theme: ChatTheme,
+        state: PaintState,
+        block: int,
+        color: QColor | None = None,
+    ) -> None:
+        """Draws selectable text block `block` with its part of the selection."""
+        rect, doc = self.texts[block]
+        selected = None
+        if state.selection is not None:
+            selected = state.selection.span(state.row, block, doc_length(doc))
+        draw_doc(p, doc, rect.topLeft(), theme, color, state.visible, selected)
+
+    def paint_focus(self, p: QPainter, theme: ChatTheme, state: PaintState) -> None:
+        """A frame around the keyboard's current item (only while the view has focus)."""
+        if self.frame is None or not state.focused or state.row != state.current_row:
+            return
+        p.save()
+        pen = QPen(with_alpha(theme.accent, 0.7), 1.5)
+        pen.setStyle(Qt.PenStyle.DotLine)
+        p.setPen(pen)
+        p.setBrush(Qt.BrushStyle.NoBrush)
+        p.drawRoundedRect(self.frame.adjusted(-4, -3, 4, 3), 8, 8)
+        p.restore()
 
 
 # ---- messages ----------------------------------------------------------------------------
@@ -228,7 +399,7 @@ class AssistantLayout(ItemLayout):
                 outer = QRectF(x, y, w, CODE_HEADER + 2 * CODE_PAD + h)
                 inner = QRectF(x + CODE_PAD, y + CODE_HEADER + CODE_PAD, w - 2 * CODE_PAD, h)
                 copy = QRectF(outer.right() - 84, y, 84, CODE_HEADER)
-                self.hits.append(Hit("copy_code", (i, block.code), copy))
+                self.hits.append(Hit("copy_code", (i, block.code), copy, "Copy this code"))
             else:
                 h = _layout_doc(block.doc, w)
                 outer = inner = QRectF(x, y, w, h)
@@ -236,21 +407,21 @@ class AssistantLayout(ItemLayout):
                 if block.quotes:
                     self.bars.extend(r.translated(x, y) for r in quote_bars(block.doc))
             self.blocks.append((block, outer, inner))
+            self.texts.append((inner, block.doc))
             y = outer.bottom()
-        self.footer = ""
-        if item.stopped:
-            self.footer = "Stopped"
-        elif item.streaming and not item.text:
-            self.footer = "…"
+        self.footer = "…" if item.streaming and not item.text else ""
         if self.footer:
-            y += 4 if self.blocks else 0
             self.footer_rect = QRectF(x, y, w, theme.line_height)
             y = self.footer_rect.bottom()
+        self.frame = QRectF(x, ITEM_PAD, w, max(theme.line_height, y - ITEM_PAD))
+        self.streaming = item.streaming
+        self.actions = MessageActions(self, item, theme, x, w, y + 2, right=False)
+        y = self.actions.rect.bottom()
         self.height = math.ceil(y + ITEM_PAD)
 
     def paint(self, p: QPainter, theme: ChatTheme, state: PaintState) -> None:
         visible = state.visible
-        for i, (block, outer, inner) in enumerate(self.blocks):
+        for i, (block, outer, _inner) in enumerate(self.blocks):
             if visible is not None and not outer.intersects(visible):
                 continue
             if block.kind == "code":
@@ -262,23 +433,203 @@ class AssistantLayout(ItemLayout):
                     state.copied == (self.item_id, i),
                     state.hover is not None and state.hover.rect == self.hits_rect(i),
                 )
-            draw_doc(p, block.doc, inner.topLeft(), theme, None, visible)
+            self.draw_text(p, theme, state, i)
         for bar in self.bars:
             _round_rect(p, bar, theme.card_border, None, 1.5)
         if self.footer:
             _text(p, self.footer_rect, self.footer, theme.small_font, theme.muted)
+        if not self.streaming:
+            self.actions.paint(p, theme, state)
+        self.paint_focus(p, theme, state)
 
     def hits_rect(self, index: int) -> QRectF | None:
         for hit in self.hits:
-            if hit.payload[0] == index:
+            if hit.action == "copy_code" and hit.payload[0] == index:
                 return hit.rect
         return None
+
+    def hit(self, pos: QPointF) -> Hit | None:
+        found = super().hit(pos)
+        if found is not None and self.streaming and found in self.actions.hits:
+            return None
+        return found
 
     def code_at(self, pos: QPointF) -> str | None:
         for block, outer, _ in self.blocks:
             if block.kind == "code" and outer.contains(pos):
                 return block.code
         return None
+
+
+# ---- message actions ---------------------------------------------------------------------
+
+_ACTIONS = {
+    "copy_message": ("Copy", "Copy this message"),
+    "edit": ("Edit", "Change this message and send it again"),
+    "regenerate": ("Regenerate", "Write this answer again"),
+}
+
+
+class MessageActions:
+    """The small buttons under a message: Copy, Edit (yours) or Regenerate (answers), and
+    "‹ 2/3 ›" where the message has other versions. Shown while the mouse is over the
+    message or it is the keyboard's current one; the version switch always shows."""
+
+    def __init__(
+        self,
+        layout: ItemLayout,
+        item: MessageItem,
+        theme: ChatTheme,
+        x: float,
+        w: float,
+        y: float,
+        right: bool,
+    ) -> None:
+        self.item_id = id(item)
+        self.rect = QRectF(x, y, w, ACTIONS_H)
+        small = QFontMetricsF(theme.small_font)
+        names = ["copy_message"]
+        if item.index is not None:
+            names.append("edit" if isinstance(item, UserMessage) else "regenerate")
+        #: (hit, label) of each button, left to right
+        self.buttons: list[tuple[Hit | None, str, QRectF]] = []
+        widths: list[float] = []
+        for name in names:
+            label = max(_ACTIONS[name][0], "Copied", key=len) if name == "copy_message" else ""
+            widths.append(
+                ACTION_ICON + 5 + small.horizontalAdvance(label or _ACTIONS[name][0]) + 14
+            )
+        branch = item.branch if item.index is not None else None
+        self.branch_label = ""
+        if branch is not None:
+            self.branch_label = f"{branch.current}/{branch.count}"
+            widths += [22.0, small.horizontalAdvance(self.branch_label) + 6, 22.0]
+        total = sum(widths) + 2 * (len(widths) - 1)
+        cx = x + w - total if right else x - 7
+        self.hits: list[Hit] = []
+        kinds = list(names)
+        if branch is not None:
+            kinds += ["branch_prev", "branch_label", "branch_next"]
+        for kind, width in zip(kinds, widths, strict=True):
+            rect = QRectF(cx, y + 1, width, ACTIONS_H - 2)
+            cx = rect.right() + 2
+            hit: Hit | None = None
+            if kind in _ACTIONS:
+                hit = Hit(kind, item.index, rect, _ACTIONS[kind][1])
+            elif kind == "branch_prev" and branch is not None and branch.current > 1:
+                hit = Hit(kind, (branch.index, branch.current - 1), rect, "Previous version")
+            elif kind == "branch_next" and branch is not None and branch.current < branch.count:
+                hit = Hit(kind, (branch.index, branch.current + 1), rect, "Next version")
+            if hit is not None:
+                self.hits.append(hit)
+                layout.hits.append(hit)
+            self.buttons.append((hit, kind, rect))
+
+    def paint(self, p: QPainter, theme: ChatTheme, state: PaintState) -> None:
+        copied = state.copied == (self.item_id, WHOLE_MESSAGE)
+        shown = state.shows_actions() or copied
+        for hit, kind, rect in self.buttons:
+            is_branch = kind.startswith("branch")
+            if not shown and not is_branch:
+                continue
+            hovered = hit is not None and state.hover is not None and state.hover.rect == rect
+            if hovered:
+                _round_rect(p, rect, theme.badge_bg, None, 6)
+            color = theme.text if hovered else theme.muted
+            if is_branch and hit is None and kind != "branch_label":
+                color = with_alpha(theme.muted, 0.35)
+            if kind == "branch_label":
+                _text(
+                    p,
+                    rect,
+                    self.branch_label,
+                    theme.small_font,
+                    theme.muted,
+                    Qt.AlignmentFlag.AlignHCenter,
+                )
+                continue
+            if is_branch:
+                _chevron(p, rect.center(), kind == "branch_prev", color)
+                continue
+            done = kind == "copy_message" and copied
+            icon = QRectF(
+                rect.x() + 7, rect.center().y() - ACTION_ICON / 2, ACTION_ICON, ACTION_ICON
+            )
+            _action_icon(
+                p,
+                "check" if done else kind,
+                icon,
+                theme.ok if done else color,
+                theme.badge_bg if hovered else theme.background,
+            )
+            label = "Copied" if done else _ACTIONS[kind][0]
+            text_rect = QRectF(
+                icon.right() + 5, rect.y(), rect.right() - icon.right() - 5, rect.height()
+            )
+            _text(p, text_rect, label, theme.small_font, theme.ok if done else color)
+
+
+def _chevron(p: QPainter, c: QPointF, left: bool, color: QColor) -> None:
+    p.save()
+    pen = QPen(color, 1.6)
+    pen.setCapStyle(Qt.PenCapStyle.RoundCap)
+    pen.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
+    p.setPen(pen)
+    d = 1.0 if left else -1.0
+    p.drawPolyline(
+        [
+            QPointF(c.x() + 2 * d, c.y() - 4),
+            QPointF(c.x() - 2 * d, c.y()),
+            QPointF(c.x() + 2 * d, c.y() + 4),
+        ]
+    )
+    p.restore()
+
+
+def _action_icon(p: QPainter, kind: str, rect: QRectF, color: QColor, fill: QColor) -> None:
+    """Small line icons, painted (no icon font or emoji needed)."""
+    p.save()
+    p.setRenderHint(QPainter.RenderHint.Antialiasing)
+    pen = QPen(color, 1.3)
+    pen.setCapStyle(Qt.PenCapStyle.RoundCap)
+    pen.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
+    p.setPen(pen)
+    p.setBrush(Qt.BrushStyle.NoBrush)
+    c, k = rect.center(), rect.width() / 14
+    if kind == "copy_message":
+        p.drawRoundedRect(QRectF(c.x() - 5.5 * k, c.y() - 5.5 * k, 7 * k, 8 * k), 1.5, 1.5)
+        p.setBrush(fill)
+        p.drawRoundedRect(QRectF(c.x() - 1.5 * k, c.y() - 2.5 * k, 7 * k, 8 * k), 1.5, 1.5)
+    elif kind == "check":
+        p.drawPolyline(
+            [
+                QPointF(c.x() - 5 * k, c.y()),
+                QPointF(c.x() - 1.5 * k, c.y() + 3.5 * k),
+                QPointF(c.x() + 5 * k, c.y() - 4 * k),
+            ]
+        )
+    elif kind == "edit":
+        p.drawPolygon(
+            [
+                QPointF(c.x() - 5 * k, c.y() + 5 * k),
+                QPointF(c.x() - 5 * k, c.y() + 2 * k),
+                QPointF(c.x() + 2.5 * k, c.y() - 5.5 * k),
+                QPointF(c.x() + 5.5 * k, c.y() - 2.5 * k),
+                QPointF(c.x() - 2 * k, c.y() + 5 * k),
+            ]
+        )
+    elif kind == "regenerate":
+        box = QRectF(c.x() - 5 * k, c.y() - 5 * k, 10 * k, 10 * k)
+        p.drawArc(box, 90 * 16, 290 * 16)
+        top = QPointF(c.x(), c.y() - 5 * k)
+        p.drawPolyline(
+            [
+                QPointF(top.x() - 2.5 * k, top.y() - 2.5 * k),
+                top,
+                QPointF(top.x() - 2.5 * k, top.y() + 2.5 * k),
+            ]
+        )
+    p.restore()
 
 
 def _paint_code_frame(
@@ -314,6 +665,12 @@ class UserLayout(ItemLayout):
     ) -> None:
         super().__init__(key)
         x, w = column(width)
+        top = ITEM_PAD + 8.0  # a turn starts with a little more air
+        self.editing = item.editing
+        if item.editing:  # the editor widget covers the column where the bubble was
+            self.edit_rect = QRectF(x, top, w, max(item.editor_height, 60))
+            self.height = math.ceil(self.edit_rect.bottom() + ITEM_PAD)
+            return
         max_w = max(160.0, w * 0.78)
         self.doc = render_plain(item.text, theme, color=theme.bubble_text)
         h = _layout_doc(self.doc, max_w - 2 * BUBBLE_PAD_X)
@@ -321,10 +678,11 @@ class UserLayout(ItemLayout):
         _layout_doc(self.doc, ideal + 1)
         h = self.doc.size().height()
         bubble_w = ideal + 1 + 2 * BUBBLE_PAD_X
-        top = ITEM_PAD + 8.0  # a turn starts with a little more air
         self.bubble = QRectF(x + w - bubble_w, top, bubble_w, h + 2 * BUBBLE_PAD_Y)
         self.doc_at = QPointF(self.bubble.x() + BUBBLE_PAD_X, top + BUBBLE_PAD_Y)
         self.docs.append((QRectF(self.doc_at, self.doc.size()), self.doc))
+        self.texts.append((QRectF(self.doc_at, self.doc.size()), self.doc))
+        self.frame = self.bubble
         y = self.bubble.bottom()
         self.attachments = ""
         if item.attachments:
@@ -332,11 +690,14 @@ class UserLayout(ItemLayout):
             self.attachments = f"Attached: {names}"
             self.attach_rect = QRectF(x + w * 0.22, y + 4, w * 0.78, theme.line_height)
             y = self.attach_rect.bottom()
-        self.height = math.ceil(y + ITEM_PAD)
+        self.actions = MessageActions(self, item, theme, x, w, y + 2, right=True)
+        self.height = math.ceil(self.actions.rect.bottom() + ITEM_PAD)
 
     def paint(self, p: QPainter, theme: ChatTheme, state: PaintState) -> None:
+        if self.editing:
+            return
         _round_rect(p, self.bubble, theme.bubble, None, 16)
-        draw_doc(p, self.doc, self.doc_at, theme, theme.bubble_text, state.visible)
+        self.draw_text(p, theme, state, 0, theme.bubble_text)
         if self.attachments:
             _text(
                 p,
@@ -346,6 +707,8 @@ class UserLayout(ItemLayout):
                 theme.muted,
                 Qt.AlignmentFlag.AlignRight,
             )
+        self.actions.paint(p, theme, state)
+        self.paint_focus(p, theme, state)
 
 
 class NoticeLayout(ItemLayout):
@@ -361,10 +724,75 @@ class NoticeLayout(ItemLayout):
         self.doc.setDefaultTextOption(option)
         h = _layout_doc(self.doc, w)
         self.at = QPointF(x, ITEM_PAD)
+        self.frame = QRectF(self.at, self.doc.size())
         self.height = math.ceil(ITEM_PAD * 2 + h)
 
     def paint(self, p: QPainter, theme: ChatTheme, state: PaintState) -> None:
         draw_doc(p, self.doc, self.at, theme, theme.muted, state.visible)
+        self.paint_focus(p, theme, state)
+
+
+class MarkerLayout(ItemLayout):
+    """A neutral line across the column with a word in it: "—— Stopped ——"."""
+
+    def __init__(
+        self, key: tuple[Any, ...], item: MarkerItem, theme: ChatTheme, width: int
+    ) -> None:
+        super().__init__(key)
+        x, w = column(width)
+        self.text = one_line(item.text, 200)
+        small = QFontMetricsF(theme.small_font)
+        text_w = min(w * 0.6, small.horizontalAdvance(self.text) + 8)
+        self.rect = QRectF(x, ITEM_PAD, w, small.height() + 8)
+        self.text_rect = QRectF(x + (w - text_w) / 2, ITEM_PAD, text_w, self.rect.height())
+        self.frame = self.text_rect
+        self.height = math.ceil(self.rect.bottom() + ITEM_PAD)
+
+    def paint(self, p: QPainter, theme: ChatTheme, state: PaintState) -> None:
+        y = self.rect.center().y()
+        p.setPen(QPen(theme.card_border, 1))
+        gap = 10.0
+        p.drawLine(QPointF(self.rect.x(), y), QPointF(self.text_rect.x() - gap, y))
+        p.drawLine(QPointF(self.text_rect.right() + gap, y), QPointF(self.rect.right(), y))
+        _text(
+            p,
+            self.text_rect,
+            self.text,
+            theme.small_font,
+            theme.muted,
+            Qt.AlignmentFlag.AlignHCenter,
+        )
+        self.paint_focus(p, theme, state)
+
+
+#: How often the pending indicator's dots move (ms).
+PENDING_STEP_MS = 350
+
+
+class PendingLayout(ItemLayout):
+    """ "Thinking" and three dots that light up in turn, where the answer will appear."""
+
+    def __init__(
+        self, key: tuple[Any, ...], item: PendingItem, theme: ChatTheme, width: int
+    ) -> None:
+        super().__init__(key)
+        x, _ = column(width)
+        self.word = "Thinking"
+        word_w = QFontMetricsF(theme.font).horizontalAdvance(self.word) + 2
+        self.word_rect = QRectF(x, ITEM_PAD, word_w, theme.line_height)
+        self.dots = QRectF(self.word_rect.right() + 4, ITEM_PAD, 30, theme.line_height)
+        self.height = math.ceil(self.word_rect.bottom() + ITEM_PAD)
+
+    def paint(self, p: QPainter, theme: ChatTheme, state: PaintState) -> None:
+        _text(p, self.word_rect, self.word, theme.font, theme.muted)
+        step = int(state.now * 1000 / PENDING_STEP_MS) % 4
+        p.save()
+        p.setPen(Qt.PenStyle.NoPen)
+        for i in range(3):
+            p.setBrush(theme.muted if i < step else with_alpha(theme.muted, 0.28))
+            c = QPointF(self.dots.x() + 3 + i * 8, self.dots.center().y() + 3)
+            p.drawEllipse(c, 2.2, 2.2)
+        p.restore()
 
 
 class ErrorLayout(ItemLayout):
@@ -372,16 +800,27 @@ class ErrorLayout(ItemLayout):
         super().__init__(key)
         x, w = column(width)
         self.show_retry = item.retryable and not item.retried
-        retry_w = 96.0 if self.show_retry else 0.0
+        self.show_connect = item.kind == "setup"
+        bold = QFontMetricsF(theme.bold_font)
+        retry_w = bold.horizontalAdvance("Retry") + 26 if self.show_retry else 0.0
+        connect_w = bold.horizontalAdvance(CONNECT_WORDS) + 8 if self.show_connect else 0.0
+        actions_w = retry_w + connect_w + (12 if retry_w and connect_w else 0)
         self.doc = render_plain(item.message, theme)
-        h = _layout_doc(self.doc, w - 2 * CARD_PAD - 28 - retry_w)
+        h = _layout_doc(self.doc, w - 2 * CARD_PAD - 28 - actions_w)
         h = max(h, theme.line_height)
         self.box = QRectF(x, ITEM_PAD, w, h + 2 * 12)
         self.doc_at = QPointF(x + CARD_PAD + 28, ITEM_PAD + 12)
         self.icon = QRectF(x + CARD_PAD, ITEM_PAD + 12, 18, theme.line_height)
+        self.texts.append((QRectF(self.doc_at, self.doc.size()), self.doc))
+        self.frame = self.box
+        right = self.box.right() - CARD_PAD
         if self.show_retry:
-            rect = QRectF(self.box.right() - retry_w - 8, ITEM_PAD + 12, retry_w, theme.line_height)
-            self.hits.append(Hit("retry", None, rect))
+            rect = QRectF(right - retry_w, ITEM_PAD + 12, retry_w, theme.line_height)
+            self.hits.append(Hit("retry", None, rect, "Send the last message again"))
+            right = rect.x() - 12
+        if self.show_connect:
+            rect = QRectF(right - connect_w, ITEM_PAD + 12, connect_w, theme.line_height)
+            self.hits.append(Hit("connect", None, rect, "Open Settings → Providers"))
         self.height = math.ceil(self.box.bottom() + ITEM_PAD)
 
     def paint(self, p: QPainter, theme: ChatTheme, state: PaintState) -> None:
@@ -393,26 +832,27 @@ class ErrorLayout(ItemLayout):
             CARD_RADIUS,
         )
         _status_icon(p, self.icon, ToolStatus.ERROR, theme)
-        draw_doc(p, self.doc, self.doc_at, theme, None, state.visible)
-        if self.show_retry:
-            rect = self.hits[0].rect
-            hovered = state.hover is not None and state.hover.action == "retry"
+        self.draw_text(p, theme, state, 0)
+        for hit in self.hits:
+            hovered = state.hover is not None and state.hover.rect == hit.rect
             font = QFont(theme.bold_font)
             font.setUnderline(hovered)
-            _text(p, rect, "↻ Retry", font, theme.link, Qt.AlignmentFlag.AlignRight)
+            if hit.action == "retry":
+                icon = QRectF(hit.rect.x(), hit.rect.center().y() - 7, 14, 14)
+                _action_icon(p, "regenerate", icon, theme.link, theme.background)
+                label_rect = hit.rect.adjusted(20, 0, 0, 0)
+                _text(p, label_rect, "Retry", font, theme.link, Qt.AlignmentFlag.AlignRight)
+            else:
+                _text(p, hit.rect, CONNECT_WORDS, font, theme.link, Qt.AlignmentFlag.AlignRight)
+        self.paint_focus(p, theme, state)
 
+
+#: The action of a setup error: opens Settings → Providers.
+CONNECT_WORDS = "Connect a model"
 
 # ---- tool cards --------------------------------------------------------------------------
 
-_STATUS_WORDS = {
-    ToolStatus.RUNNING: "Running",
-    ToolStatus.AWAITING: "Needs approval",
-    ToolStatus.OK: "Done",
-    ToolStatus.ERROR: "Failed",
-    ToolStatus.DENIED: "Denied",
-    ToolStatus.CANCELLED: "Cancelled",
-    ToolStatus.NOT_RUN: "Not run",
-}
+_STATUS_WORDS = STATUS_WORDS
 
 
 def _status_color(status: ToolStatus, theme: ChatTheme) -> QColor:
@@ -421,7 +861,6 @@ def _status_color(status: ToolStatus, theme: ChatTheme) -> QColor:
         ToolStatus.AWAITING: theme.warn,
         ToolStatus.OK: theme.ok,
         ToolStatus.ERROR: theme.error,
-        ToolStatus.DENIED: theme.error,
     }.get(status, theme.muted)
 
 
@@ -454,7 +893,7 @@ def _status_icon(p: QPainter, rect: QRectF, status: ToolStatus, theme: ChatTheme
                 QPointF(c.x() + 4 * k, c.y() - 3 * k),
             ]
         )
-    elif status in (ToolStatus.ERROR, ToolStatus.DENIED):
+    elif status == ToolStatus.ERROR:
         p.drawLine(QPointF(c.x() - 3 * k, c.y() - 3 * k), QPointF(c.x() + 3 * k, c.y() + 3 * k))
         p.drawLine(QPointF(c.x() + 3 * k, c.y() - 3 * k), QPointF(c.x() - 3 * k, c.y() + 3 * k))
     elif status == ToolStatus.AWAITING:
@@ -502,17 +941,21 @@ class ToolCardLayout(ItemLayout):
         row_h = max(theme.line_height, 22.0)
         y = ITEM_PAD + pad
         self.header = QRectF(inner_x, y, inner_w, row_h)
-        name_w = QFontMetricsF(theme.bold_font).horizontalAdvance(item.name)
+        self.title = one_line(item.title, 120)
+        self.category = one_line(item.category_label, 60)
+        name_w = QFontMetricsF(theme.bold_font).horizontalAdvance(self.title)
         self.name_rect = QRectF(inner_x + 26, y, min(name_w + 2, inner_w * 0.6), row_h)
         self.badge = None
-        if item.category:
-            bw = small.horizontalAdvance(item.category) + 14
+        if self.category:
+            bw = min(small.horizontalAdvance(self.category) + 14, inner_w * 0.3)
             self.badge = QRectF(
                 self.name_rect.right() + 8,
                 y + (row_h - small.height() - 4) / 2,
                 bw,
                 small.height() + 4,
             )
+        self.machine_name = one_line(item.name, 200)
+        self.frame = QRectF(x, ITEM_PAD, w, 0)  # its height is set at the end
         y += row_h
         self.progress_rect = None
         self.term: _TerminalBlock | None = None
@@ -532,24 +975,29 @@ class ToolCardLayout(ItemLayout):
         #: boxed documents: outer rect, document rect, document, fill, border, text colour
         self.sections: list[tuple[QRectF, QRectF, QTextDocument, QColor, QColor, QColor | None]]
         self.sections = []
-        # arguments (the approval area shows them in full instead)
+        # details: the machine name and the arguments (the approval area shows them instead)
         toggle_h = small.height() + 10
         awaiting = item.status == ToolStatus.AWAITING and item.approval is not None
-        if item.arguments and not awaiting:
+        if (item.arguments or not item.question) and not awaiting:
             y += 8
             rect = QRectF(inner_x, y, inner_w, toggle_h)
-            self.hits.append(Hit("toggle_args", None, rect))
+            self.hits.append(Hit("toggle_args", None, rect, "Show what the model asked for"))
             self.args_toggle = rect
             y += toggle_h
             if item.args_open:
-                y = self._box(
-                    render_code(cap(item.arguments), "json", theme),
-                    inner_x,
-                    y,
-                    inner_w,
-                    theme.code_bg,
-                    theme.code_border,
-                )
+                name_doc = render_plain(f"Tool name: {self.machine_name}", theme, color=theme.muted)
+                name_doc.setDefaultFont(theme.small_font)
+                clear = QColor(0, 0, 0, 0)
+                y = self._box(name_doc, inner_x - 10, y - 4, inner_w, clear, clear, theme.muted)
+                if item.arguments:
+                    y = self._box(
+                        render_code(cap(item.arguments), "json", theme),
+                        inner_x,
+                        y,
+                        inner_w,
+                        theme.code_bg,
+                        theme.code_border,
+                    )
         self.meta: QTextDocument | None = None
         if awaiting and item.approval is not None:
             request = item.approval
@@ -569,9 +1017,10 @@ class ToolCardLayout(ItemLayout):
             height = item.panel_height or APPROVAL_BAR_H - 8
             self.approval_rect = QRectF(inner_x, y, inner_w, height)
             y += height
+        denied = item.status == ToolStatus.DENIED  # what the model was told is not shown
         if terminal is not None and item.finished:
             y = self._finished_terminal(item, terminal, theme, inner_x, y + 10, inner_w)
-        elif item.error:
+        elif item.error and not denied:
             y += 10
             doc = render_plain(item.error, theme, color=theme.error)
             y = self._box(
@@ -586,6 +1035,7 @@ class ToolCardLayout(ItemLayout):
         self.result_summary = ""
         if (
             terminal is None
+            and not denied
             and item.result
             and item.finished
             and item.result.strip() != item.error.strip()
@@ -625,7 +1075,13 @@ class ToolCardLayout(ItemLayout):
             y = row_bottom
         y += pad
         self.card = QRectF(x, ITEM_PAD, w, y - ITEM_PAD)
+        self.frame = self.card
         self.height = math.ceil(y + ITEM_PAD)
+
+    def tooltip_at(self, pos: QPointF) -> str:
+        if self.header.contains(pos) and pos.x() < self.header.x() + self.header.width() * 0.7:
+            return self.machine_name
+        return super().tooltip_at(pos)
 
     def _running_terminal(
         self, item: ToolCard, command: str | None, theme: ChatTheme, x: float, y: float, w: float
@@ -722,13 +1178,13 @@ class ToolCardLayout(ItemLayout):
         _status_icon(
             p, QRectF(self.header.x(), self.header.y(), 18, self.header.height()), status, theme
         )
-        _text(p, self.name_rect, item.name, theme.bold_font, theme.text)
+        _text(p, self.name_rect, self.title, theme.bold_font, theme.text)
         if self.badge is not None:
             _round_rect(p, self.badge, theme.badge_bg, None, self.badge.height() / 2)
             _text(
                 p,
                 self.badge,
-                item.category,
+                self.category,
                 theme.small_font,
                 theme.muted,
                 Qt.AlignmentFlag.AlignHCenter,
@@ -764,8 +1220,8 @@ class ToolCardLayout(ItemLayout):
                 done.setWidth(self.bar.width() * max(0.0, min(1.0, item.fraction)))
                 _round_rect(p, done, theme.accent, None, 2)
         if hasattr(self, "args_toggle"):
-            summary = " ".join(item.arguments[:400].split())
-            _paint_toggle(p, theme, self.args_toggle, "Arguments", item.args_open, summary, state)
+            summary = " ".join(f"{self.machine_name} {item.arguments[:400]}".split())
+            _paint_toggle(p, theme, self.args_toggle, "Details", item.args_open, summary, state)
         if self.meta is not None:
             draw_doc(p, self.summary_doc, self.summary_at, theme, None, state.visible)
             draw_doc(p, self.meta, self.meta_at, theme, theme.muted, state.visible)
@@ -781,6 +1237,7 @@ class ToolCardLayout(ItemLayout):
             p.setPen(QPen(theme.card_border, 1))
             p.setBrush(Qt.BrushStyle.NoBrush)
             p.drawRect(rect.adjusted(0.5, 0.5, -0.5, -0.5))
+        self.paint_focus(p, theme, state)
 
 
 @dataclass
@@ -886,6 +1343,7 @@ class ThinkingLayout(ItemLayout):
         # only the chevron and the words are clickable, not the empty row beside them
         self.header = QRectF(x, y, min(w, THINK_INDENT + label_w + 8), row_h)
         self.hits.append(Hit("toggle_thinking", None, self.header))
+        self.frame = self.header
         y += row_h
         self.doc_rect: QRectF | None = None
         if item.open and item.text:
@@ -906,6 +1364,7 @@ class ThinkingLayout(ItemLayout):
         if self.doc_rect is not None:
             _round_rect(p, self.bar, theme.card_border, None, 1)
             draw_doc(p, self.doc, self.doc_rect.topLeft(), theme, theme.muted, state.visible)
+        self.paint_focus(p, theme, state)
 
 
 # ---- dispatch ----------------------------------------------------------------------------
@@ -917,6 +1376,8 @@ _BUILDERS: dict[type, type[ItemLayout]] = {
     ErrorItem: ErrorLayout,
     NoticeItem: NoticeLayout,
     ThinkingItem: ThinkingLayout,
+    MarkerItem: MarkerLayout,
+    PendingItem: PendingLayout,
 }
 
 
@@ -939,6 +1400,8 @@ def estimate_height(item: ChatItem, theme: ChatTheme, width: int) -> int:
             lines(item.text, w, theme.char_width) * lh * 1.15
             + fences * (CODE_HEADER + CODE_PAD + BLOCK_GAP)
             + 2 * ITEM_PAD
+            + ACTIONS_H
+            + 2
         )
     if isinstance(item, UserMessage):
         return int(
@@ -946,12 +1409,12 @@ def estimate_height(item: ChatItem, theme: ChatTheme, width: int) -> int:
             + 2 * BUBBLE_PAD_Y
             + 2 * ITEM_PAD
             + 8
+            + ACTIONS_H
+            + 2
         )
     if isinstance(item, ToolCard):
         base = 2 * CARD_PAD + 2 * ITEM_PAD + max(lh, 22.0)
-        extra = (lh + 18) * (bool(item.arguments) + bool(item.result)) + (lh + 24) * bool(
-            item.error
-        )
+        extra = (lh + 18) * (1 + bool(item.result)) + (lh + 24) * bool(item.error)
         if item.attachments:
             extra += THUMB_H + 10
         if _terminal_of(item) is not None:  # its header, command and last lines

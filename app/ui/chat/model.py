@@ -15,6 +15,8 @@ from typing import Any
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, QPersistentModelIndex, Qt
 
 from app.core.approval import ApprovalRequest
+from app.core.history_marks import BranchInfo
+from app.core.tool_names import category_title, tool_title
 from app.ui.chat.terminal import TerminalOutput
 
 ITEM_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -41,27 +43,47 @@ class ChatItem:
     def markdown(self) -> str:
         return self.plain_text()
 
+    def spoken_role(self) -> str:
+        """Who or what this is, for screen readers ("You said", "Tool: Write file")."""
+        return ""
+
 
 @dataclass(eq=False)
-class UserMessage(ChatItem):
+class MessageItem(ChatItem):
+    """A user message or an answer: selectable text with actions (Copy, Edit, Regenerate)."""
+
     text: str = ""
-    attachments: list[str] = field(default_factory=list)
+    #: Position in the conversation's stored messages; None until known (live items get it
+    #: from `ChatView.sync_indices`). Actions that need it are hidden until then.
+    index: int | None = None
+    #: The branches at this message (an edited or regenerated turn), if any.
+    branch: BranchInfo | None = None
 
     def plain_text(self) -> str:
         return self.text
 
 
 @dataclass(eq=False)
-class AssistantMessage(ChatItem):
-    text: str = ""
+class UserMessage(MessageItem):
+    attachments: list[str] = field(default_factory=list)
+    #: The inline editor is open over this message (its height, for the layout).
+    editing: bool = False
+    editor_height: int = 0
+
+    def spoken_role(self) -> str:
+        return "You said"
+
+
+@dataclass(eq=False)
+class AssistantMessage(MessageItem):
     streaming: bool = False
     #: The user stopped the turn while this message was streaming.
     stopped: bool = False
     #: The incremental render state (render.MessageDocs), owned by the delegate.
     docs: Any = field(default=None, repr=False)
 
-    def plain_text(self) -> str:
-        return self.text
+    def spoken_role(self) -> str:
+        return "Deskhand answered"
 
     def markdown(self) -> str:
         return self.text
@@ -109,6 +131,17 @@ class ToolStatus(StrEnum):
     NOT_RUN = "not_run"
 
 
+STATUS_WORDS = {
+    ToolStatus.RUNNING: "Running",
+    ToolStatus.AWAITING: "Needs approval",
+    ToolStatus.OK: "Done",
+    ToolStatus.ERROR: "Failed",
+    ToolStatus.DENIED: "Denied",
+    ToolStatus.CANCELLED: "Cancelled",
+    ToolStatus.NOT_RUN: "Not run",
+}
+
+
 @dataclass(eq=False)
 class ToolCard(ChatItem):
     call_id: str = ""
@@ -142,11 +175,25 @@ class ToolCard(ChatItem):
     def finished(self) -> bool:
         return self.status not in (ToolStatus.RUNNING, ToolStatus.AWAITING)
 
+    @property
+    def title(self) -> str:
+        """The plain name shown on the card ("Write file"); `name` stays the identity."""
+        return tool_title(self.name) if self.name else "Tool"
+
+    @property
+    def category_label(self) -> str:
+        return category_title(self.category) if self.category else ""
+
+    def spoken_role(self) -> str:
+        return f"Tool: {self.title} — {STATUS_WORDS[self.status].lower()}"
+
     def elapsed(self) -> float:
         return self.seconds if self.seconds is not None else time.monotonic() - self.started
 
     def plain_text(self) -> str:
-        parts = [f"{self.name} ({self.status.value})", self.arguments]
+        parts = [f"{self.title} ({STATUS_WORDS[self.status].lower()})", self.arguments]
+        if self.status == ToolStatus.DENIED:  # what the model was told is not for people
+            return "\n".join(p for p in (*parts, self.decision) if p)
         if self.error:
             parts.append(f"Error: {self.error}")
         if self.result:
@@ -160,9 +207,14 @@ class ErrorItem(ChatItem):
     retryable: bool = False
     #: Retry was clicked (the link is hidden so it cannot fire twice).
     retried: bool = False
+    #: The agent's error kind; "setup" offers "Connect a model".
+    kind: str = "error"
 
     def plain_text(self) -> str:
         return self.message
+
+    def spoken_role(self) -> str:
+        return "Error"
 
 
 @dataclass(eq=False)
@@ -171,6 +223,33 @@ class NoticeItem(ChatItem):
 
     def plain_text(self) -> str:
         return self.message
+
+    def spoken_role(self) -> str:
+        return "Notice"
+
+
+@dataclass(eq=False)
+class MarkerItem(ChatItem):
+    """A neutral line in the conversation: "Stopped" where the user stopped a turn."""
+
+    text: str = "Stopped"
+
+    def plain_text(self) -> str:
+        return self.text
+
+    def spoken_role(self) -> str:
+        return "Marker"
+
+
+@dataclass(eq=False)
+class PendingItem(ChatItem):
+    """ "Thinking…" while the model has not said anything yet (always the last row)."""
+
+    def plain_text(self) -> str:
+        return "Thinking…"
+
+    def spoken_role(self) -> str:
+        return "Deskhand is working"
 
 
 class ChatModel(QAbstractListModel):
@@ -191,6 +270,10 @@ class ChatModel(QAbstractListModel):
             return item
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.AccessibleTextRole):
             return _spoken(item)
+        if role == Qt.ItemDataRole.AccessibleDescriptionRole:
+            return _description(item)
+        if role == Qt.ItemDataRole.ToolTipRole and isinstance(item, ToolCard):
+            return item.name
         return None
 
     # flags() is not overridden: QAbstractListModel's C++ one says ItemNeverHasChildren, so
@@ -203,6 +286,15 @@ class ChatModel(QAbstractListModel):
         self.items.append(item)
         self.endInsertRows()
         return row
+
+    def remove_last(self) -> ChatItem:
+        """Removes the last row (the pending indicator; no other row ever moves)."""
+        row = len(self.items) - 1
+        self.beginRemoveRows(QModelIndex(), row, row)
+        item = self.items.pop()
+        self.endRemoveRows()
+        item.row = -1
+        return item
 
     def replace_all(self, items: list[ChatItem]) -> None:
         self.beginResetModel()
@@ -220,19 +312,34 @@ class ChatModel(QAbstractListModel):
 
 
 def _spoken(item: ChatItem) -> str:
+    """What a screen reader reads for the row: who or what, then the text."""
     if isinstance(item, ThinkingItem):  # what is on screen: the header, the text if open
         state = "expanded" if item.open else "collapsed"
         item_text = f": {item.text}" if item.open else ""
         text = f"{item.label()} ({state}){item_text}"
         return text[:500] + "…" if len(text) > 500 else text
-    text = item.plain_text()
+    if isinstance(item, ToolCard):
+        text = item.decision or item.progress or item.error or item.result
+        if item.status == ToolStatus.DENIED:
+            text = item.decision
+        if item.approval is not None:
+            text = item.approval.summary
+    elif isinstance(item, PendingItem | MarkerItem):
+        return item.plain_text()
+    else:
+        text = item.plain_text()
+    text = " ".join(text.split())
     if len(text) > 500:
         text = text[:500] + "…"
-    who = {
-        UserMessage: "You",
-        AssistantMessage: "Assistant",
-        ToolCard: "Tool",
-        ErrorItem: "Error",
-        NoticeItem: "Notice",
-    }.get(type(item), "")
-    return f"{who}: {text}" if who else text
+    role = item.spoken_role()
+    return f"{role}: {text}" if role and text else role or text
+
+
+def _description(item: ChatItem) -> str:
+    """The role alone; for a tool card also its machine name (what rules and logs use)."""
+    if isinstance(item, ToolCard):
+        kind = f" ({item.category_label})" if item.category else ""
+        return f"{item.spoken_role()}. Tool name {item.name}{kind}"
+    if isinstance(item, MessageItem) and item.branch is not None:
+        return f"{item.spoken_role()}, version {item.branch.current} of {item.branch.count}"
+    return item.spoken_role()

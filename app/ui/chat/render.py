@@ -29,7 +29,7 @@ from PySide6.QtGui import (
     QTextTable,
 )
 
-from app.ui.chat.segments import Segment, Segmenter
+from app.ui.chat.segments import Segment, Segmenter, split_segments
 from app.ui.chat.style import ChatTheme, token_colors
 
 QUOTE_INDENT = 16.0
@@ -436,3 +436,18 @@ class PlainStream:
             cursor.movePosition(QTextCursor.MoveOperation.End)
             cursor.insertText(shown, self._format)
         self.text = text
+
+
+def message_plain(text: str) -> str:
+    """A whole answer as it reads on screen, without laying anything out: each markdown
+    segment as text, code exactly; blocks separated by a blank line (what copying a
+    message that was never painted gives)."""
+    parts: list[str] = []
+    doc = QTextDocument()
+    for segment in split_segments(text):
+        if segment.kind == "code":
+            parts.append(segment.text.removesuffix("\n"))
+        else:
+            doc.setMarkdown(segment.text, QTextDocument.MarkdownFeature.MarkdownDialectGitHub)
+            parts.append(doc.toPlainText())
+    return "\n\n".join(parts)

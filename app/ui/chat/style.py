@@ -88,6 +88,9 @@ class ChatTheme:
     diff_add_bg: QColor
     diff_del: QColor
     diff_del_bg: QColor
+    #: Selected text: the palette's highlight colours.
+    highlight: QColor
+    highlighted_text: QColor
     font: QFont
     small_font: QFont
     bold_font: QFont
@@ -139,7 +142,11 @@ def theme_from_palette(palette: QPalette, base_font: QFont) -> ChatTheme:
     mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
     mono.setPointSizeF(max(9.0, font.pointSizeF() * 0.92))
     metrics, mono_metrics = QFontMetricsF(font), QFontMetricsF(mono)
-    colors = (bg, text, accent, link, palette.color(QPalette.ColorRole.Window))
+    highlight = palette.color(QPalette.ColorRole.Highlight)
+    highlighted_text = ensure_contrast(
+        palette.color(QPalette.ColorRole.HighlightedText), highlight, 4.5
+    )
+    colors = (bg, text, accent, link, palette.color(QPalette.ColorRole.Window), highlighted_text)
     return ChatTheme(
         dark=dark,
         background=bg,
@@ -163,6 +170,8 @@ def theme_from_palette(palette: QPalette, base_font: QFont) -> ChatTheme:
         diff_add_bg=diff_add_bg,
         diff_del=ensure_contrast(diff_del, code_bg, 4.5),
         diff_del_bg=diff_del_bg,
+        highlight=highlight,
+        highlighted_text=highlighted_text,
         font=font,
         small_font=small,
         bold_font=bold,

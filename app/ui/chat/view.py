@@ -11,16 +11,35 @@ structural changes (a new card, approval buttons, a result) apply at once.
 
 Reasoning (`ReasoningDelta`) is buffered alike into a `ThinkingItem` of its own, placed
 just before the answer it led to and shown collapsed; the answer starting ends it.
+
+Messages are text: a drag selects across blocks and messages (painted through each
+document's `PaintContext.selections`, hit-tested with `FuzzyHit`), double-click selects a
+word, triple-click a paragraph, Ctrl+C copies. Under each message small actions (Copy,
+Edit, Regenerate, "‹ 2/3 ›") show on hover and for the keyboard's current message; they
+emit signals, the window does the work.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Sequence
 
-from PySide6.QtCore import QEvent, QModelIndex, QPoint, QPointF, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import (
+    QEvent,
+    QModelIndex,
+    QPersistentModelIndex,
+    QPoint,
+    QPointF,
+    Qt,
+    QTimer,
+    QUrl,
+    Signal,
+)
 from PySide6.QtGui import (
     QContextMenuEvent,
+    QFocusEvent,
     QGuiApplication,
+    QHelpEvent,
     QKeyEvent,
     QKeySequence,
     QMouseEvent,
@@ -29,10 +48,12 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
     QFrame,
     QMenu,
     QPushButton,
     QStyleOptionViewItem,
+    QToolTip,
     QTreeView,
     QWidget,
 )
@@ -51,24 +72,51 @@ from app.core.events import (
     ToolProgress,
     TurnFinished,
 )
+from app.core.history_marks import BranchInfo, Marker
 from app.core.providers.base import ChatMessage
 from app.core.store import ToolCallRecord
 from app.ui.chat.approval_bar import ApprovalBar
 from app.ui.chat.delegate import ChatDelegate
-from app.ui.chat.history import history_items, pretty_arguments
-from app.ui.chat.layouts import Hit
+from app.ui.chat.history import (
+    DENIED_BY_RULE,
+    YOU_DENIED,
+    assign_indices,
+    history_items,
+    place_branches,
+    pretty_arguments,
+)
+from app.ui.chat.layouts import (
+    CARD_PAD,
+    PENDING_STEP_MS,
+    WHOLE_MESSAGE,
+    Hit,
+    ItemLayout,
+    Selection,
+    TextPos,
+    column,
+)
+from app.ui.chat.message_editor import MessageEditor
 from app.ui.chat.model import (
     AssistantMessage,
     ChatItem,
     ChatModel,
     ErrorItem,
+    MarkerItem,
+    MessageItem,
     NoticeItem,
+    PendingItem,
     ThinkingItem,
     ToolCard,
     ToolStatus,
     UserMessage,
 )
+from app.ui.chat.render import message_plain
 from app.ui.chat.terminal import terminal_output
+
+#: What a setup error's "Connect a model" emits through `linkActivated`.
+CONNECT_MODEL_URL = "deskhand:connect-model"
+#: The end of the last block of the last row (select all without laying anything out).
+_END = 1 << 30
 
 FRAME_MS = 16
 _DECISION_WORDS = {
@@ -77,7 +125,7 @@ _DECISION_WORDS = {
     Decision.ALWAYS_ALLOW: "Always allowed",
     Decision.ALWAYS_ALLOW_ANY: "Always allowed (any arguments)",
     Decision.TRUST_SOURCE: "Source trusted",
-    Decision.DENY: "Denied",
+    Decision.DENY: YOU_DENIED,
 }
 
 
@@ -85,6 +133,12 @@ class ChatView(QTreeView):
     approvalDecided = Signal(str, str)  # call_id, Decision value
     retryRequested = Signal()
     linkActivated = Signal(str)
+    #: The user edited message `index` (of the stored messages) to this text and sent it.
+    editRequested = Signal(int, str)
+    #: Write the answer at message `index` again.
+    regenerateRequested = Signal(int)
+    #: Show branch `wanted` (1-based) of the branches at message `index`.
+    branchRequested = Signal(int, int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -109,6 +163,20 @@ class ChatView(QTreeView):
         self._programmatic = False
         self._settling = False
         self._press: Hit | None = None
+        self._press_pos = QPoint()
+        #: Where a selecting drag started (None: the press was on a button).
+        self._anchor: TextPos | None = None
+        self._dragging = False
+        self._drag_pos = QPoint()
+        #: When and where the last double-click was (a press soon after is a triple-click).
+        self._double: tuple[float, QPoint] | None = None
+        self._waiting: PendingItem | None = None
+        #: A turn is under way (finish_streaming before it ended means it was stopped).
+        self._turn_open = False
+        self._editing: tuple[UserMessage, MessageEditor] | None = None
+        #: What the editor of message `index` starts with (the window sets it to the
+        #: controller's `editable_text`, which leaves out attached files' text).
+        self.editable_text: Callable[[int], str] | None = None
         self._laid_width = -1
         #: dataChanged emissions caused by streaming flushes (for tests and benchmarks).
         self.flushes = 0
@@ -120,6 +188,12 @@ class ChatView(QTreeView):
         self._tick = QTimer(self)
         self._tick.setInterval(1000)
         self._tick.timeout.connect(self._tick_running)
+        self._dots = QTimer(self)
+        self._dots.setInterval(PENDING_STEP_MS)
+        self._dots.timeout.connect(self._animate_pending)
+        self._autoscroll = QTimer(self)
+        self._autoscroll.setInterval(30)
+        self._autoscroll.timeout.connect(self._drag_scroll)
 
         bar = self.verticalScrollBar()
         bar.valueChanged.connect(self._on_scrolled)
@@ -165,12 +239,18 @@ class ChatView(QTreeView):
         self.chat_delegate.forget_all()
 
     def load_history(
-        self, messages: list[ChatMessage], tool_calls: list[ToolCallRecord] | None = None
+        self,
+        messages: list[ChatMessage],
+        tool_calls: list[ToolCallRecord] | None = None,
+        markers: Iterable[Marker] = (),
+        branches: Iterable[BranchInfo] = (),
     ) -> None:
-        """Replaces the conversation. Only what ends up on screen is rendered."""
+        """Replaces the conversation. Only what ends up on screen is rendered. `markers`
+        (errors, "Stopped") are placed after the messages they follow; `branches` put
+        "‹ 2/3 ›" on the message where the versions differ."""
         self._reset()
         self.chat_delegate.forget_all()
-        items = history_items(messages, tool_calls)
+        items = history_items(messages, tool_calls, markers, branches)
         # the bottom of the conversation is shown first: render those rows exactly at once
         budget = 2 * max(self.viewport().height(), 400)
         for item in reversed(items):
@@ -184,13 +264,54 @@ class ChatView(QTreeView):
         self.scroll_to_bottom()
         self._schedule_settle()
 
+    def sync_indices(
+        self, messages: Sequence[ChatMessage], branches: Iterable[BranchInfo] = ()
+    ) -> None:
+        """Tells live messages where they are in the stored `messages` (call after each
+        turn): their Edit, Regenerate and version switch need it. Only the items after the
+        last one already known are walked. `branches` puts the version switch on a message
+        streamed in this turn (the new answer of a regenerate)."""
+        changed = assign_indices(self.chat_model.items, messages)
+        wanted = list(branches)
+        if wanted:
+            before = {id(i): i.branch for i in self.chat_model.items if isinstance(i, MessageItem)}
+            place_branches(self.chat_model.items, wanted)
+            changed += [
+                i
+                for i in self.chat_model.items
+                if isinstance(i, MessageItem) and before.get(id(i)) != i.branch
+            ]
+        for item in dict.fromkeys(changed):
+            self.chat_model.changed(item)
+
     def add_user_message(self, text: str, attachments: list[str] | tuple[str, ...] = ()) -> None:
         self._flush()
         self._close_assistant()
         self._append(UserMessage(text=text, attachments=list(attachments)))
+        self._turn_open = True
         self.scroll_to_bottom()
 
+    def set_waiting(self, waiting: bool) -> None:
+        """Shows (or removes) "Thinking…" at the end until the first event or text."""
+        if waiting and self._waiting is None:
+            self._flush()
+            self._turn_open = True
+            self._waiting = PendingItem()
+            self._append(self._waiting)
+            self._dots.start()
+        elif not waiting:
+            self._drop_pending()
+
+    def is_waiting(self) -> bool:
+        return self._waiting is not None
+
     def handle_event(self, event: AgentEvent) -> None:
+        if not isinstance(event, TextDelta | ReasoningDelta):
+            self._drop_pending()  # text drops it when it is shown (a frame later)
+        if isinstance(event, TurnFinished | Error):
+            self._turn_open = False
+        elif not isinstance(event, Notice):
+            self._turn_open = True
         if isinstance(event, TextDelta):
             if event.text:
                 self._pending.append(event.text)
@@ -224,27 +345,36 @@ class ChatView(QTreeView):
             elif event.stop_reason == "max_steps":
                 self._append(NoticeItem(message=f"Stopped after {event.steps} tool steps."))
         elif isinstance(event, Error):
-            self.add_error(event.message, event.retryable)
+            self.add_error(event.message, event.retryable, event.kind)
         elif isinstance(event, Notice):
             self._flush()
             self._append(NoticeItem(message=event.message))
 
-    def add_error(self, message: str, retryable: bool = False) -> None:
+    def add_error(self, message: str, retryable: bool = False, kind: str = "error") -> None:
+        """An error row; kind "setup" (no model to talk to) offers "Connect a model"."""
         self._flush()
         self._close_assistant()
-        self._append(ErrorItem(message=message, retryable=retryable))
+        self._append(ErrorItem(message=message, retryable=retryable, kind=kind))
 
     def finish_streaming(self) -> None:
-        """Flushes buffered text and closes the turn; what was still open was stopped."""
+        """Flushes buffered text and closes the turn; if it had not ended (no
+        `TurnFinished` or `Error`), it was stopped: what was open is marked, and a
+        "Stopped" row follows."""
         self._flush()
+        stopped = self._turn_open or self._waiting is not None or self._current is not None
+        self._drop_pending()
         self._close_assistant(stopped=True)
         for card in self._cards.values():
             if not card.finished:
+                stopped = True
                 self._detach_bar(card.call_id)
                 card.approval = None
                 card.status = ToolStatus.CANCELLED
                 card.seconds = card.elapsed()
                 self.chat_model.changed(card)
+        self._turn_open = False
+        if stopped:
+            self._append(MarkerItem(text="Stopped"))
 
     def message_count(self) -> int:
         return len(self.chat_model.items)
@@ -296,6 +426,8 @@ class ChatView(QTreeView):
         self._dirty.clear()
 
     def _append(self, item: ChatItem) -> None:
+        if item is not self._waiting:
+            self._drop_pending()
         item.eager = True
         self.chat_model.append(item)
         if not self._stick:
@@ -319,8 +451,33 @@ class ChatView(QTreeView):
             item.seconds = time.monotonic() - item.started
             self.chat_model.changed(item)
 
+    def _drop_pending(self) -> None:
+        item, self._waiting = self._waiting, None
+        self._dots.stop()
+        items = self.chat_model.items
+        if item is not None and items and items[-1] is item:
+            self.chat_model.remove_last()
+
+    def _animate_pending(self) -> None:
+        item = self._waiting
+        if item is None:
+            self._dots.stop()
+            return
+        self.viewport().update(self.visualRect(self.chat_model.index(item.row, 0)))
+
     def _reset(self) -> None:
-        for timer in (self._flush_timer, self._settle_timer, self._relayout_timer, self._tick):
+        self.cancel_edit()
+        self.clear_selection()
+        self._waiting = None
+        self._turn_open = False
+        for timer in (
+            self._flush_timer,
+            self._settle_timer,
+            self._relayout_timer,
+            self._tick,
+            self._dots,
+            self._autoscroll,
+        ):
             timer.stop()
         self._pending.clear()
         self._pending_reasoning.clear()
@@ -383,7 +540,9 @@ class ChatView(QTreeView):
         decision = Decision(decision)
         card.approval = None
         card.status = ToolStatus.DENIED if decision == Decision.DENY else ToolStatus.RUNNING
-        if source in ("user", "rule", "yes"):
+        if source == "rule" and decision == Decision.DENY:
+            card.decision = DENIED_BY_RULE
+        elif source in ("user", "rule", "yes"):
             card.decision = _DECISION_WORDS[decision] + (" by rule" if source == "rule" else "")
         if card.question:  # answered: nothing more happens on this card
             if decision != Decision.DENY:
@@ -397,11 +556,13 @@ class ChatView(QTreeView):
         self._detach_bar(event.call_id)
         result = event.result
         card.approval = None
-        if card.status != ToolStatus.DENIED:
+        denied = card.status == ToolStatus.DENIED
+        if not denied:
             card.status = ToolStatus.OK if result.ok else ToolStatus.ERROR
-        card.result = result.content
-        card.terminal = terminal_output(card.name, card.category, result.data)
-        card.error = "" if result.ok else (result.error or result.content)
+        # a refused call's result is what the model was told; the card says "You denied this"
+        card.result = "" if denied else result.content
+        card.terminal = None if denied else terminal_output(card.name, card.category, result.data)
+        card.error = "" if result.ok or denied else (result.error or result.content)
         card.attachments = list(result.attachments)
         card.seconds = event.seconds or card.elapsed()
         card.progress, card.fraction = "", None
@@ -413,7 +574,8 @@ class ChatView(QTreeView):
         bar = ApprovalBar(card.approval, self.chat_delegate.theme)
         bar.decided.connect(lambda value, cid=card.call_id: self._decide(cid, value))
         bar.heightChanged.connect(lambda h, c=card: self._bar_height(c, h))
-        card.panel_height = bar.wanted_height()
+        _, column_w = column(self.chat_delegate.width())
+        card.panel_height = bar.wanted_height(int(column_w - 2 * CARD_PAD))
         self.setIndexWidget(self.chat_model.index(card.row, 0), bar)
         self._bars[card.call_id] = bar
         # Tab from the conversation reaches the card's parts (they are created late, so
@@ -580,6 +742,151 @@ class ChatView(QTreeView):
         button, vp = self._new_button, self.viewport().geometry()
         button.move(vp.x() + (vp.width() - button.width()) // 2, vp.bottom() - button.height() - 16)
 
+    # ---- hover, current row, focus --------------------------------------------------------
+
+    def _update_row(self, row: int) -> None:
+        if 0 <= row < len(self.chat_model.items):
+            self.viewport().update(self.visualRect(self.chat_model.index(row, 0)))
+
+    def _set_hover_row(self, row: int) -> None:
+        state = self.chat_delegate.state
+        if state.hover_row != row:
+            old, state.hover_row = state.hover_row, row
+            self._update_row(old)
+            self._update_row(row)
+
+    def currentChanged(
+        self,
+        current: QModelIndex | QPersistentModelIndex,
+        previous: QModelIndex | QPersistentModelIndex,
+    ) -> None:
+        super().currentChanged(current, previous)
+        if not hasattr(self, "chat_delegate"):  # setModel in __init__, before the delegate
+            return
+        state = self.chat_delegate.state
+        state.current_row = current.row() if current.isValid() else -1
+        self._update_row(previous.row() if previous.isValid() else -1)
+        self._update_row(state.current_row)
+
+    def focusInEvent(self, event: QFocusEvent) -> None:
+        super().focusInEvent(event)
+        self.chat_delegate.state.focused = True
+        self._update_row(self.chat_delegate.state.current_row)
+
+    def focusOutEvent(self, event: QFocusEvent) -> None:
+        super().focusOutEvent(event)
+        self.chat_delegate.state.focused = False
+        self._update_row(self.chat_delegate.state.current_row)
+
+    # ---- selection -----------------------------------------------------------------------
+
+    def has_selection(self) -> bool:
+        return self.chat_delegate.state.selection is not None
+
+    def clear_selection(self) -> None:
+        if self.chat_delegate.state.selection is not None:
+            self.chat_delegate.state.selection = None
+            self.viewport().update()
+
+    def select_range(self, start: TextPos, end: TextPos) -> None:
+        """Selects the text between two places (row, text block, character)."""
+        selection = Selection.between(start, end)
+        self.chat_delegate.state.selection = None if selection.empty else selection
+        self.viewport().update()
+
+    def selectAll(self) -> None:
+        """Selects the whole conversation's text (without laying out any message)."""
+        items = self.chat_model.items
+        if items:
+            self.select_range((0, 0, 0), (len(items) - 1, _END, 0))
+
+    def selected_text(self) -> str:
+        """The selected text, as plain text: blocks and messages separated by a blank line,
+        code exactly as written."""
+        selection = self.chat_delegate.state.selection
+        if selection is None:
+            return ""
+        items = self.chat_model.items
+        parts: list[str] = []
+        for row in selection.rows():
+            if row >= len(items):
+                break
+            item = items[row]
+            if not isinstance(item, MessageItem | ErrorItem):
+                continue
+            inside = selection.start[0] < row < selection.end[0]
+            if inside and self.chat_delegate.cached(item) is None:
+                parts.append(_whole_text(item))  # not on screen: no layout needed
+            else:
+                parts += self.chat_delegate.layout(item).selected_text(selection, row)
+        return "\n\n".join(p for p in parts if p)
+
+    def copy(self) -> None:
+        """Puts the selected text on the clipboard (nothing selected: nothing happens)."""
+        text = self.selected_text()
+        if text:
+            QGuiApplication.clipboard().setText(text)
+
+    def _text_pos(self, pos: QPoint) -> TextPos | None:
+        """The place in the text nearest to `pos` (rows above or below the viewport count
+        as its first or last row's start or end)."""
+        items = self.chat_model.items
+        if not items:
+            return None
+        vp = self.viewport().rect()
+        inside = QPoint(min(max(pos.x(), 0), vp.width() - 1), min(max(pos.y(), 0), vp.height() - 1))
+        index = self.indexAt(inside)
+        if not index.isValid():
+            last = len(items) - 1
+            return (last, _END, 0) if inside.y() > 0 else (0, 0, 0)
+        item = items[index.row()]
+        layout = self.chat_delegate.layout(item)
+        local = QPointF(pos) - self.chat_delegate.origin(self.visualRect(index))
+        block, char = layout.position_at(local)
+        return (index.row(), block, char)
+
+    def _select_unit(self, pos: QPoint, paragraph: bool) -> bool:
+        found = self._layout_at(pos)
+        if found is None:
+            return False
+        row, layout, local = found
+        unit = layout.unit_at(local, paragraph)
+        if unit is None:
+            return False
+        block, first, end = unit
+        self.select_range((row, block, first), (row, block, end))
+        return True
+
+    def _layout_at(self, pos: QPoint) -> tuple[int, ItemLayout, QPointF] | None:
+        index = self.indexAt(pos)
+        if not index.isValid():
+            return None
+        layout = self.chat_delegate.layout(self.chat_model.items[index.row()])
+        return index.row(), layout, QPointF(pos) - self.chat_delegate.origin(self.visualRect(index))
+
+    def _drag_to(self, pos: QPoint) -> None:
+        self._drag_pos = pos
+        focus = self._text_pos(pos)
+        if self._anchor is not None and focus is not None:
+            self.select_range(self._anchor, focus)
+        outside = pos.y() < 0 or pos.y() >= self.viewport().height()
+        if outside and not self._autoscroll.isActive():
+            self._autoscroll.start()
+        elif not outside:
+            self._autoscroll.stop()
+
+    def _drag_scroll(self) -> None:
+        """While a selecting drag is above or below the view, scroll towards it."""
+        pos, height = self._drag_pos, self.viewport().height()
+        if not self._dragging or 0 <= pos.y() < height:
+            self._autoscroll.stop()
+            return
+        over = pos.y() if pos.y() < 0 else pos.y() - height
+        bar = self.verticalScrollBar()
+        self._set_scroll(bar.value() + max(-60, min(60, over)))
+        self._stick = bar.value() >= bar.maximum() - 4
+        self._drag_to(pos)
+
     # ---- mouse, keyboard, context menu ---------------------------------------------------
 
     def _hit_at(self, pos: QPoint) -> tuple[ChatItem, Hit | None] | None:
@@ -592,40 +899,97 @@ class ChatView(QTreeView):
         return item, layout.hit(QPointF(pos) - self.chat_delegate.origin(rect))
 
     def mouseMoveEvent(self, event: QMouseEvent) -> None:
-        found = self._hit_at(event.position().toPoint())
-        hit = found[1] if found else None
-        self.viewport().setCursor(
-            Qt.CursorShape.PointingHandCursor if hit else Qt.CursorShape.ArrowCursor
-        )
+        pos = event.position().toPoint()
+        if event.buttons() & Qt.MouseButton.LeftButton and self._anchor is not None:
+            distance = (pos - self._press_pos).manhattanLength()
+            if not self._dragging and distance >= QApplication.startDragDistance():
+                self._dragging = True
+                self._press = None  # a drag that starts on a link selects, it does not open
+            if self._dragging:
+                self.viewport().setCursor(Qt.CursorShape.IBeamCursor)
+                self._drag_to(pos)
+            return
+        found = self._layout_at(pos)
+        hit = found[1].hit(found[2]) if found else None
+        shape = Qt.CursorShape.ArrowCursor
+        if hit is not None:
+            shape = Qt.CursorShape.PointingHandCursor
+        elif found is not None and found[1].over_text(found[2]):
+            shape = Qt.CursorShape.IBeamCursor
+        self.viewport().setCursor(shape)
+        self._set_hover_row(found[0] if found else -1)
         if hit != self.chat_delegate.state.hover:
             self.chat_delegate.state.hover = hit
             self.viewport().update()
-        if event.buttons() == Qt.MouseButton.NoButton:
-            return
-        super().mouseMoveEvent(event)
 
     def leaveEvent(self, event: QEvent) -> None:
         if self.chat_delegate.state.hover is not None:
             self.chat_delegate.state.hover = None
             self.viewport().update()
+        self._set_hover_row(-1)
         super().leaveEvent(event)
 
     def mousePressEvent(self, event: QMouseEvent) -> None:
-        found = self._hit_at(event.position().toPoint())
-        self._press = found[1] if found and event.button() == Qt.MouseButton.LeftButton else None
+        pos = event.position().toPoint()
+        found = self._hit_at(pos)
+        left = event.button() == Qt.MouseButton.LeftButton
+        hit = found[1] if found else None
+        self._press = hit if left else None
+        self._press_pos = pos
+        self._dragging = False
         self.setFocus(Qt.FocusReason.MouseFocusReason)
         if found is not None:
             self.setCurrentIndex(self.chat_model.index(found[0].row, 0))
+        if not left:
+            return  # a right click keeps the selection for the menu
+        double, self._double = self._double, None
+        interval = QApplication.doubleClickInterval() / 1000
+        if (
+            double is not None
+            and time.monotonic() - double[0] < interval
+            and (pos - double[1]).manhattanLength() < 8
+            and self._select_unit(pos, paragraph=True)
+        ):
+            self._press = self._anchor = None  # a triple-click selects the paragraph
+            return
+        self.clear_selection()
+        selectable = hit is None or hit.action == "link"
+        self._anchor = self._text_pos(pos) if selectable else None
 
     def mouseReleaseEvent(self, event: QMouseEvent) -> None:
-        found = self._hit_at(event.position().toPoint())
+        self._autoscroll.stop()
+        dragged, self._dragging = self._dragging, False
+        self._anchor = None
         press, self._press = self._press, None
+        if dragged or event.button() != Qt.MouseButton.LeftButton:
+            return
+        found = self._hit_at(event.position().toPoint())
         if found is None or found[1] is None or press is None or found[1] != press:
             return
         self.activate(found[0], found[1])
 
     def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
+        pos = event.position().toPoint()
+        found = self._hit_at(pos)
+        hit = found[1] if found else None
+        left = event.button() == Qt.MouseButton.LeftButton
+        if left and (hit is None or hit.action == "link") and self._select_unit(pos, False):
+            self._double = (time.monotonic(), pos)
+            self._press = self._anchor = None
+            return
         self.mousePressEvent(event)
+
+    def viewportEvent(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.ToolTip:
+            assert isinstance(event, QHelpEvent)
+            found = self._layout_at(event.pos())
+            tip = found[1].tooltip_at(found[2]) if found else ""
+            if tip:
+                QToolTip.showText(event.globalPos(), tip, self.viewport())
+            else:
+                QToolTip.hideText()
+            return True
+        return super().viewportEvent(event)
 
     def activate(self, item: ChatItem, hit: Hit) -> None:
         """Performs what a click on `hit` (a link, a toggle, Copy, Retry…) does."""
@@ -636,9 +1000,20 @@ class ChatView(QTreeView):
         elif hit.action == "copy_code":
             block, code = hit.payload
             QGuiApplication.clipboard().setText(code)
-            self.chat_delegate.state.copied = (id(item), block)
-            self._copied_timer.start()
-            self.viewport().update(self.visualRect(self.chat_model.index(item.row, 0)))
+            self._show_copied(item, block)
+        elif hit.action == "copy_message":
+            QGuiApplication.clipboard().setText(item.markdown())
+            self._show_copied(item, WHOLE_MESSAGE)
+        elif hit.action == "edit" and isinstance(item, UserMessage):
+            self.start_edit(item)
+        elif hit.action == "regenerate" and isinstance(item, AssistantMessage):
+            if item.index is not None:
+                self.regenerateRequested.emit(item.index)
+        elif hit.action in ("branch_prev", "branch_next"):
+            index, wanted = hit.payload
+            self.branchRequested.emit(index, wanted)
+        elif hit.action == "connect":
+            self.linkActivated.emit(CONNECT_MODEL_URL)
         elif hit.action == "retry" and isinstance(item, ErrorItem):
             item.retried = True
             self.chat_model.changed(item)
@@ -652,6 +1027,11 @@ class ChatView(QTreeView):
                 item.result_open = not item.result_open
             self.chat_model.changed(item)
 
+    def _show_copied(self, item: ChatItem, block: int) -> None:
+        self.chat_delegate.state.copied = (id(item), block)
+        self._copied_timer.start()
+        self._update_row(item.row)
+
     def toggle_thinking(self, item: ThinkingItem) -> None:
         """Opens or closes a thinking block (text still buffered is shown at once)."""
         if item is self._thinking and self._pending_reasoning:
@@ -660,19 +1040,38 @@ class ChatView(QTreeView):
         self._dirty.pop(id(item), None)
         self.chat_model.changed(item)
 
+    def toggle_card(self, card: ToolCard) -> None:
+        """Opens or closes a tool card's details (and its result, if it has one)."""
+        opening = not (card.args_open or card.result_open)
+        card.args_open = opening
+        card.result_open = opening and bool(card.result or card.terminal)
+        self.chat_model.changed(card)
+
     def _clear_copied(self) -> None:
         self.chat_delegate.state.copied = None
         self.viewport().update()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         index = self.currentIndex()
+        item = self.chat_model.items[index.row()] if index.isValid() else None
         if event.key() in (Qt.Key.Key_Space, Qt.Key.Key_Return, Qt.Key.Key_Enter):
-            item = self.chat_model.items[index.row()] if index.isValid() else None
             if isinstance(item, ThinkingItem):
                 self.toggle_thinking(item)
                 return
-        if event.matches(QKeySequence.StandardKey.Copy) and index.isValid():
-            QGuiApplication.clipboard().setText(self.chat_model.items[index.row()].markdown())
+            if isinstance(item, ToolCard):
+                self.toggle_card(item)
+                return
+        if event.matches(QKeySequence.StandardKey.Copy):
+            if self.has_selection():
+                self.copy()
+            elif item is not None:
+                QGuiApplication.clipboard().setText(item.markdown())
+            return
+        if event.matches(QKeySequence.StandardKey.SelectAll):
+            self.selectAll()
+            return
+        if event.key() == Qt.Key.Key_Escape and self.has_selection():
+            self.clear_selection()
             return
         super().keyPressEvent(event)
 
@@ -688,6 +1087,8 @@ class ChatView(QTreeView):
         local = QPointF(pos) - self.chat_delegate.origin(self.visualRect(index))
         menu = QMenu(self)
         clipboard = QGuiApplication.clipboard()
+        if self.has_selection():
+            menu.addAction("Copy", self.copy)
         code = layout.code_at(local)
         if code is not None:
             menu.addAction("Copy code", lambda: clipboard.setText(code))
@@ -703,13 +1104,71 @@ class ChatView(QTreeView):
         elif isinstance(item, ToolCard):
             if item.arguments:
                 menu.addAction("Copy arguments", lambda: clipboard.setText(item.arguments))
-            if item.result or item.error:
+            if (item.result or item.error) and item.status != ToolStatus.DENIED:
                 menu.addAction("Copy result", lambda: clipboard.setText(item.result or item.error))
-        else:
+        elif isinstance(item, MessageItem):
             menu.addAction("Copy message", lambda: clipboard.setText(_plain(layout, item)))
             if isinstance(item, AssistantMessage):
                 menu.addAction("Copy as Markdown", lambda: clipboard.setText(item.markdown()))
+        menu.addAction("Select all", self.selectAll)
         menu.exec(event.globalPos())
+
+    # ---- editing a message ---------------------------------------------------------------
+
+    def start_edit(self, item: UserMessage) -> MessageEditor | None:
+        """Opens the inline editor over a user message (its index must be known)."""
+        if item.index is None or item.row < 0:
+            return None
+        self.cancel_edit()
+        text = self.editable_text(item.index) if self.editable_text else item.text
+        editor = MessageEditor(text or item.text, self.chat_delegate.theme)
+        editor.sent.connect(lambda text, it=item: self._edit_sent(it, text))
+        editor.cancelled.connect(self.cancel_edit)
+        editor.heightChanged.connect(lambda height, it=item: self._editor_height(it, height))
+        item.editing, item.editor_height = True, editor.wanted_height()
+        self._editing = (item, editor)
+        self.chat_model.changed(item)
+        self.setIndexWidget(self.chat_model.index(item.row, 0), editor)
+        editor.show()
+        editor.start()
+        return editor
+
+    def editor(self) -> MessageEditor | None:
+        """The open message editor (tests, the window)."""
+        return self._editing[1] if self._editing else None
+
+    def cancel_edit(self) -> None:
+        editing, self._editing = self._editing, None
+        if editing is None:
+            return
+        item, editor = editing
+        had_focus = editor.isAncestorOf(QApplication.focusWidget())
+        if 0 <= item.row < len(self.chat_model.items) and self.chat_model.items[item.row] is item:
+            self.setIndexWidget(self.chat_model.index(item.row, 0), None)  # type: ignore[arg-type]
+            item.editing = False
+            self.chat_model.changed(item)
+        editor.hide()
+        editor.deleteLater()
+        if had_focus:
+            self.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    def _edit_sent(self, item: UserMessage, text: str) -> None:
+        index = item.index
+        self.cancel_edit()
+        if index is not None:
+            self.editRequested.emit(index, text)
+
+    def _editor_height(self, item: UserMessage, height: int) -> None:
+        if item.editing and item.editor_height != height:
+            item.editor_height = height
+            self.chat_model.changed(item)
+
+
+def _whole_text(item: ChatItem) -> str:
+    """A message's text as shown, without laying it out."""
+    if isinstance(item, AssistantMessage):
+        return message_plain(item.text)
+    return item.plain_text()
 
 
 def _plain(layout: object, item: ChatItem) -> str:
