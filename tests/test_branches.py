@@ -13,11 +13,11 @@ import pytest
 
 from app.core import store as store_mod
 from app.core.events import TextDelta
-from app.core.history_marks import BranchInfo
+from app.core.history_marks import BranchInfo, Marker
 from app.core.paths import db_path
 from app.core.providers.base import ChatMessage, ToolCallRequest, Usage
 from app.core.store import NotFoundError, Store
-from app.ui.controller import ChatController
+from app.ui.controller import KEPT, STOPPED, ChatController
 from tests.controller_harness import (
     contents,
     finish,
@@ -26,7 +26,7 @@ from tests.controller_harness import (
     send,
     sent_messages,
 )
-from tests.fakellm import ScriptedLLM, hang, text, tool_calls
+from tests.fakellm import ScriptedLLM, error, hang, text, tool_calls
 from tests.fixtures_qt import wait_until
 
 PNG = (
@@ -267,7 +267,7 @@ def test_edit_and_resend_then_switch_back(controller: ChatController, llm, qloop
     async def body() -> None:
         await send(controller, "first")
         await send(controller, "second")
-        controller.edit_and_resend(2, "second, edited")
+        assert controller.edit_and_resend(2, "second, edited") is True
         assert seen.of("reset") == [None]  # before the turn runs: the view shows the edit
         assert contents(controller) == ["first", "one", "second, edited"]
         await finish(controller)
@@ -278,7 +278,7 @@ def test_edit_and_resend_then_switch_back(controller: ChatController, llm, qloop
     assert contents(controller) == ["first", "one", "second, edited", "two, edited"]
     assert controller.branches() == [BranchInfo(2, 2, 2)]
 
-    controller.switch_branch(2, 1)
+    assert controller.switch_branch(2, 1) is True
     assert len(seen.of("reset")) == 2
     assert contents(controller) == ["first", "one", "second", "two"]
     assert controller.branches() == [BranchInfo(2, 1, 2)]
@@ -371,15 +371,15 @@ def test_actions_are_refused_while_busy_and_on_bad_indices(
             lambda: controller.regenerate(9),
             lambda: controller.switch_branch(1, 1),  # no branch point
         ):
-            action()
+            assert action() is False  # the view keeps its editor open
             assert not controller.busy
         controller.send("again")
         await wait_until(
             lambda: "still going" in "".join(e.text for e in seen.events(TextDelta)),
             what="the second answer to start",
         )
-        controller.edit_and_resend(0, "while busy")
-        controller.regenerate(1)
+        assert controller.edit_and_resend(0, "while busy") is False
+        assert controller.regenerate(1) is False
         before = list(controller.conversation.messages)
         controller.stop()
         await finish(controller)
@@ -394,8 +394,9 @@ def test_actions_are_refused_while_busy_and_on_bad_indices(
 
 def test_a_new_chat_has_no_branches(controller: ChatController) -> None:
     assert controller.conversation_marks() == ([], [])
-    controller.regenerate(0)
-    controller.switch_branch(0, 1)
+    assert controller.regenerate(0) is False
+    assert controller.switch_branch(0, 1) is False
+    assert controller.edit_and_resend(0, "x") is False
     assert controller.conversation is None
 
 
@@ -418,3 +419,103 @@ def test_switching_keeps_conversation_messages_in_step_with_the_store(
         assert contents(controller) == ["q", answer]
     stored = controller.runtime.store.load_messages(controller.conversation_id)
     assert controller.conversation.messages == stored
+
+
+def test_a_regenerate_stopped_before_any_text_shows_the_earlier_answer_again(
+    controller: ChatController, llm, qloop
+) -> None:
+    llm.add(text("The earlier answer."), hang(""))
+    seen = record(controller)
+
+    async def body() -> None:
+        await send(controller, "question")
+        assert controller.regenerate(1) is True
+        assert contents(controller) == ["question"]
+        await wait_until(lambda: len(llm.requests) == 2, what="the regenerate request")
+        controller.stop()
+        await finish(controller, "the stop")
+
+    qloop.run_until_complete(body())
+    assert contents(controller) == ["question", "The earlier answer."]
+    assert seen.of("reset") == [None, None]  # the fork, then the way back
+    markers, branches = controller.conversation_marks()
+    assert branches == [BranchInfo(1, 1, 2)]  # the empty attempt stays a branch
+    assert markers == [Marker(1, "stopped", f"{STOPPED}. {KEPT}")]
+
+    fresh = ChatController(controller.runtime)  # reopened: the same
+    fresh.open(controller.conversation_id)
+    assert contents(fresh) == ["question", "The earlier answer."]
+    assert fresh.conversation_marks() == (markers, branches)
+
+
+def test_a_failed_regenerate_shows_the_earlier_answer_with_why(
+    controller: ChatController, llm, qloop
+) -> None:
+    llm.add(text("Answer one."), text("Answer two."), error(400, message="context too long"))
+
+    async def body() -> None:
+        await send(controller, "question")
+        controller.regenerate(1)
+        await finish(controller)
+        assert controller.branches() == [BranchInfo(1, 2, 2)]
+        controller.regenerate(1)  # the third attempt fails
+        await finish(controller)
+
+    qloop.run_until_complete(body())
+    assert contents(controller) == ["question", "Answer two."]  # the one shown before
+    markers, branches = controller.conversation_marks()
+    assert branches == [BranchInfo(1, 2, 3)]
+    [marker] = markers
+    assert marker.after == 1 and marker.kind == "error"
+    assert "context too long" in marker.text and marker.text.endswith(KEPT)
+    controller.switch_branch(1, 1)
+    assert contents(controller) == ["question", "Answer one."]
+
+
+def test_a_regenerate_stopped_mid_answer_keeps_the_new_partial_one(
+    controller: ChatController, llm, qloop
+) -> None:
+    llm.add(text("The earlier answer."), hang("A new beginn"))
+    seen = record(controller)
+
+    async def body() -> None:
+        await send(controller, "question")
+        controller.regenerate(1)
+        await wait_until(
+            lambda: "".join(e.text for e in seen.events(TextDelta)).endswith("beginn"),
+            what="the new partial answer",
+        )
+        controller.stop()
+        await finish(controller, "the stop")
+
+    qloop.run_until_complete(body())
+    assert contents(controller) == ["question", "A new beginn"]
+    assert controller.conversation_marks() == (
+        [Marker(2, "stopped", STOPPED)],
+        [BranchInfo(1, 2, 2)],
+    )
+
+
+def test_a_switch_drops_tools_only_the_other_branch_used(
+    controller: ChatController, llm, home: Path, qloop
+) -> None:
+    (home / "a.txt").write_text("alpha", "utf-8")
+    llm.add(
+        tool_calls(("r1", "fs_read_file", {"path": str(home / "a.txt")})),
+        text("It says alpha."),
+        text("I would rather not read it."),
+    )
+
+    async def body() -> None:
+        await send(controller, "read a.txt")
+        controller.regenerate(3)
+        await finish(controller)
+
+    qloop.run_until_complete(body())
+    assert controller.conversation is not None
+    offered = set(controller.runtime.new_session().active)
+    assert controller.conversation.session.active == offered
+    controller.switch_branch(1, 1)
+    assert controller.conversation.session.active == offered | {"fs_read_file"}
+    controller.switch_branch(1, 2)
+    assert controller.conversation.session.active == offered

@@ -268,7 +268,7 @@ def test_first_run_offers_a_local_server_and_then_chats(home, llm, qtbot, qloop,
             ]
             win.show()
             assert win.chat_stack.currentIndex() == 1
-            assert "No model connected" in win.model_label.text()
+            assert win.model_picker.button.parts()[0] == "No model connected"
             await wait_until(lambda: win.setup_card.buttons, what="a detected server")
             assert [b.text() for b in win.setup_card.buttons] == [
                 "Use Ollama (2 models — fake-model)"

@@ -139,7 +139,7 @@ def test_failed_server_shows_stderr(page: McpPage, qloop: Any, runtime: Runtime)
         await page.connect_servers()
         await wait_until(
             lambda: (
-                "Failed" in page.status_label.text()
+                page.status_label.text() == "Could not start"
                 and "boom: no config" in page.output_box.toPlainText()
                 and page.output_box.isVisible()
             ),
@@ -166,14 +166,20 @@ def test_edit_validation_and_rule(
     async def body() -> None:
         page.add_server()
         assert not await page.save_editor()
-        assert "name" in page.editor.error_label.text()
+        # each problem is shown under the field it is about, in plain words
+        assert page.editor.field_error("name") == "Give this server a name."
+        assert page.editor.name_edit.hasFocus()
         page.editor.name_edit.setText("remote")
+        assert page.editor.field_error("name") == ""  # typing clears it
         page.editor.transport_combo.setCurrentIndex(1)
         page.editor.url_edit.setText("ftp://nope")
         assert not await page.save_editor()
-        assert "http" in page.editor.error_label.text()
+        assert "http" in page.editor.field_error("url")
         page.editor.url_edit.setText("https://mcp.example.com/mcp")
         page.editor.headers_edit.setPlainText("X-Team: blue")
+        page.editor.auth_combo.setCurrentIndex(page.editor.auth_combo.findData("token"))
+        assert not await page.save_editor()  # a token sign-in needs the token
+        assert "access token" in page.editor.field_error("token")
         page.editor.token_edit.setText(TOKEN)
         page.editor.rule_combo.setCurrentIndex(page.editor.rule_combo.findData("deny"))
         assert await page.save_editor()
@@ -183,9 +189,11 @@ def test_edit_validation_and_rule(
             "X-Team": "blue",
             "Authorization": "keyring:mcp/remote/oauth_token",
         }
+        assert saved["auth"] == "none"  # the token is the sign-in: no browser round trip
         assert runtime.secrets.get("mcp/remote/oauth_token") == f"Bearer {TOKEN}"
         # editing again keeps the stored token without showing it
         page.select("remote")
+        assert page.editor.auth_kind() == "token"
         assert page.editor.token_stored and page.editor.token_edit.text() == ""
         assert "Authorization" not in page.editor.headers_edit.toPlainText()
         assert await page.save_editor()
@@ -349,7 +357,8 @@ def test_a_bad_entry_is_shown_with_its_field_and_the_others_run(
     assert states["broken"].status is Status.INVALID
     assert states["web"].status is Status.DISABLED  # the good entry is still there
     text, role = mcp_page.status_text(states["broken"], [])
-    assert role == "error" and "timeout" in text and "broken" in text
+    assert role == "error" and "timeout must be" in text and "Press Edit" not in text
+    assert "Save server" in text  # the form drops the bad hidden field: saving fixes it
 
 
 def test_a_bad_entry_shows_its_problem_before_any_server_started(
@@ -672,7 +681,9 @@ def test_server_text_is_plain_and_long_lines_wrap(
     )
     page.select("web")
     assert page.status_label.textFormat() == Qt.TextFormat.PlainText
-    assert "<b>bold</b>" in page.status_label.text()
+    assert page.status_detail.textFormat() == Qt.TextFormat.PlainText
+    assert page.status_label.text() == "Could not start"
+    assert "<b>bold</b>" in page.status_detail.text()
     assert "\x1b" not in page.status_shown() and "⟨U+001B⟩" in page.status_shown()
     assert long_path in page.status_shown()
     assert "<img" in page.output_box.toPlainText()  # a plain-text box: shown, not loaded
@@ -731,3 +742,87 @@ def test_a_sign_in_that_times_out_says_so_and_offers_sign_in_again(
         assert "did not finish signing in" in page.status_shown()
 
     run(qloop, body())
+
+
+# ---- the page's states: empty, editing, a server in trouble ---------------------------------
+
+
+def test_with_no_server_the_page_explains_and_adds_from_pasted_json(
+    page: McpPage, qloop: Any, runtime: Runtime, qtbot: Any
+) -> None:
+    assert page.empty_view.isVisible() and not page.main_view.isVisible()
+    assert page.empty_add_button.isVisible() and page.empty_paste.isVisible()
+
+    async def body() -> None:
+        assert not await page.import_text("{not json")
+        assert page.empty_paste.error_label.text().startswith("This is not valid JSON")
+        assert not await page.import_text('{"mcpServers": {"x": {"timeout": 5}}}')
+        assert "None of these servers can be used" in page.empty_paste.error_label.text()
+        assert mcp_path(runtime.home).exists() is False  # nothing was written
+        # a "name": {…} pair as servers' instructions show it, with a secret
+        pasted = f'"notes": {{"command": "npx", "env": {{"API_TOKEN": "{TOKEN}"}}}},'
+        assert await page.import_text(pasted)
+        assert mcp_json(runtime)["notes"]["env"]["API_TOKEN"] == "keyring:mcp/notes/API_TOKEN"
+        assert runtime.secrets.get("mcp/notes/API_TOKEN") == TOKEN
+        assert page.main_view.isVisible() and not page.empty_view.isVisible()
+        assert page.current_name() == "notes"
+        assert "Imported 1 server" in page.message.text()
+
+    run(qloop, body())
+
+
+def test_add_from_the_empty_page_and_cancel_goes_back(page: McpPage, qtbot: Any) -> None:
+    qtbot.mouseClick(page.empty_add_button, Qt.MouseButton.LeftButton)
+    assert page.main_view.isVisible() and page.editor.heading.text() == "New MCP server"
+    assert page.editor.name_edit.hasFocus()
+    qtbot.mouseClick(page.editor.cancel_button, Qt.MouseButton.LeftButton)
+    assert page.empty_view.isVisible()
+
+
+def test_a_failed_server_says_why_in_plain_words_with_retry_edit_remove(
+    qtbot: Any, qloop: Any, runtime: Runtime, restore_theme: None
+) -> None:
+    write_servers(runtime, {"gone": {"command": "no-such-program-4d2c"}})
+    install_manager(runtime)
+    page = open_page(qtbot, qloop, runtime)
+    run(qloop, connect_until(page, {"gone": Status.FAILED}))
+    shown = page.status_shown()
+    assert page.status_label.text() == "Could not start"
+    assert "could not find the program “no-such-program-4d2c”" in shown
+    assert "FileNotFoundError" not in shown and "Errno" not in shown  # never a raw error
+    assert row_detail(page, "gone") == "Could not start"
+    for button in (page.retry_button, page.edit_button, page.remove_server_button):
+        assert button.isVisible()
+    qtbot.mouseClick(page.edit_button, Qt.MouseButton.LeftButton)
+    assert page.editor.command_edit.hasFocus()  # what a failed start most often needs
+    seen: list[Status] = []
+    runtime.mcp.subscribe(lambda state: seen.append(state.status))
+    qtbot.mouseClick(page.retry_button, Qt.MouseButton.LeftButton)
+    run(qloop, wait_until(lambda: Status.FAILED in seen[1:] or seen[-1:] == [Status.FAILED]))
+    assert Status.STARTING in seen  # it really started again
+
+
+def test_the_server_output_box_folds(
+    page: McpPage, qloop: Any, qtbot: Any, runtime: Runtime
+) -> None:
+    write_servers(runtime, {"web": {"url": "https://example.com/mcp"}})
+    run(qloop, page.reload())
+    page._on_state(ServerState("web", "http", Status.FAILED, error="", stderr=["line one"]))
+    assert page.output_box.isVisible() and "1 line" in page.output_heading.text()
+    qtbot.mouseClick(page.output_heading, Qt.MouseButton.LeftButton)
+    assert not page.output_box.isVisible()
+    assert "line one" not in page.status_shown()
+    assert "stopped before it was ready" in page.status_detail.text()
+
+
+def test_plain_reasons() -> None:
+    reason = mcp_page.plain_reason
+    assert reason("ConnectError: All connection attempts failed").startswith(
+        "Deskhand could not reach the server"
+    )
+    assert reason("HTTPStatusError: Client error '404 Not Found' for url 'https://x/mcp'") == (
+        "The server answered with an error (HTTP 404). Check the URL."
+    )
+    assert reason("McpError: Connection closed") == "The server stopped before it was ready."
+    assert reason("weird\x1b[2J thing") == "Weird⟨U+001B⟩[2J thing."
+    assert reason(None) == "The server stopped before it was ready."

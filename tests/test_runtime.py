@@ -52,6 +52,13 @@ def test_an_unusable_keyring_is_a_warning_not_a_failure(runtime, monkeypatch, ca
     account = ProviderAccount(kind="openai", label="Local", base_url="http://127.0.0.1:9/v1")
     runtime.settings.providers.append(account)
     runtime.settings.active_provider = account.id
+    # no key stored (the index of names says so): the keyring is not even asked
+    assert runtime.provider_config().api_key is None
+    assert caplog.text == ""
+    # a key is stored (another process wrote its name), but the keyring cannot be used
+    (runtime.home / "secrets-index.json").write_text(
+        json.dumps({"services": {"deskhand": [f"provider/{account.id}/api_key"]}})
+    )
     config = runtime.provider_config()
     assert config.api_key is None
     assert "continuing without an API key" in caplog.text

@@ -16,6 +16,7 @@ from pydantic import Field, ValidationError
 
 from app.core import paths
 from app.core.settings import (
+    STRICT,
     ProviderAccount,
     SecretInSettingsError,
     Settings,
@@ -298,3 +299,48 @@ def test_path_helpers(tmp_path: Path) -> None:
     assert paths.mcp_path(tmp_path) == tmp_path / "mcp.json"
     assert paths.tools_dir(tmp_path) == tmp_path / "tools"
     assert paths.logs_dir(tmp_path) == tmp_path / "logs"
+
+
+# ---- what the settings form relies on ------------------------------------------------------
+
+
+def test_font_size_is_0_or_8_to_24() -> None:
+    assert Settings().general.font_size == 0
+    for ok in (0, 8, 14, 24):
+        assert Settings.model_validate({"general": {"font_size": ok}}, context=STRICT)
+    for bad in (1, 7, 25, -1):
+        with pytest.raises(ValidationError):
+            Settings.model_validate({"general": {"font_size": bad}}, context=STRICT)
+
+
+def test_a_number_out_of_range_in_the_file_gets_its_default(
+    home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = paths.settings_path(home)
+    path.write_text(
+        json.dumps(
+            {
+                "max_steps": 0,
+                "general": {"theme": "dark", "font_size": 3},
+                "browser": {"idle_close_seconds": 0, "headless": False},
+                "shell": {"timeout": 99999, "sandbox": "off"},
+            }
+        )
+    )
+    with caplog.at_level(logging.WARNING, logger="app.core.settings"):
+        s = _store(home).load()
+    assert (s.max_steps, s.general.font_size, s.browser.idle_close_seconds) == (25, 0, 300)
+    assert s.shell.timeout == 120
+    assert (s.general.theme, s.browser.headless, s.shell.sandbox) == ("dark", False, "off")
+    assert not list(home.glob("*.corrupt-*"))  # the rest of the file is kept
+    assert any("max_steps is out of range" in r.getMessage() for r in caplog.records)
+
+
+def test_an_older_file_loads_unchanged(home: Path) -> None:
+    sample = _sample()
+    older = sample.model_dump(mode="json")
+    del older["general"]["font_size"]  # written before the setting existed
+    paths.settings_path(home).write_text(json.dumps(older))
+    loaded = _store(home).load()
+    assert loaded == sample
+    assert loaded.model_dump(mode="json", exclude={"general": {"font_size"}}) == older

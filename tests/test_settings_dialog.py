@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,14 +13,15 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication, QPalette
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QScrollArea
 
 from app.core.local_servers import Candidate
 from app.core.rules import Rule, RuleDecision
 from app.core.runtime import Runtime
 from app.core.secrets import SERVICE, SecretStore, secret_key
 from app.ui import theme
-from app.ui.settings.dialog import SettingsDialog
+from app.ui.settings import dialog as dialog_module
+from app.ui.settings.dialog import PAGE_KEYS, SettingsDialog
 from app.ui.settings.presets import PRESETS
 from app.ui.settings.providers_page import ProvidersPage
 from tests.fakellm import ScriptedLLM, error, hang
@@ -31,6 +33,8 @@ pytestmark = pytest.mark.gui
 OTHER = next(p for p in PRESETS if p.name.startswith("Other"))
 OPENAI = next(p for p in PRESETS if p.name == "OpenAI")
 KEY = "sk-test-4f9c2b7e1d"
+#: Where to save screenshots to look at (DESKHAND_SHOTS=folder); none by default.
+SHOTS = os.environ.get("DESKHAND_SHOTS")
 
 
 def run(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any]) -> Any:
@@ -162,9 +166,10 @@ def test_rejected_key_shows_a_readable_failure_without_the_key(
         await wait_until(lambda: page.test_result.text().startswith("✗"), what="the failure")
 
     run(qloop, body())
-    result = page.test_result.text()
-    assert "API key was rejected" in result and "HTTP 401" in result
-    assert KEY not in result
+    # said next to the key field (issue 17: errors next to the field that caused them)
+    said = page.field_error("key")
+    assert "refused the key" in said and "HTTP 401" in said
+    assert KEY not in said + page.test_result.text()
     assert page.test_result.property("role") == "error"
     assert llm.requests[-1].headers["authorization"] == f"Bearer {KEY}"  # the typed key was used
 
@@ -181,7 +186,7 @@ def test_unreachable_server_says_so(
         await wait_until(lambda: page.test_result.text().startswith("✗"), what="the failure")
 
     run(qloop, body())
-    assert "Could not reach" in page.test_result.text()
+    assert "Could not reach" in page.field_error("url")
 
 
 @pytest.mark.keyring
@@ -372,6 +377,7 @@ def test_general_settings_save(qtbot: Any, qloop: Any, open_dialog: Any, runtime
     g.minimized_check.setChecked(True)
     g.send_combo.setCurrentIndex(g.send_combo.findData("ctrl_enter"))
     g.steps_spin.setValue(40)
+    g.font_spin.setValue(14)
 
     async def body() -> None:
         assert await dialog.save()
@@ -380,12 +386,14 @@ def test_general_settings_save(qtbot: Any, qloop: Any, open_dialog: Any, runtime
     data = saved_json(runtime)
     assert data["general"] == {
         "theme": "dark",
+        "font_size": 14,
         "start_minimized": True,
         "start_at_login": False,
         "send_key": "ctrl_enter",
     }
     assert data["max_steps"] == 40
     assert runtime.settings.max_steps == 40
+    assert runtime.settings.general.font_size == 14
 
 
 def test_system_mode_follows_the_os_scheme(
@@ -423,7 +431,7 @@ def test_invalid_base_url_refuses_to_save(
     run(qloop, body())
     assert dialog.message.text().startswith("Nothing was saved.")
     assert dialog.current_page() == "providers"  # shows where the problem is
-    assert page.error_label.isVisible() and page.error_label.text()
+    assert page.field_error("url")  # next to the URL field
     assert page.url_edit.property("invalid") is True
     assert dialog.isVisible()
     assert not runtime.settings_store.path.exists()
@@ -457,3 +465,224 @@ def test_detect_local_servers_adds_them(
     ]
     assert page.active == page.accounts[0].id
     assert page.model_combo.count() == 2
+
+
+# ---- one save behaviour: Save only with changes, problems marked, unsaved changes asked ----
+
+
+def visit_every_page(qloop: Any, dialog: SettingsDialog) -> None:
+    """Show each page once, letting what they load when shown finish."""
+
+    async def body() -> None:
+        for key in PAGE_KEYS:
+            dialog.show_page(key)
+            await asyncio.sleep(0)
+        await asyncio.gather(*dialog.terminal.pending(), return_exceptions=True)
+
+    run(qloop, body())
+
+
+def test_save_is_enabled_only_while_something_changed(
+    qtbot: Any, qloop: Any, open_dialog: Any, runtime: Runtime
+) -> None:
+    dialog = open_dialog(runtime, page="general")
+    visit_every_page(qloop, dialog)
+    assert not dialog.save_button.isEnabled()  # opening and looking changes nothing
+
+    spin = dialog.general.font_spin
+    spin.setFocus()
+    qtbot.keyClick(spin, Qt.Key.Key_Up)  # 0 → 1: not a valid size, but a change
+    assert dialog.save_button.isEnabled()
+    spin.setValue(0)  # back as it was
+    assert not dialog.save_button.isEnabled()
+
+    dialog.tools.set_enabled("fs_move", False)  # a page that does not report edits itself
+    assert dialog.save_button.isEnabled()
+    dialog.tools.set_enabled("fs_move", True)
+    assert not dialog.save_button.isEnabled()
+
+    dialog.browser.form.editor("headless").setChecked(False)  # type: ignore[attr-defined]
+
+    async def save() -> None:
+        saved = await click_save(qtbot, dialog)
+        await wait_until(lambda: saved, what="settingsChanged")
+
+    run(qloop, save())
+    assert saved_json(runtime)["browser"]["headless"] is False
+    assert not dialog.save_button.isEnabled()
+
+
+def test_a_problem_keeps_the_window_open_and_marks_its_page(
+    qtbot: Any, qloop: Any, open_dialog: Any, runtime: Runtime
+) -> None:
+    dialog = open_dialog(runtime, page="general")
+    dialog.general.font_spin.setValue(5)
+    field_error = dialog.general.appearance.error_label("font_size")
+    assert field_error.isVisible()  # shown as soon as it is typed
+    assert field_error.text() == "Use 8 points or more, or 0 for the system size."
+    dialog.show_page("about")
+
+    async def body() -> None:
+        qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
+        await wait_until(lambda: dialog.message.text(), what="the refusal")
+
+    run(qloop, body())
+    assert dialog.isVisible()
+    assert dialog.current_page() == "general"  # taken to the page with the problem
+    problem = "Chat text size: Use 8 points or more, or 0 for the system size."
+    assert dialog.message.text() == f"Nothing was saved. {problem}"
+    assert dialog.problem_labels["general"].isVisible()
+    assert dialog.problem_labels["general"].text() == problem
+    item = dialog.nav.item(PAGE_KEYS.index("general"))
+    assert dialog.problem_of("general") == problem and not item.icon().isNull()
+    assert dialog.problem_of("browser") is None
+    assert not runtime.settings_store.path.exists()
+
+    dialog.general.font_spin.setValue(12)  # fixed: the mark goes at once
+    assert dialog.problem_of("general") is None and item.icon().isNull()
+    assert not dialog.problem_labels["general"].isVisible()
+    assert run(qloop, dialog.save())
+    assert saved_json(runtime)["general"]["font_size"] == 12
+
+
+@pytest.mark.parametrize("answer", ["cancel", "discard", "save"])
+def test_closing_with_unsaved_changes_asks(
+    qtbot: Any,
+    qloop: Any,
+    open_dialog: Any,
+    runtime: Runtime,
+    monkeypatch: pytest.MonkeyPatch,
+    answer: str,
+) -> None:
+    asked: list[str] = []
+
+    def ask(parent: Any) -> str:
+        asked.append(parent.windowTitle())
+        return answer
+
+    monkeypatch.setattr(dialog_module, "ask_unsaved", ask)
+    dialog = open_dialog(runtime, page="memory")
+    qtbot.mouseClick(dialog.cancel_button, Qt.MouseButton.LeftButton)
+    assert not dialog.isVisible() and asked == []  # nothing changed: closes, no question
+
+    dialog = open_dialog(runtime, page="memory")
+    dialog.memory.form.editor("enabled").setChecked(False)  # type: ignore[attr-defined]
+    saved: list[bool] = []
+    dialog.settingsChanged.connect(lambda: saved.append(True))
+
+    async def body() -> None:
+        qtbot.keyClick(dialog, Qt.Key.Key_Escape)
+        if answer == "save":
+            await wait_until(lambda: saved, what="the save")
+
+    run(qloop, body())
+    assert asked == ["Deskhand settings"]
+    assert dialog.isVisible() == (answer == "cancel")
+    if answer == "save":
+        assert saved_json(runtime)["memory"]["enabled"] is False
+    else:
+        assert not runtime.settings_store.path.exists()
+
+
+def test_every_model_page_saves_its_fields(
+    qtbot: Any, qloop: Any, open_dialog: Any, runtime: Runtime
+) -> None:
+    dialog = open_dialog(runtime, page="instructions")
+    assert dialog.instructions.edit.toPlainText() == ""  # None: the built-in ones
+    qtbot.mouseClick(dialog.instructions.builtin_button, Qt.MouseButton.LeftButton)
+    assert dialog.instructions.edit.toPlainText().strip()  # the built-in text, to edit
+    dialog.instructions.edit.setPlainText("Answer in French.\nBe brief.")
+    browser = dialog.browser.form
+    browser.editor("executable").setText("/opt/chromium/chrome")  # type: ignore[attr-defined]
+    browser.editor("idle_close_seconds").setValue(600)  # type: ignore[attr-defined]
+    browser.editor("ask_new_sites").setChecked(False)  # type: ignore[attr-defined]
+    combo = dialog.security.keyring_combo
+    combo.setCurrentIndex(combo.findData("encrypted_file"))
+    dialog.memory.form.editor("inject_chars").setValue(4000)  # type: ignore[attr-defined]
+    dialog.general.conversations.editor("compact_after_chars").setValue(0)  # type: ignore[attr-defined]
+    assert run(qloop, dialog.save())
+    data = saved_json(runtime)
+    assert data["system_prompt"] == "Answer in French.\nBe brief."
+    assert data["browser"] == {
+        "executable": "/opt/chromium/chrome",
+        "headless": True,
+        "ask_new_sites": False,
+        "idle_close_seconds": 600,
+    }
+    assert data["security"] == {"keyring": "encrypted_file"}
+    assert data["memory"] == {"enabled": True, "inject_chars": 4000}
+    assert data["conversation"] == {"compact_after_chars": 0}
+
+    again = open_dialog(runtime, page="instructions")  # empty again: back to the built-in
+    again.instructions.edit.setPlainText("   ")
+    assert run(qloop, again.save())
+    assert saved_json(runtime)["system_prompt"] is None
+
+
+def test_an_older_settings_file_loads_and_keeps_what_the_user_did_not_touch(
+    qtbot: Any, qloop: Any, open_dialog: Any, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    older = {
+        "version": 1,
+        "general": {"theme": "dark", "start_minimized": True, "send_key": "ctrl_enter"},
+        "browser": {"idle_close_seconds": 0, "headless": False},  # 0: hand-edited
+        "max_steps": 150,
+        "system_prompt": "Mine.",
+        "shell": {"sandbox": "off", "timeout": 600},
+    }
+    (home / "settings.json").write_text(json.dumps(older))
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    rt = Runtime(home, entry_points=False)
+    rt.secrets = SecretStore(backend=MemoryKeyring())
+    try:
+        assert not list(home.glob("settings.json.corrupt-*"))
+        assert rt.settings.browser.idle_close_seconds == 300  # out of range: the default
+        dialog = open_dialog(rt, page="general")
+        assert dialog.general.theme_combo.currentData() == "dark"
+        assert dialog.general.font_spin.text() == "System default"
+        assert dialog.general.steps_spin.value() == 150
+        assert dialog.instructions.edit.toPlainText() == "Mine."
+        assert dialog.terminal.choice() == "off"
+        dialog.general.font_spin.setValue(16)
+        assert run(qloop, dialog.save())
+        data = saved_json(rt)
+        assert data["general"]["font_size"] == 16
+        assert data["general"]["theme"] == "dark" and data["general"]["send_key"] == "ctrl_enter"
+        assert data["max_steps"] == 150 and data["system_prompt"] == "Mine."
+        assert data["shell"] == {"sandbox": "off", "timeout": 600}
+        assert data["browser"]["headless"] is False
+    finally:
+        rt.close()
+
+
+MODEL_PAGES = ("terminal", "browser", "memory", "general", "instructions", "security", "about")
+
+
+@pytest.mark.parametrize("mode", ["light", "dark"])
+def test_every_page_fits_800_by_600(
+    qtbot: Any, qloop: Any, open_dialog: Any, runtime: Runtime, qapp: QApplication, mode: str
+) -> None:
+    theme.apply_theme(qapp, mode)  # type: ignore[arg-type]
+    dialog = open_dialog(runtime)
+    dialog.resize(800, 600)
+    assert (dialog.width(), dialog.height()) == (800, 600)
+    visit_every_page(qloop, dialog)
+    for key in PAGE_KEYS:
+        dialog.show_page(key)
+        qapp.processEvents()
+        scroll = dialog.stack.currentWidget().findChild(QScrollArea, "settingsPageScroll")
+        assert scroll is not None
+        page = dialog.pages[key]
+        # never squeezed below its minimum: what does not fit scrolls, it is not cut off
+        assert page.width() >= page.minimumSizeHint().width(), f"{key} is cut off"
+        assert page.height() >= page.minimumSizeHint().height(), f"{key} is cut off"
+        if key in MODEL_PAGES:  # the pages built from the settings model fit in width
+            assert not scroll.horizontalScrollBar().isVisible(), f"{key} is too wide"
+            assert scroll.widget().width() <= scroll.viewport().width()
+        if SHOTS:
+            dialog.grab().save(f"{SHOTS}/settings-{key}-{mode}.png")
+    for button in (dialog.save_button, dialog.cancel_button):
+        corner = button.mapTo(dialog, button.rect().bottomRight())
+        assert dialog.rect().contains(corner), "the buttons are cut off"
+    assert dialog.nav.count() == len(PAGE_KEYS)

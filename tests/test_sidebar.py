@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLineEdit
 
 from app.core.providers.base import ChatMessage
-from app.core.store import Store
+from app.core.store import HIGHLIGHT_END, HIGHLIGHT_START, Store
 from app.ui.sidebar import (
     DETAIL_ROLE,
     SPANS_ROLE,
@@ -47,10 +47,12 @@ def chat(store: Store, title: str, text: str) -> str:
 
 
 def test_highlight_parts_marks_matches_and_keeps_everything_else_plain():
-    text, spans = highlight_parts("how do I «drain» a  node\n safely")
+    text, spans = highlight_parts(
+        f"how do I {HIGHLIGHT_START}drain{HIGHLIGHT_END} a  node\n safely"
+    )
     assert text == "how do I drain a node safely"
     assert [text[s : s + n] for s, n in spans] == ["drain"]
-    text, spans = highlight_parts("«two words» then\x1b[31m red")
+    text, spans = highlight_parts(f"{HIGHLIGHT_START}two words{HIGHLIGHT_END} then\x1b[31m red")
     assert [text[s : s + n] for s, n in spans] == ["two words"]
     assert "\x1b" not in text and "⟨U+001B⟩" in text  # a control character is shown, not run
     assert highlight_parts("a » b « c") == ("a » b « c", [])  # unpaired: plain text
@@ -66,7 +68,9 @@ def test_search_results_show_the_matches_as_plain_text(store, sidebar, qtbot):
     assert item.data(TITLE_ROLE) == "<b>Kubernetes</b> notes"
     assert item.text().startswith("<b>Kubernetes</b> notes\n")  # shown as typed, not bold
     detail = item.data(DETAIL_ROLE)
-    assert "«" not in detail and [detail[s : s + n] for s, n in item.data(SPANS_ROLE)] == ["drain"]
+    assert HIGHLIGHT_START not in detail and [
+        detail[s : s + n] for s, n in item.data(SPANS_ROLE)
+    ] == ["drain"]
     assert "&lt;b&gt;" in plain_tooltip(item.data(TITLE_ROLE))
     assert "<b>Kubernetes" not in item.toolTip()
     sidebar.grab()  # paints (the delegate draws the highlighted layout) without errors

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
 
 from app.core.history_marks import BranchInfo
 from app.core.runtime import Runtime
@@ -196,8 +197,69 @@ def test_connect_a_model_opens_the_providers_page(home, qtbot, qloop, monkeypatc
         assert ("user", "Are you there?") in shown(win)  # the message stays visible
         setup = [i for i in win.chat_view.chat_model.items if isinstance(i, ErrorItem)]
         assert setup and setup[-1].kind == "setup"
-        win.chat_view.linkActivated.emit("deskhand:connect-model")
+        win.chat_view.connectRequested.emit()
         assert pages == ["providers"]
     finally:
         win.stop_background_work()
         rt.close()
+
+
+def test_the_header_model_choice_is_the_conversations(window, llm, qtbot, qloop):
+    account = window.runtime.settings.active_provider_account()
+    llm.add(text("From the other model."))
+    llm.add(text("From the default model."))
+    picker = window.model_picker
+    assert picker.button.parts()[0] == "scripted-model"
+
+    async def body():
+        picker.chosen.emit(account.id, "other-model")  # chosen in the list, before sending
+        send(qtbot, window, "Which model are you?")
+        await wait_until(lambda: not window.controller.busy, what="the first chat")
+        window.new_chat()
+        assert picker.button.parts()[0] == "scripted-model"  # a new chat: the default
+        send(qtbot, window, "And you?")
+        await wait_until(lambda: len(llm.requests) == 2 and not window.controller.busy)
+
+    qloop.run_until_complete(body())
+    assert [r.body["model"] for r in llm.requests] == ["other-model", "scripted-model"]
+    first = window.runtime.store.list_conversations()[-1].id
+    window.open_conversation(first)
+    assert picker.button.parts()[0] == "other-model"
+
+
+def test_only_web_and_mail_links_reach_the_system(window, qtbot, monkeypatch):
+    opened: list[str] = []
+    monkeypatch.setattr(
+        "app.ui.main_window.QDesktopServices.openUrl", lambda url: opened.append(url.toString())
+    )
+    window._open_link("https://example.org/docs")
+    window._open_link("mailto:someone@example.org")
+    assert opened == ["https://example.org/docs", "mailto:someone@example.org"]
+    for url in ("file:///tmp/run-me.sh", "smb://host/share/x.exe", "ms-settings:privacy"):
+        window._open_link(url)
+        box = window.refused_link
+        assert box is not None and box.isVisible() and url in box.informativeText()
+        copy = next(b for b in box.buttons() if b.text() == "Copy address")
+        qtbot.mouseClick(copy, Qt.MouseButton.LeftButton)
+        assert QGuiApplication.clipboard().text() == url
+        box.close()
+    assert len(opened) == 2
+
+
+def test_the_chat_text_size_setting_reaches_the_conversation_and_composer(window, qtbot):
+    default = window.chat_view.chat_delegate.theme.font.pointSizeF()
+
+    def choose(points: int) -> None:
+        def change(settings):
+            settings.general.font_size = points
+
+        window.runtime.settings_store.update(change)
+        window.apply_settings()
+
+    choose(20)
+    assert window.chat_view.chat_delegate.theme.font.pointSizeF() == 20
+    assert window.composer.edit.font().pointSize() == 20
+    choose(9)  # smaller than the reading size the chat picks by itself
+    assert window.chat_view.chat_delegate.theme.font.pointSizeF() == 9
+    choose(0)
+    assert window.chat_view.chat_delegate.theme.font.pointSizeF() == default

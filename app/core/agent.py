@@ -6,8 +6,10 @@ One loop serves the GUI, the CLI and the tests; all of them consume `AgentEvent`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -54,6 +56,8 @@ log = logging.getLogger(__name__)
 
 #: After this many model turns in a row whose every tool call was malformed, give up.
 MAX_INVALID_ROUNDS = 3
+#: A run renews its conversation lease at least this often (seconds), even while it waits.
+LEASE_HEARTBEAT = 60.0
 CANCELLED = "Cancelled by the user before it finished."
 
 
@@ -86,6 +90,13 @@ class Conversation:
         """Tools used earlier in the conversation stay callable after a restart."""
         used = [c.name for m in self.messages for c in m.tool_calls]
         self.session.activate(used)
+
+    def rebuild_active_tools(self, offered: Iterable[str]) -> None:
+        """The active set as a fresh open would make it: `offered` (always sent) and the
+        tools the live messages used — none that only an archived branch used."""
+        self.session.active.clear()
+        self.session.activate(offered)
+        self.restore_active_tools()
 
 
 class _Done:
@@ -135,6 +146,8 @@ class Agent:
         self._tools_unsupported = False
         #: Summarising failed once this turn: send the full history instead of retrying.
         self._compaction_failed = False
+        #: The conversation lease of the run going on (renewed with every message kept).
+        self._lease: _Lease | None = None
 
     def _pipeline_from_policy(self) -> CallPipeline:
         rules = [rule_from_legacy_pattern(p, RuleDecision.DENY) for p in self.policy.deny] + [
@@ -170,6 +183,8 @@ class Agent:
         conv.messages.append(msg)
         if self.recorder is None or conv.id is None:
             return
+        if self._lease is not None:
+            self._lease.renew()
         try:
             self.recorder.append_message(conv.id, msg, usage)
         except Exception as exc:  # e.g. a full disk: keep the turn going, warn once
@@ -218,7 +233,22 @@ class Agent:
     async def run(
         self, conv: Conversation, user_message: str | ChatMessage | None
     ) -> AsyncIterator[AgentEvent]:
-        """One user turn. `None` continues from the history as it is (retry after an error)."""
+        """One user turn. `None` continues from the history as it is (retry after an error).
+
+        While it runs it holds the conversation's lease in the store, so nobody rewrites
+        the history under it (an edit in the window while a task or `deskhand ask` runs)."""
+        lease = _Lease.take(self.recorder, conv.id)
+        self._lease = lease
+        try:
+            async for event in self._turn(conv, user_message):
+                yield event
+        finally:
+            self._lease = None
+            lease.release()
+
+    async def _turn(
+        self, conv: Conversation, user_message: str | ChatMessage | None
+    ) -> AsyncIterator[AgentEvent]:
         if user_message is not None:
             if isinstance(user_message, str):
                 user_message = ChatMessage("user", user_message)
@@ -296,7 +326,7 @@ class Agent:
         The note is not stored: it is chosen again when the conversation is reopened."""
         if conv.memory_note is None:
             conv.memory_note = self._memory_note(conv)
-        view = compaction.request_view(conv.messages)
+        view = without_orphan_results(compaction.request_view(conv.messages))
         if not conv.memory_note:
             return view
         return [ChatMessage("user", conv.memory_note), *view]
@@ -471,6 +501,68 @@ class Agent:
                 result.data,
                 result.error,
             )
+
+
+class _Lease:
+    """A run's lease on its stored conversation (`Store.take_lease`): taken at the start,
+    renewed with each message and every LEASE_HEARTBEAT seconds, released at the end. A
+    recorder without leases (a test's) or a conversation not stored: nothing is held."""
+
+    def __init__(self, recorder: Any, conv_id: str | None) -> None:
+        self.recorder = recorder
+        self.conv_id = conv_id
+        self.owner = f"run-{uuid.uuid4().hex}"
+        self._beat: asyncio.Task[None] | None = None
+
+    @classmethod
+    def take(cls, recorder: Any, conv_id: str | None) -> _Lease:
+        lease = cls(recorder if hasattr(recorder, "take_lease") else None, conv_id)
+        if lease.recorder is None or conv_id is None:
+            return lease
+        try:
+            lease.recorder.take_lease(conv_id, lease.owner)
+        except Exception:  # the lease protects the history; failing to take it is no reason
+            log.exception("could not take the conversation's lease")  # to refuse the turn
+            return lease
+        lease._beat = asyncio.get_running_loop().create_task(lease._heartbeat())
+        return lease
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(LEASE_HEARTBEAT)
+            self.renew()
+
+    def renew(self) -> None:
+        if self.recorder is None or self.conv_id is None:
+            return
+        try:
+            self.recorder.renew_lease(self.conv_id, self.owner)
+        except Exception:
+            log.exception("could not renew the conversation's lease")
+
+    def release(self) -> None:
+        if self._beat is not None:
+            self._beat.cancel()
+        if self.recorder is None or self.conv_id is None:
+            return
+        with contextlib.suppress(Exception):
+            self.recorder.release_lease(self.conv_id, self.owner)
+        self.recorder = None
+
+
+def without_orphan_results(messages: list[ChatMessage]) -> list[ChatMessage]:
+    """`messages` without tool results whose call no earlier assistant message made:
+    providers refuse such a request, and one can only come from a history another writer
+    changed under a run. Each one dropped is logged."""
+    called: set[str] = set()
+    kept: list[ChatMessage] = []
+    for msg in messages:
+        called.update(c.id for c in msg.tool_calls)
+        if msg.role == "tool" and msg.tool_call_id not in called:
+            log.warning("dropped a tool result with no call before it (%s)", msg.tool_call_id)
+            continue
+        kept.append(msg)
+    return kept
 
 
 @dataclass

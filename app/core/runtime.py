@@ -17,6 +17,7 @@ from app.core.agent import Agent, Conversation
 from app.core.approval import Approver
 from app.core.paths import db_path, deskhand_home, mcp_path, settings_path
 from app.core.providers.base import ProviderConfig
+from app.core.providers.urls import normalize_base_url
 from app.core.secrets import SecretStore, SecretStoreError, remember_secret
 from app.core.settings import ProviderAccount, Settings, SettingsStore
 from tools.registry import ToolRegistry
@@ -454,6 +455,14 @@ class Runtime:
         conv.restore_active_tools()
         return conv
 
+    def reload_conversation(self, conversation: Conversation) -> None:
+        """The stored history changed (an edit, a branch switch): `conversation` takes the
+        live messages again, and its active tools become those a fresh open would give —
+        none that only an archived branch used."""
+        assert conversation.id is not None
+        conversation.messages = self.store.load_messages(conversation.id)
+        conversation.rebuild_active_tools(self._always_offered())
+
     # ---- providers ----------------------------------------------------------------------
 
     def provider_config(
@@ -482,7 +491,7 @@ class Runtime:
         api_key = self._api_key(account)
         return ProviderConfig(
             kind=kind,  # type: ignore[arg-type]
-            base_url=url.rstrip("/"),
+            base_url=normalize_base_url(kind, url),
             model=model or account.model,
             api_key=api_key,
             tool_format=account.tool_format,
@@ -507,7 +516,9 @@ class Runtime:
             raise ConfigError("no model provider is configured: add one in Settings → Providers")
         return ProviderConfig(
             kind=account.kind,  # type: ignore[arg-type]
-            base_url=(account.base_url or DEFAULT_BASE_URLS[account.kind]).rstrip("/"),
+            base_url=normalize_base_url(
+                account.kind, account.base_url or DEFAULT_BASE_URLS[account.kind]
+            ),
             model=model or account.model,
             api_key=self._api_key(account),
             tool_format=account.tool_format,
@@ -515,7 +526,8 @@ class Runtime:
 
     def _api_key(self, account: ProviderAccount) -> str | None:
         """Keyring, else environment. Local servers need no key, so an unusable keyring
-        is a warning here; a server that wants a key answers with a clear auth error."""
+        is a warning here; a server that wants a key answers with a clear auth error.
+        An account with no key stored (the index of names says so) never asks the keyring."""
         try:
             return self.secrets.api_key_for(account)
         except SecretStoreError as exc:
@@ -584,8 +596,10 @@ def _register_mcp(registry: ToolRegistry, server: str, tools: Any) -> None:
     _added, skipped = registry.replace_source(source, manifests)
     for name, owner in skipped:
         log.warning(
-            "MCP server %s: tool %s is already provided by %s; skipped (rename one of the "
-            "servers)", server, name, owner.id
+            "MCP server %s: tool %s is already provided by %s; skipped (rename one of the servers)",
+            server,
+            name,
+            owner.id,
         )
 
 

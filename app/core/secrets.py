@@ -344,15 +344,29 @@ class SecretStore:
             log.info("could not list the keyring's entries: %s", type(exc).__name__)
             return set()
 
+    def might_hold(self, key: str) -> bool:
+        """Whether `key` may be stored, without asking the keyring: the index of names
+        (read again, as another process may have stored it) lists it. A store without a
+        home has no index file, so there only the keyring can say: True."""
+        _check_key(key)
+        if self._index.path is None:
+            return True
+        return key in self._index.names(fresh=True)
+
     def api_key_for(self, account: ProviderAccount) -> str | None:
         """The account's API key: keyring `provider/<id>/api_key`, else the environment
         (`OPENAI_API_KEY` / `ANTHROPIC_API_KEY` by kind).
 
-        An unusable keyring only raises when the environment has no key either.
+        An account with no key stored — a local server — never touches the keyring (no
+        unlock prompt): the index of names says so. An unusable keyring only raises when
+        the environment has no key either.
         """
         failure: SecretStoreError | None = None
+        value: str | None = None
+        key = secret_key("provider", account.id, "api_key")
         try:
-            value = self.get(secret_key("provider", account.id, "api_key"))
+            if self.might_hold(key):
+                value = self.get(key)
         except SecretStoreError as exc:
             value, failure = None, exc
         if value:
@@ -430,10 +444,14 @@ class SecretIndex:
         self.service = service
         self._names: set[str] | None = None
 
-    def names(self) -> set[str]:
+    def names(self, *, fresh: bool = False) -> set[str]:
+        """The names; `fresh` also reads the file again (a few hundred bytes), for names
+        another process added."""
         with _index_file_lock:
             if self._names is None:
                 self._names = self._load()
+            elif fresh:
+                return self._load() | self._names
             return set(self._names)
 
     def add(self, key: str) -> None:

@@ -19,7 +19,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
 log = logging.getLogger(__name__)
 
@@ -28,9 +37,46 @@ def _short_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
+#: Validation context of the settings form: out-of-range numbers are errors to show the user.
+STRICT = {"strict_ranges": True}
+#: Errors a hand-edited file may have without being set aside (the field gets its default).
+_FORGIVEN = frozenset({"greater_than_equal", "less_than_equal", "value_error"})
+#: `json_schema_extra` keys the settings form reads: {"ui": False} hides a field;
+#: "labels"/"help" name and explain a choice's options; "suffix", "zero_label", "step",
+#: "multiline", "path" ("file"/"folder") and "placeholder" shape its input.
+UI = "ui"
+
+
 class _Model(BaseModel):
     # Unknown keys are ignored so an older Deskhand can read a newer settings file.
     model_config = ConfigDict(extra="ignore", validate_assignment=True)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _forgive_out_of_range(
+        cls, data: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo
+    ) -> Any:
+        """A number out of its range in settings.json falls back to the field's default
+        (with a warning) instead of the whole file being set aside; the form (STRICT) shows
+        the error instead."""
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            strict = bool(info.context and info.context.get("strict_ranges"))
+            errors = exc.errors()
+            if strict or not isinstance(data, dict) or not all(map(cls._forgivable, errors)):
+                raise
+            forgiven = {str(e["loc"][0]) for e in errors}
+            for name in sorted(forgiven):
+                log.warning(
+                    "settings: %s.%s is out of range; using its default", cls.__name__, name
+                )
+            return handler({k: v for k, v in data.items() if k not in forgiven})
+
+    @classmethod
+    def _forgivable(cls, error: Any) -> bool:
+        loc = error["loc"]
+        return len(loc) == 1 and error["type"] in _FORGIVEN and loc[0] in cls.model_fields
 
 
 class ProviderAccount(_Model):
@@ -52,7 +98,7 @@ class FileSettings(_Model):
     allowed_roots: list[str] = Field(default_factory=list)
     denied_paths: list[str] = Field(default_factory=list)
     #: The user answered the folder question (an empty choice stays empty).
-    folders_chosen: bool = False
+    folders_chosen: bool = Field(False, json_schema_extra={UI: False})
 
 
 class ApprovalRules(_Model):
@@ -69,20 +115,70 @@ class ToolSettings(_Model):
 
 
 class GeneralSettings(_Model):
-    theme: Literal["system", "light", "dark"] = "system"
-    start_minimized: bool = False
+    theme: Literal["system", "light", "dark"] = Field(
+        "system",
+        title="Theme",
+        json_schema_extra={"labels": {"system": "Follow system", "light": "Light", "dark": "Dark"}},
+    )
+    #: Points; 0 is the system's size. The window applies it to the chat.
+    font_size: int = Field(
+        0,
+        ge=0,
+        le=24,
+        title="Chat text size",
+        description="The size of the conversation's text, in points.",
+        json_schema_extra={"zero_label": "System default", "suffix": " pt"},
+    )
+    start_minimized: bool = Field(False, title="Start minimized to the tray")
     #: Mirrors the platform's autostart entry (app/core/autostart.py), set on save.
-    start_at_login: bool = False
-    send_key: Literal["enter", "ctrl_enter"] = "enter"
+    start_at_login: bool = Field(
+        False,
+        title="Start Deskhand at login",
+        description="Reminders and scheduled tasks then run even if you never open the window.",
+    )
+    send_key: Literal["enter", "ctrl_enter"] = Field(
+        "enter",
+        title="Send message with",
+        json_schema_extra={
+            "labels": {"enter": "Enter (Shift+Enter for a new line)", "ctrl_enter": "Ctrl+Enter"}
+        },
+    )
+
+    @field_validator("font_size")
+    @classmethod
+    def _readable(cls, value: int) -> int:
+        if 0 < value < 8:
+            raise ValueError("Use 8 points or more, or 0 for the system size.")
+        return value
 
 
 class BrowserSettings(_Model):
     #: A Chrome/Chromium/Edge executable; empty: look for an installed one.
-    executable: str = ""
-    headless: bool = True
+    executable: str = Field(
+        "",
+        title="Browser program",
+        description="Chrome, Chromium or Edge. Leave empty to use one that is installed.",
+        json_schema_extra={"path": "file", "placeholder": "Find an installed one"},
+    )
+    headless: bool = Field(
+        True,
+        title="Work in a hidden window",
+        description="Turn off to watch the browser while the assistant uses it.",
+    )
     #: Ask before opening a site not visited before in the conversation.
-    ask_new_sites: bool = True
-    idle_close_seconds: int = 300
+    ask_new_sites: bool = Field(
+        True,
+        title="Ask before opening a new site",
+        description="Once per site in each conversation.",
+    )
+    idle_close_seconds: int = Field(
+        300,
+        ge=10,
+        le=86_400,
+        title="Close the browser after",
+        description="Seconds without use; the next browser tool opens it again.",
+        json_schema_extra={"suffix": " s", "step": 30},
+    )
 
 
 class SkillSettings(_Model):
@@ -92,31 +188,102 @@ class SkillSettings(_Model):
 
 
 class MemorySettings(_Model):
-    enabled: bool = True
+    enabled: bool = Field(
+        True,
+        title="Remember things across conversations",
+        description="Off: nothing new is remembered and no memories are sent to the model.",
+    )
     #: How many characters of memories go into a new conversation's context.
-    inject_chars: int = 2000
+    inject_chars: int = Field(
+        2000,
+        ge=0,
+        le=50_000,
+        title="Memories sent",
+        description="At most this many characters of memories go with each conversation.",
+        json_schema_extra={"suffix": " characters", "step": 500},
+    )
 
 
 class ConversationSettings(_Model):
     #: Older turns are summarised once a conversation's history passes this many characters.
-    compact_after_chars: int = 120_000
+    compact_after_chars: int = Field(
+        120_000,
+        ge=0,
+        le=10_000_000,
+        title="Summarise after",
+        description=(
+            "When a conversation grows longer than this, its older turns are summarised to "
+            "make room. 0 never summarises."
+        ),
+        json_schema_extra={"suffix": " characters", "step": 10_000, "zero_label": "Never"},
+    )
 
 
 class ShellSettings(_Model):
     #: "auto": commands run in the OS sandbox where there is one (bubblewrap on Linux,
     #: sandbox-exec on macOS); "off": never sandboxed, and then every command asks.
-    sandbox: Literal["auto", "off"] = "auto"
+    sandbox: Literal["auto", "off"] = Field(
+        "auto",
+        title="Run commands",
+        description=(
+            "In the sandbox a command can change files only in the folders you allowed "
+            "(Settings\u00a0→\u00a0Tools); the rest of the system is read-only, your keys and "
+            "Deskhand's own data are hidden from it, and it has no network unless a rule "
+            "allows it. A command that runs without the sandbox always asks you first."
+        ),
+        json_schema_extra={
+            "labels": {
+                "auto": "Sandboxed where this system allows (recommended)",
+                "off": "Never sandboxed — every command asks",
+            }
+        },
+    )
     #: Seconds a command may run in the foreground unless the call says otherwise.
-    timeout: int = 120
+    timeout: int = Field(
+        120,
+        ge=1,
+        le=3600,
+        title="Time limit",
+        description="Seconds before a command is stopped, unless a call sets its own.",
+        json_schema_extra={"suffix": " s"},
+    )
 
 
 class SecuritySettings(_Model):
     #: "auto": the OS keyring, else (after asking) an encrypted file; never plain text.
-    keyring: Literal["auto", "system", "encrypted_file"] = "auto"
+    keyring: Literal["auto", "system", "encrypted_file"] = Field(
+        "auto",
+        title="Keep secrets in",
+        description=(
+            "Takes effect the next time Deskhand starts. Keys already stored are not moved: "
+            "enter them again after switching."
+        ),
+        json_schema_extra={
+            "labels": {
+                "auto": "System keyring or encrypted file (recommended)",
+                "system": "System keyring only",
+                "encrypted_file": "Encrypted file only",
+            },
+            "help": {
+                "auto": (
+                    "Uses your system's keyring. If there is none, Deskhand asks whether to "
+                    "use an encrypted file instead."
+                ),
+                "system": (
+                    "Only your system's keyring (Keychain, Credential Manager, Secret "
+                    "Service). Without one, keys cannot be saved."
+                ),
+                "encrypted_file": (
+                    "A file in Deskhand's folder, encrypted with a passphrase you are asked "
+                    "for once per session."
+                ),
+            },
+        },
+    )
 
 
 class Settings(_Model):
-    version: int = 1
+    version: int = Field(1, json_schema_extra={UI: False})
     providers: list[ProviderAccount] = Field(default_factory=list)
     active_provider: str | None = None
     files: FileSettings = Field(default_factory=FileSettings)
@@ -129,10 +296,25 @@ class Settings(_Model):
     conversation: ConversationSettings = Field(default_factory=ConversationSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
     shell: ShellSettings = Field(default_factory=ShellSettings)
-    max_steps: int = 25
-    system_prompt: str | None = None
+    max_steps: int = Field(
+        25,
+        ge=1,
+        le=500,
+        title="Max steps",
+        description="Model calls per answer before the assistant stops.",
+    )
+    #: Replaces the built-in instructions (resources/system_prompt.md) when set.
+    system_prompt: str | None = Field(
+        None,
+        title="Instructions",
+        description=(
+            "What the assistant is told before every conversation. This replaces the "
+            "built-in instructions; leave it empty to use them."
+        ),
+        json_schema_extra={"multiline": True},
+    )
     #: Plain-words notices the app shows once (e.g. what changed in an upgrade).
-    pending_notices: list[str] = Field(default_factory=list)
+    pending_notices: list[str] = Field(default_factory=list, json_schema_extra={UI: False})
 
     def active_provider_account(self) -> ProviderAccount | None:
         """The provider whose id is `active_provider`; None if unset or no longer configured."""

@@ -30,9 +30,13 @@ from app.core.providers.base import ChatMessage, Role, ToolCallRequest, Usage
 
 DEFAULT_TITLE = "New chat"
 TITLE_MAX = 60
-#: Markers around matched terms in `SearchHit.snippet`.
-HIGHLIGHT_START = "\u00ab"
-HIGHLIGHT_END = "\u00bb"
+#: Markers around matched terms in `SearchHit.snippet`: private-use characters (any in the
+#: message itself are left out of its snippet), so a message's « » never pass for one.
+HIGHLIGHT_START = "\ue000"
+HIGHLIGHT_END = "\ue001"
+_HIGHLIGHTS = (HIGHLIGHT_START, HIGHLIGHT_END)
+#: A run's lease older than this (no message, no heartbeat) is stale: its run is gone.
+LEASE_STALE_SECONDS = 600.0
 
 ToolCallStatus = Literal["pending", "running", "ok", "error", "denied", "cancelled"]
 ApprovalDecision = Literal[
@@ -231,8 +235,21 @@ ALTER TABLE conversations ADD COLUMN provider_account TEXT;
 ALTER TABLE conversations ADD COLUMN model TEXT;
 """
 
+# The agent runs writing to a conversation now (this or another process): while one holds
+# a live lease, the history is not rewritten under it (edit, regenerate, branch switch).
+# One row per run, so two runs of one conversation (a task's and the window's) both count.
+_V8 = """
+CREATE TABLE conversation_leases (
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    owner           TEXT NOT NULL,
+    pid             INTEGER NOT NULL,
+    heartbeat       REAL NOT NULL,
+    PRIMARY KEY (conversation_id, owner)
+);
+"""
+
 #: MIGRATIONS[i] takes the schema from version i to i + 1. Append only.
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7]
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8]
 
 
 class StoreError(Exception):
@@ -241,6 +258,17 @@ class StoreError(Exception):
 
 class NotFoundError(StoreError, LookupError):
     """No such conversation or tool call."""
+
+
+class ConversationBusyError(StoreError):
+    """Another run is writing to the conversation: its history is not rewritten now."""
+
+    def __init__(self, conv_id: str) -> None:
+        super().__init__(
+            f"conversation {conv_id} is being answered by another run (a scheduled task or "
+            "`deskhand ask`); wait until it ends, then try again"
+        )
+        self.conversation_id = conv_id
 
 
 @dataclass(frozen=True)
@@ -559,6 +587,12 @@ class Store:
 
     def append_message(self, conv_id: str, msg: ChatMessage, usage: Usage | None = None) -> int:
         """Commit one complete message; returns its id. Bumps the conversation's updated_at."""
+        with self._write() as db:
+            return self._insert_message(db, conv_id, msg, usage)
+
+    def _insert_message(
+        self, db: sqlite3.Connection, conv_id: str, msg: ChatMessage, usage: Usage | None
+    ) -> int:
         now = self._clock()
         tool_calls = (
             json.dumps(
@@ -572,29 +606,28 @@ class Store:
             if usage is not None
             else None
         )
-        with self._write() as db:
-            cur = db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conv_id))
-            if cur.rowcount == 0:
-                raise NotFoundError(f"no conversation {conv_id}")
-            cur = db.execute(
-                """INSERT INTO messages (conversation_id, seq, role, content, tool_calls,
-                                         tool_call_id, is_error, images, usage, created_at)
-                   VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM messages
-                               WHERE conversation_id = ?), ?, ?, ?, ?, ?, ?, ?, ?)""",
-                (
-                    conv_id,
-                    conv_id,
-                    msg.role,
-                    msg.content,
-                    tool_calls,
-                    msg.tool_call_id,
-                    int(msg.is_error),
-                    json.dumps(msg.images) if msg.images else None,
-                    usage_json,
-                    now,
-                ),
-            )
-            return cast(int, cur.lastrowid)
+        cur = db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conv_id))
+        if cur.rowcount == 0:
+            raise NotFoundError(f"no conversation {conv_id}")
+        cur = db.execute(
+            """INSERT INTO messages (conversation_id, seq, role, content, tool_calls,
+                                     tool_call_id, is_error, images, usage, created_at)
+               VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM messages
+                           WHERE conversation_id = ?), ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (
+                conv_id,
+                conv_id,
+                msg.role,
+                msg.content,
+                tool_calls,
+                msg.tool_call_id,
+                int(msg.is_error),
+                json.dumps(msg.images) if msg.images else None,
+                usage_json,
+                now,
+            ),
+        )
+        return cast(int, cur.lastrowid)
 
     def load_messages(self, conv_id: str) -> list[ChatMessage]:
         """Every message of the conversation, in order (ready to send to a provider)."""
@@ -641,19 +674,32 @@ class Store:
         """Archive `messages[index:]` as a branch at `index` and remove it from the live
         history; the next message stored starts the new (current, last) branch. False when
         there is nothing after `index`. `take_markers_at_index` also moves markers sitting
-        right before `messages[index]` (a regenerate: they belong to the earlier answer)."""
+        right before `messages[index]` (a regenerate: they belong to the earlier answer).
+        Raises ConversationBusyError while another run writes to the conversation."""
         with self._write() as db:
-            count = self._live_count(db, conv_id)
-            if not 0 <= index <= count:
-                raise ValueError(f"no message {index} in a conversation of {count}")
-            if index == count:
-                return False
-            live = _live_branch_no(self._branch_numbers(db, conv_id, index))
-            tail = self._take_tail(db, conv_id, index, markers_at_index=take_markers_at_index)
-            self._archive(db, conv_id, index, live, tail)
-            db.execute(
-                "UPDATE conversations SET updated_at = ? WHERE id = ?", (self._clock(), conv_id)
-            )
+            return self._fork(db, conv_id, index, take_markers_at_index)
+
+    def fork_and_append(self, conv_id: str, index: int, message: ChatMessage) -> None:
+        """An edit, in one transaction: archive `messages[index:]` as a branch and store
+        `message` as the first of the new one (never one without the other). Raises
+        ConversationBusyError while another run writes to the conversation."""
+        with self._write() as db:
+            self._fork(db, conv_id, index, False)
+            self._insert_message(db, conv_id, message, None)
+
+    def _fork(
+        self, db: sqlite3.Connection, conv_id: str, index: int, take_markers_at_index: bool
+    ) -> bool:
+        count = self._live_count(db, conv_id)
+        if not 0 <= index <= count:
+            raise ValueError(f"no message {index} in a conversation of {count}")
+        self._refuse_if_busy(db, conv_id)
+        if index == count:
+            return False
+        live = _live_branch_no(self._branch_numbers(db, conv_id, index))
+        tail = self._take_tail(db, conv_id, index, markers_at_index=take_markers_at_index)
+        self._archive(db, conv_id, index, live, tail)
+        db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (self._clock(), conv_id))
         return True
 
     def list_branches(self, conv_id: str) -> list[BranchInfo]:
@@ -674,8 +720,10 @@ class Store:
 
     def switch_branch(self, conv_id: str, index: int, branch: int) -> bool:
         """Show branch `branch` (1-based) at `index`: the live tail is archived under its own
-        number and the chosen one restored exactly. False when it is already shown."""
+        number and the chosen one restored exactly. False when it is already shown.
+        Raises ConversationBusyError while another run writes to the conversation."""
         with self._write() as db:
+            self._refuse_if_busy(db, conv_id)
             numbers = self._branch_numbers(db, conv_id, index)
             if not numbers or not 1 <= branch <= len(numbers) + 1:
                 raise ValueError(f"no branch {branch} at message {index}")
@@ -779,6 +827,53 @@ class Store:
                 " VALUES (?,?,?,?,?,?)",
                 (conv_id, m["after_count"], m["kind"], m["text"], int(opens), m["created_at"]),
             )
+
+    # ---- leases: the runs writing to a conversation ---------------------------------------
+
+    def take_lease(self, conv_id: str, owner: str) -> None:
+        """Run `owner` (unique per run) writes to the conversation from now on; taking it
+        again renews it. Released with `release_lease`; a lease whose process is gone or
+        that was not renewed for LEASE_STALE_SECONDS no longer counts."""
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO conversation_leases (conversation_id, owner, pid, heartbeat)"
+                " VALUES (?,?,?,?) ON CONFLICT (conversation_id, owner)"
+                " DO UPDATE SET heartbeat = excluded.heartbeat",
+                (conv_id, owner, os.getpid(), self._clock()),
+            )
+
+    def renew_lease(self, conv_id: str, owner: str) -> None:
+        """The run is still going (cheap: one small update)."""
+        with self._write() as db:
+            db.execute(
+                "UPDATE conversation_leases SET heartbeat = ?"
+                " WHERE conversation_id = ? AND owner = ?",
+                (self._clock(), conv_id, owner),
+            )
+
+    def release_lease(self, conv_id: str, owner: str) -> None:
+        with self._write() as db:
+            db.execute(
+                "DELETE FROM conversation_leases WHERE conversation_id = ? AND owner = ?",
+                (conv_id, owner),
+            )
+
+    def conversation_busy(self, conv_id: str) -> bool:
+        """True while a run (here or in another process) holds a live lease on it."""
+        with self._lock:
+            return bool(self._live_leases(self._conn, conv_id))
+
+    def _live_leases(self, db: sqlite3.Connection, conv_id: str) -> list[str]:
+        rows = db.execute(
+            "SELECT owner, pid, heartbeat FROM conversation_leases WHERE conversation_id = ?",
+            (conv_id,),
+        ).fetchall()
+        oldest = self._clock() - LEASE_STALE_SECONDS
+        return [r["owner"] for r in rows if r["heartbeat"] >= oldest and _pid_alive(r["pid"])]
+
+    def _refuse_if_busy(self, db: sqlite3.Connection, conv_id: str) -> None:
+        if self._live_leases(db, conv_id):
+            raise ConversationBusyError(conv_id)
 
     # ---- markers: where a turn failed or was stopped ------------------------------------
 
@@ -963,7 +1058,8 @@ class Store:
             return []
         rows = self._read(
             """SELECT m.conversation_id, c.title, m.id, m.role,
-                      snippet(messages_fts, 0, ?, ?, '…', 12) AS snippet
+                      snippet(messages_fts, 0, ?, ?, '…', 12) AS snippet,
+                      snippet(messages_fts, 0, '', '', '…', 12) AS plain
                FROM messages_fts
                JOIN messages m ON m.id = messages_fts.rowid
                JOIN conversations c ON c.id = m.conversation_id
@@ -977,13 +1073,64 @@ class Store:
                 conversation_title=r[1],
                 message_id=r[2],
                 role=r[3],
-                snippet=r[4],
+                snippet=_clean_snippet(r[4], r[5]),
             )
             for r in rows
         ]
 
 
 # ---- helpers -------------------------------------------------------------------------
+
+
+def _clean_snippet(marked: str, plain: str) -> str:
+    """`marked` (the snippet with the match markers) without the marker characters that
+    came from the message itself. `plain` is the same snippet without markers: walking
+    both tells the characters of the text from the markers SQLite added."""
+    out: list[str] = []
+    j = 0
+    for ch in marked:
+        if j < len(plain) and ch == plain[j]:
+            j += 1
+            if ch not in _HIGHLIGHTS:
+                out.append(ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether process `pid` still runs (a lease of a crashed process is stale)."""
+    if pid == os.getpid():
+        return True
+    if pid <= 0:
+        return False
+    if os.name == "nt":
+        return _windows_pid_alive(pid)
+    try:
+        os.kill(pid, 0)  # signal 0: only checks (never use this on Windows: it kills)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, someone else's
+    except OSError:
+        return False
+    return True
+
+
+def _windows_pid_alive(pid: int) -> bool:
+    import ctypes
+
+    kernel32 = ctypes.windll.kernel32  # type: ignore[attr-defined]
+    handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+    if not handle:
+        return bool(kernel32.GetLastError() == 5)  # ERROR_ACCESS_DENIED: it exists
+    try:
+        code = ctypes.c_ulong()
+        if not kernel32.GetExitCodeProcess(handle, ctypes.byref(code)):
+            return False
+        return code.value == 259  # STILL_ACTIVE
+    finally:
+        kernel32.CloseHandle(handle)
 
 
 def fts_query(text: str, *, any_word: bool = False) -> str | None:

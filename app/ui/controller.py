@@ -7,8 +7,9 @@ goes to an executor.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -27,6 +28,8 @@ log = logging.getLogger(__name__)
 
 #: What a stopped turn's marker says.
 STOPPED = "Stopped"
+#: Said after a regenerate's marker when nothing new came and the earlier answer is back.
+KEPT = "The earlier answer is kept."
 #: How `build_user_message` starts the text of an attached file or image.
 _ATTACHMENT_STARTS = ("Attached file `", "[attached image: ")
 
@@ -38,6 +41,8 @@ class _Turn:
     conversation: Conversation | None = None
     error: str | None = None
     waiting: bool = True
+    #: A regenerate: (the index it asks again from, the branch shown there before it).
+    regenerated: tuple[int, int] | None = None
 
 
 class ChatController(QObject):
@@ -63,6 +68,7 @@ class ChatController(QObject):
         self.runtime = runtime
         self.conversation: Conversation | None = None
         self._task: asyncio.Task[None] | None = None
+        self._running = False
         self._pending: dict[str, asyncio.Future[Decision]] = {}
         self._turn = _Turn()
         #: A model chosen for a new chat before it is stored.
@@ -72,7 +78,9 @@ class ChatController(QObject):
 
     @property
     def busy(self) -> bool:
-        return self._task is not None and not self._task.done()
+        """From the start of a turn until its end has been handled (markers written,
+        `busyChanged(False)` sent), which is a loop iteration after its task is done."""
+        return self._running
 
     @property
     def conversation_id(self) -> str | None:
@@ -165,22 +173,26 @@ class ChatController(QObject):
             return
         self._start(self._run(None))
 
-    def edit_and_resend(self, index: int, text: str) -> None:
+    def edit_and_resend(self, index: int, text: str) -> bool:
         """Replaces user message `index` (keeping its images and attached files) and runs
-        the turn again; what followed it stays as an earlier branch."""
+        the turn again; what followed it stays as an earlier branch. False when refused
+        (busy, a bad index, another run writing to the conversation): the view then keeps
+        its editor open."""
         original = self._message(index)
         if self.busy or original is None or original.role != "user":
-            return
-        if compaction.is_summary(original):
-            return
+            return False
+        if compaction.is_summary(original) or not self._free():
+            return False
         assert self.conversation is not None and self.conversation.id is not None
-        self.runtime.store.fork_messages(self.conversation.id, index)
         edited = self._redacted(
             replace(original, content=_with_attachments(text, original.content))
         )
-        self.runtime.store.append_message(self.conversation.id, edited)
+        store, conv_id = self.runtime.store, self.conversation.id
+        if not self._rewrite(lambda: store.fork_and_append(conv_id, index, edited)):
+            return False
         self._reload()
         self._start(self._run(None))
+        return True
 
     def editable_text(self, index: int) -> str:
         """What the user typed in message `index`, without the attached files' text (which
@@ -190,29 +202,62 @@ class ChatController(QObject):
             return ""
         return _split_attachments(message.content)[0]
 
-    def regenerate(self, index: int) -> None:
+    def regenerate(self, index: int) -> bool:
         """Asks the model again for the answer of the turn holding assistant message `index`;
-        the earlier answer stays as a branch."""
+        the earlier answer stays as a branch (and comes back if nothing new comes). False
+        when refused."""
         message = self._message(index)
-        if self.busy or message is None or message.role != "assistant":
-            return
+        if self.busy or message is None or message.role != "assistant" or not self._free():
+            return False
         assert self.conversation is not None and self.conversation.id is not None
         start = _turn_start(self.conversation.messages, index)
         if start is None:
-            return
-        self.runtime.store.fork_messages(self.conversation.id, start, take_markers_at_index=True)
+            return False
+        shown = next((b.current for b in self.branches() if b.index == start), 1)
+        store, conv_id = self.runtime.store, self.conversation.id
+        if not self._rewrite(
+            lambda: store.fork_messages(conv_id, start, take_markers_at_index=True)
+        ):
+            return False
         self._reload()
-        self._start(self._run(None))
+        self._start(self._run(None), regenerated=(start, shown))
+        return True
 
-    def switch_branch(self, index: int, branch: int) -> None:
-        """Shows branch `branch` (1-based) of the branch point at message `index`."""
+    def switch_branch(self, index: int, branch: int) -> bool:
+        """Shows branch `branch` (1-based) of the branch point at message `index`. False
+        when refused."""
         if self.busy or self.conversation is None or self.conversation.id is None:
-            return
+            return False
         found = next((b for b in self.branches() if b.index == index), None)
         if found is None or not 1 <= branch <= found.count or branch == found.current:
-            return
-        self.runtime.store.switch_branch(self.conversation.id, index, branch)
+            return False
+        store, conv_id = self.runtime.store, self.conversation.id
+        if not self._free() or not self._rewrite(
+            lambda: store.switch_branch(conv_id, index, branch)
+        ):
+            return False
         self._reload()
+        return True
+
+    def _free(self) -> bool:
+        """No other run (a scheduled task's, `deskhand ask`) writes to the conversation;
+        else the user is told why their action did nothing."""
+        assert self.conversation is not None and self.conversation.id is not None
+        if not self.runtime.store.conversation_busy(self.conversation.id):
+            return True
+        self.notice.emit(_BUSY)
+        return False
+
+    def _rewrite(self, change: Callable[[], object]) -> bool:
+        """Runs a store change that rewrites the history; False when it changed nothing, or
+        (the user told) when another run took the conversation in the meantime."""
+        from app.core.store import ConversationBusyError
+
+        try:
+            return change() is not False
+        except ConversationBusyError:
+            self.notice.emit(_BUSY)
+            return False
 
     def _message(self, index: int) -> ChatMessage | None:
         """Message `index` of a stored conversation; None for a bad index."""
@@ -223,9 +268,10 @@ class ChatController(QObject):
         return self.conversation.messages[index]
 
     def _reload(self) -> None:
+        """The history changed in the store: reload it (and the tools its live messages
+        used) and have the view follow."""
         assert self.conversation is not None and self.conversation.id is not None
-        self.conversation.messages = self.runtime.store.load_messages(self.conversation.id)
-        self.conversation.restore_active_tools()
+        self.runtime.reload_conversation(self.conversation)
         self.historyReset.emit()
 
     def _redacted(self, message: ChatMessage) -> ChatMessage:
@@ -244,22 +290,63 @@ class ChatController(QObject):
         if future is not None and not future.done():
             future.set_result(Decision(decision))
 
-    def _start(self, coro: Coroutine[Any, Any, None]) -> None:
-        turn = self._turn = _Turn(self.conversation)
+    def _start(
+        self, coro: Coroutine[Any, Any, None], regenerated: tuple[int, int] | None = None
+    ) -> None:
+        turn = self._turn = _Turn(self.conversation, regenerated=regenerated)
         self._task = asyncio.ensure_future(coro)
+        self._running = True
         self.busyChanged.emit(True)
         self.waiting.emit(True)
         self._task.add_done_callback(lambda task: self._finished(task, turn))
 
     def _mark(self, turn: _Turn, kind: MarkerKind, text: str) -> None:
+        """A marker where the turn ended — through the secret tripwire, like a message (an
+        error text may quote a key). A regenerate that brought nothing new puts the earlier
+        answer back first and leaves its marker at the point it was asked from."""
         conv_id = turn.conversation.id if turn.conversation else None
         if conv_id is None:
             return
         store = self.runtime.store
+        at = None
         try:
-            store.add_marker(conv_id, store.count_messages(conv_id), kind, text)
+            text = self.runtime.runner.refresh_secrets().text(text)
+            at = self._restore_earlier_answer(turn)
+            if at is not None:
+                text = f"{text}. {KEPT}" if not text.endswith(".") else f"{text} {KEPT}"
+            store.add_marker(
+                conv_id, store.count_messages(conv_id) if at is None else at, kind, text
+            )
         except Exception:  # a marker is a help, never a reason to break the turn's end
             log.exception("could not record a %s marker", kind)
+        if at is not None:
+            self._reload_shown(turn)
+
+    def _restore_earlier_answer(self, turn: _Turn) -> int | None:
+        """If `turn` regenerated an answer and nothing new came at that point (stopped
+        before any text, failed), shows the earlier answer again — the empty attempt stays
+        a branch — and returns where the turn was asked from; else None."""
+        conv_id = turn.conversation.id if turn.conversation else None
+        if turn.regenerated is None or conv_id is None:
+            return None
+        start, earlier = turn.regenerated
+        turn.regenerated = None
+        store = self.runtime.store
+        if any(not compaction.is_summary(m) for m in store.load_messages(conv_id)[start:]):
+            return None
+        try:
+            store.switch_branch(conv_id, start, earlier)
+        except Exception:  # another run took the conversation meanwhile: leave it be
+            log.exception("could not show the earlier answer again")
+            return None
+        return start
+
+    def _reload_shown(self, turn: _Turn) -> None:
+        """After the end of `turn` changed its history: the view follows, if it shows that
+        conversation (perhaps opened again meanwhile)."""
+        ended = turn.conversation.id if turn.conversation else None
+        if ended is not None and self.conversation_id == ended:
+            self._reload()
 
     def _emit(self, event: AgentEvent, turn: _Turn | None = None) -> None:
         """Every event of a turn goes out here: the first ends the waiting."""
@@ -281,9 +368,12 @@ class ChatController(QObject):
             self._emit(Error(f"Something went wrong: {exc}", kind="internal"), turn)
         if turn.error is not None:
             self._mark(turn, "error", turn.error)
+        elif self._restore_earlier_answer(turn) is not None:
+            self._reload_shown(turn)  # ended with no error and no message (rare): no marker
         if turn.waiting:
             turn.waiting = False
             self.waiting.emit(False)
+        self._running = False
         self.busyChanged.emit(False)
         self.conversationsChanged.emit()
 
@@ -338,10 +428,13 @@ class ChatController(QObject):
                 config.model = models[0]
             agent = self.runtime.make_agent(provider, self._approver)
             assert self.conversation is not None
-            async for event in agent.run(self.conversation, message):
-                if isinstance(event, ApprovalRequested):
-                    self.approvalPending.emit(event.request.call_id, event.request.tool)
-                self._emit(event)
+            # closed at once however the turn ends, so its lease is released before the
+            # turn's end is handled (a regenerate may switch back then)
+            async with contextlib.aclosing(agent.run(self.conversation, message)) as events:
+                async for event in events:
+                    if isinstance(event, ApprovalRequested):
+                        self.approvalPending.emit(event.request.call_id, event.request.tool)
+                    self._emit(event)
         except Exception as exc:
             from app.core.providers.base import ProviderError
 
@@ -358,6 +451,12 @@ class ChatController(QObject):
             return await future
         finally:
             self._pending.pop(request.call_id, None)
+
+
+_BUSY = (
+    "Another run is answering in this conversation (a scheduled task, or `deskhand ask`). "
+    "Wait until it ends, then try again."
+)
 
 
 def _turn_start(messages: list[ChatMessage], index: int) -> int | None:

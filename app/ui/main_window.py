@@ -14,6 +14,7 @@ from PySide6.QtGui import (
     QAction,
     QCloseEvent,
     QDesktopServices,
+    QFont,
     QKeySequence,
     QPainter,
     QPaintEvent,
@@ -29,6 +30,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QMainWindow,
     QMenu,
+    QMessageBox,
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
@@ -43,14 +45,16 @@ from PySide6.QtWidgets import (
 
 from app.core.events import Error, Notice, ToolCallFinished, TurnFinished
 from app.core.runtime import Runtime
+from app.core.visible import visible
 from app.ui.chat.elicitation_form import ElicitationPanel
-from app.ui.chat.view import CONNECT_MODEL_URL, ChatView
+from app.ui.chat.view import ChatView
 from app.ui.composer import Composer
 from app.ui.controller import ChatController
 from app.ui.folders_dialog import FoldersPrompt, needs_asking
 from app.ui.icons import line_icon
+from app.ui.model_picker import ModelPicker
 from app.ui.setup_card import SetupCard
-from app.ui.sidebar import Sidebar, plain_tooltip
+from app.ui.sidebar import Sidebar, flat, plain_tooltip
 from app.ui.starter_prompts import StarterPrompts
 from app.ui.ui_state import UiState
 
@@ -59,6 +63,8 @@ if TYPE_CHECKING:
     from app.ui.tasks_view import TasksView
 
 log = logging.getLogger(__name__)
+#: Link schemes a click in the conversation hands to the system (the text is untrusted).
+SAFE_LINK_SCHEMES = frozenset({"http", "https", "mailto"})
 UNDO_SECONDS = 10
 #: The smallest window in which nothing is clipped (sidebar shown).
 MIN_WIDTH, MIN_HEIGHT = 720, 500
@@ -167,6 +173,8 @@ class MainWindow(QMainWindow):
         self._detect_task: asyncio.Future[None] | None = None
         self.reminders_view: RemindersView | None = None  # built on first use
         self.tasks_view: TasksView | None = None  # built on first use
+        #: The notice for a link the conversation did not open (for tests).
+        self.refused_link: QMessageBox | None = None
         #: How to tell the user something while hidden: (title, message, key); set by App.
         self.notify_user: Callable[[str, str, str], None] | None = None
         #: Where first-run looks for local servers (None: Ollama's and LM Studio's ports).
@@ -179,6 +187,7 @@ class MainWindow(QMainWindow):
         self._build()
         self._build_menus()
         self._connect()
+        self.apply_text_size()
         self._restore()
         self.attach_mcp()
 
@@ -259,9 +268,8 @@ class MainWindow(QMainWindow):
         """The chat's title, the accounts and model in use, and the sidebar's toggle."""
         self.title_label = ElidedLabel("New chat")
         self.title_label.setObjectName("chatTitle")
-        self.model_label = ElidedLabel()
-        self.model_label.setObjectName("modelLabel")
-        self.model_label.setAlignment(Qt.AlignmentFlag.AlignRight)
+        self.model_picker = ModelPicker(self.runtime)
+        self.model_picker.setObjectName("modelPicker")
         self.accounts_label = ElidedLabel()
         self.accounts_label.setObjectName("modelLabel")
         self.accounts_label.setAlignment(Qt.AlignmentFlag.AlignRight)
@@ -287,7 +295,7 @@ class MainWindow(QMainWindow):
         layout.addSpacing(12)
         layout.addWidget(self.accounts_label)
         layout.addSpacing(12)
-        layout.addWidget(self.model_label)
+        layout.addWidget(self.model_picker)
         return header
 
     def _header_button(self, icon: str, tip: str, name: str) -> QToolButton:
@@ -373,12 +381,16 @@ class MainWindow(QMainWindow):
         self.chat_view.approvalDecided.connect(c.decide)
         self.chat_view.retryRequested.connect(c.retry)
         self.chat_view.linkActivated.connect(self._open_link)
-        self.chat_view.editRequested.connect(c.edit_and_resend)
+        self.chat_view.submit_edit = c.edit_and_resend
+        self.chat_view.connectRequested.connect(lambda: self.settingsRequested.emit("providers"))
         self.chat_view.regenerateRequested.connect(c.regenerate)
         self.chat_view.branchRequested.connect(c.switch_branch)
         self.chat_view.editable_text = c.editable_text
         c.historyReset.connect(self._reload_history)
         c.waiting.connect(self.chat_view.set_waiting)
+        c.modelChanged.connect(self._show_model_choice)
+        self.model_picker.chosen.connect(lambda account, model: c.set_model(account or None, model))
+        self.model_picker.connectRequested.connect(lambda: self.settingsRequested.emit("providers"))
         self.composer.sendRequested.connect(self.send)
         self.composer.stopRequested.connect(c.stop)
         self.sidebar.conversationSelected.connect(self.open_conversation)
@@ -446,13 +458,16 @@ class MainWindow(QMainWindow):
         """After start-up or a settings change: the header's model, the setup card."""
         settings = self.runtime.settings
         self.composer.set_send_key(settings.general.send_key)
-        account = settings.active_provider_account()
-        if account is None:
-            self.model_label.setText("No model connected")
+        self.model_picker.refresh()
+        self._show_model_choice()
+        if settings.active_provider_account() is None:
             self.show_setup(self.chat_view.message_count() == 0)
             return
-        self.model_label.setText(f"{account.model or 'default model'} · {account.label}")
         self.show_setup(False)
+
+    def _show_model_choice(self) -> None:
+        """The header shows the open conversation's model (its own, else the default)."""
+        self.model_picker.set_choice(*self.controller.model_choice())
 
     def refresh_accounts(self) -> None:
         """Shows which accounts tools act on (e.g. "Kubernetes: prod"), where it matters."""
@@ -569,11 +584,28 @@ class MainWindow(QMainWindow):
         )
 
     def _open_link(self, url: str) -> None:
-        """Links in the conversation: the app's own actions, else the system's handler."""
-        if url == CONNECT_MODEL_URL:
-            self.settingsRequested.emit("providers")
+        """A link clicked in the conversation. Its text came from the model, a page or a
+        tool: only web and mail addresses go to the system's handler (a file or custom
+        scheme could run a program); anything else is shown, with a way to copy it."""
+        address = QUrl(url)
+        if address.scheme().lower() in SAFE_LINK_SCHEMES and address.isValid():
+            QDesktopServices.openUrl(address)
             return
-        QDesktopServices.openUrl(QUrl(url))
+        box = QMessageBox(self)
+        box.setIcon(QMessageBox.Icon.Information)
+        box.setWindowTitle("Link not opened")
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        box.setText(
+            "Deskhand opens only web and mail links from a conversation. This link "
+            "points elsewhere:"
+        )
+        box.setInformativeText(visible(url[:500], keep_newlines=False))
+        copy = box.addButton("Copy address", QMessageBox.ButtonRole.ActionRole)
+        box.addButton(QMessageBox.StandardButton.Close)
+        copy.clicked.connect(lambda: QApplication.clipboard().setText(url))
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+        self.refused_link = box
 
     def _stash_draft(self) -> None:
         self.ui_state.drafts[self.controller.conversation_id or ""] = self.composer.text()
@@ -593,7 +625,7 @@ class MainWindow(QMainWindow):
         self.refresh_provider()
 
     def _set_title(self, title: str) -> None:
-        self.title_label.setText(" ".join(title.split()))
+        self.title_label.setText(flat(title))
         self.title_label.setToolTip(plain_tooltip(title))
 
     def _on_title_changed(self, conversation_id: str, title: str) -> None:
@@ -660,6 +692,7 @@ class MainWindow(QMainWindow):
 
     def _on_busy(self, busy: bool) -> None:
         self.composer.set_busy(busy)
+        self.chat_view.set_busy(busy)
         self.stop_action.setEnabled(busy)
         self._update_starters()
         if busy:
@@ -709,6 +742,16 @@ class MainWindow(QMainWindow):
         self.runtime.settings = self.runtime.settings_store.load()
         self.refresh_provider()
         self.refresh_accounts()
+        self.apply_text_size()
+
+    def apply_text_size(self) -> None:
+        """Settings → General's chat text size, for the conversation and the composer."""
+        points = self.runtime.settings.general.font_size
+        self.chat_view.set_text_size(points)
+        font = QFont(QApplication.font())
+        if points > 0:
+            font.setPointSize(points)
+        self.composer.edit.setFont(font)
 
     # ---- reminders -----------------------------------------------------------------------
 
@@ -898,6 +941,7 @@ class MainWindow(QMainWindow):
             self.ui_state.save(self.state_path)
 
     def stop_background_work(self) -> None:
+        self.model_picker.cancel()
         self.elicitation.close_all()  # waiting MCP servers are told "declined"
         self.controller.stop()
         if self._detect_task is not None and not self._detect_task.done():

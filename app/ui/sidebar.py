@@ -106,8 +106,7 @@ def flat(text: str) -> str:
 def highlight_parts(snippet: str) -> tuple[str, list[tuple[int, int]]]:
     """The store's snippet as plain text and the (start, length) of each marked match.
 
-    Markers that do not pair up (a title or message may contain « or » itself) are shown
-    as text rather than guessed at."""
+    Markers that do not pair up are shown as text rather than guessed at."""
     text, spans = "", []
     rest = snippet
     while True:

@@ -2,9 +2,14 @@
 server: a rate-limit error retried, an answer with a code block and a table, a finished tool
 card and a write awaiting approval. Grabs a PNG (for docs/ and for looking at it).
 
+Scenes (`--scene`): `approval` (the above), `actions` (a regenerated answer with its
+version switch and hover actions, a selection, a denied call and a Stopped turn), `new` (a
+new chat with its starter prompts).
+
 Run (offscreen or under Xvfb):
   .venv/bin/python bench/screens/window_demo.py --out docs/window-light.png
   .venv/bin/python bench/screens/window_demo.py --dark --out docs/window-dark.png
+  .venv/bin/python bench/screens/window_demo.py --scene actions --width 800 --height 600
 """
 
 from __future__ import annotations
@@ -69,9 +74,67 @@ async def drive(window, llm, root: Path) -> None:
     await wait_until(lambda: window.controller.pending_approvals(), what="approval")
 
 
+async def drive_actions(window, llm, root: Path) -> None:
+    """A regenerated answer (version 2 of 2) hovered with part of it selected, a denied
+    write and a turn the user stopped."""
+    from PySide6.QtCore import QEvent, QPoint, Qt
+    from PySide6.QtGui import QMouseEvent
+
+    from app.ui.chat.model import AssistantMessage
+    from tests.fakellm import hang, text, tool_calls
+    from tests.fixtures_qt import wait_until
+
+    view = window.chat_view
+    llm.add(tool_calls(("d1", "fs_delete", {"path": str(root / "Downloads")})))
+    llm.add(text("Understood, I left your Downloads folder alone."))
+    window.send("Clean up my Downloads folder", [])
+    await wait_until(lambda: window.controller.pending_approvals(), what="approval")
+    window.controller.decide("d1", "deny")
+    await wait_until(lambda: not window.controller.busy, what="denied turn")
+    llm.add(text("Lisbon in May: warm days, few crowds, and the jacaranda trees in bloom."))
+    llm.add(text(ANSWER.split("On your home")[0].strip(), chunk_size=40))
+    window.send("Write me a script that reports disk usage per folder.", [])
+    await wait_until(lambda: not window.controller.busy, what="answer")
+    window.chat_view.regenerateRequested.emit(view.chat_model.items[-1].index)
+    await wait_until(lambda: not window.controller.busy, what="regenerated answer")
+    llm.add(hang("Here is a long essay about the history of"))
+    window.send("Write a long essay about Lisbon's history", [])
+    await wait_until(lambda: any("history of" in i.plain_text() for i in view.chat_model.items))
+    window.controller.stop()
+    await wait_until(lambda: not window.controller.busy, what="stop")
+    answer = next(
+        i
+        for i in reversed(view.chat_model.items)
+        if isinstance(i, AssistantMessage) and i.branch is not None
+    )
+    await asyncio.sleep(0.6)  # rows measured exactly (the view settles after a turn)
+    view.scrollTo(view.chat_model.index(answer.row, 0))
+    await asyncio.sleep(0.3)
+    view.select_range((answer.row, 0, 10), (answer.row, 1, 40))
+    rect = view.visualRect(view.chat_model.index(answer.row, 0))
+    point = QPoint(rect.center().x(), rect.bottom() - 30)
+    move = QMouseEvent(
+        QEvent.Type.MouseMove,
+        point,
+        view.viewport().mapToGlobal(point),
+        Qt.MouseButton.NoButton,
+        Qt.MouseButton.NoButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
+    view.mouseMoveEvent(move)
+
+
+async def drive_new(window, llm, root: Path) -> None:
+    window.new_chat()
+
+
+SCENES = {"approval": drive, "actions": drive_actions, "new": drive_new}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--dark", action="store_true")
+    parser.add_argument("--scene", choices=sorted(SCENES), default="approval")
     parser.add_argument("--out", default="window.png")
     parser.add_argument("--width", type=int, default=1180)
     parser.add_argument("--height", type=int, default=860)
@@ -119,7 +182,7 @@ def main() -> None:
         app.window.resize(args.width, args.height)
         app.show()
         with loop:
-            loop.run_until_complete(drive(app.window, llm, root))
+            loop.run_until_complete(SCENES[args.scene](app.window, llm, root))
             deadline = time.monotonic() + 0.5
             while time.monotonic() < deadline:
                 qapp.processEvents()

@@ -796,7 +796,21 @@ def import_servers(
     source = source or claude_desktop_config_path()
     if not source.exists():
         raise McpConfigError(f"{source} does not exist")
-    incoming = read_servers_block(source)
+    return import_block(
+        target, read_servers_block(source), source, set_secret=set_secret, overwrite=overwrite
+    )
+
+
+def import_block(
+    target: Path,
+    incoming: dict[str, Any],
+    source: Path,
+    *,
+    set_secret: SecretSetter | None = None,
+    overwrite: bool = False,
+) -> ImportReport:
+    """`import_servers` for an `mcpServers` block already in memory (pasted text never
+    goes to disk); `source` only names where it came from in the report."""
     checked = parse_servers(incoming)  # before changing anything
     if checked.problems and not checked.servers:
         raise EntryError(checked.problems)

@@ -313,6 +313,18 @@ async def get_json(
     return await call_with_retries(once, config)
 
 
+def model_ids(data: Any, *, url: str) -> list[str]:
+    """The ids of a `/models` answer (`{"data": [{"id": ...}, ...]}`, both APIs). Any
+    other JSON means the base URL points at something that is not a model API."""
+    items = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        raise BadRequestError(
+            f"{host_of(url)} answered, but not with a list of models. Is the base URL right?",
+            status=200,
+        )
+    return [str(item["id"]) for item in items if isinstance(item, dict) and "id" in item]
+
+
 def parse_json_data(data: str) -> Any:
     """Decode one SSE `data:` payload; garbage becomes a StreamError."""
     try:

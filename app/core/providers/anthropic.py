@@ -298,8 +298,7 @@ class AnthropicProvider:
             headers=self._headers(),
             config=self.config,
         )
-        items = data.get("data", []) if isinstance(data, dict) else []
-        return [item["id"] for item in items if isinstance(item, dict) and "id" in item]
+        return _http.model_ids(data, url=self._base)
 
     async def aclose(self) -> None:
         if self._owns_client:

@@ -326,8 +326,7 @@ class OpenAICompatProvider:
         data = await _http.get_json(
             self._client, f"{self._base}/models", headers=self._headers(), config=self.config
         )
-        items = data.get("data", []) if isinstance(data, dict) else []
-        return [item["id"] for item in items if isinstance(item, dict) and "id" in item]
+        return _http.model_ids(data, url=self._base)
 
     async def aclose(self) -> None:
         if self._owns_client:

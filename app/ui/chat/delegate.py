@@ -32,6 +32,8 @@ class ChatDelegate(QStyledItemDelegate):
         super().__init__(view)
         self._view = view
         self._model = model
+        #: The chat text size the user chose in points (0: derived from the UI font).
+        self.text_points = 0.0
         self.theme: ChatTheme = theme_from_palette(view.palette(), view.font())
         self.state = PaintState()
         self.layouts_built = 0
@@ -40,7 +42,7 @@ class ChatDelegate(QStyledItemDelegate):
         self._kept: OrderedDict[int, ChatItem] = OrderedDict()
 
     def update_theme(self) -> None:
-        self.theme = theme_from_palette(self._view.palette(), self._view.font())
+        self.theme = theme_from_palette(self._view.palette(), self._view.font(), self.text_points)
 
     def width(self) -> int:
         """The row width (the viewport's); cached, since size queries come 10,000 at a time."""

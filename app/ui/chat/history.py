@@ -8,9 +8,10 @@ regenerate and branch switching need; `assign_indices` gives it to items streame
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple
 
+from app.core.compaction import is_summary
 from app.core.history_marks import BranchInfo, Marker
 from app.core.providers.base import ChatMessage
 from app.core.store import ToolCallRecord
@@ -20,6 +21,7 @@ from app.ui.chat.model import (
     ErrorItem,
     MarkerItem,
     MessageItem,
+    NoticeItem,
     ToolCard,
     ToolStatus,
     UserMessage,
@@ -28,6 +30,12 @@ from app.ui.chat.model import (
 #: What the card says for a call the user refused (never the words sent to the model).
 YOU_DENIED = "You denied this"
 DENIED_BY_RULE = "Denied by a rule"
+#: Where a compaction summary stands in for earlier messages (the model reads the summary).
+SUMMARISED = (
+    "Deskhand summarised the messages above for the model, to save space. You still see them all."
+)
+#: How attached files' text starts in a stored user message (`build_user_message`).
+_ATTACHED = ("Attached file `", "[attached image: ")
 
 _STATUS = {
     "ok": ToolStatus.OK,
@@ -69,10 +77,13 @@ def history_items(
     after: dict[int, list[Marker]] = {}
     for marker in markers:
         after.setdefault(max(0, min(marker.after, len(messages))), []).append(marker)
-    items: list[ChatItem] = _marker_items(after.get(0, ()))
+    items: list[ChatItem] = _marker_items(after.get(0, ()), 0)
     cards: dict[str, ToolCard] = {}
     for index, message in enumerate(messages):
-        if message.role == "user":
+        if is_summary(message):
+            # the model's own summary of what came before: not something the user typed
+            items.append(NoticeItem(message=SUMMARISED))
+        elif message.role == "user":
             images = [f"image {i + 1}" for i in range(len(message.images))]
             items.append(UserMessage(text=message.content, attachments=images, index=index))
         elif message.role == "assistant":
@@ -84,7 +95,7 @@ def history_items(
                 items.append(card)
         elif message.role == "tool" and message.tool_call_id in cards:
             _fill_result(cards[message.tool_call_id], message)
-        items += _marker_items(after.get(index + 1, ()))
+        items += _marker_items(after.get(index + 1, ()), index + 1)
     place_branches(items, branches)
     return items
 
@@ -101,74 +112,187 @@ def _fill_result(card: ToolCard, message: ChatMessage) -> None:
         card.error = card.error or message.content.removeprefix("Error: ")
 
 
-def _marker_items(markers: Iterable[Marker]) -> list[ChatItem]:
+def _marker_items(markers: Iterable[Marker], at: int) -> list[ChatItem]:
     return [
-        MarkerItem(text=m.text or "Stopped")
+        MarkerItem(text=m.text or "Stopped", after=at)
         if m.kind == "stopped"
-        else ErrorItem(message=m.text, kind="stored")
+        else ErrorItem(message=m.text, kind="stored", after=at)
         for m in markers
     ]
 
 
 def place_branches(items: Sequence[ChatItem], branches: Iterable[BranchInfo]) -> None:
-    """Puts each branch's "‹ 2/3 ›" on the first message item at or after its index."""
+    """Puts each branch's "‹ 2/3 ›" on the first message item at or after its index; when
+    no message is there (a regenerate stopped or failed before any text), on the first
+    "Stopped" or error row at or after it, so the other versions stay reachable."""
     wanted = sorted((b for b in branches if b.count > 1), key=lambda b: b.index)
     if not wanted:
         return
     messages = [i for i in items if isinstance(i, MessageItem) and i.index is not None]
+    rows = _placed_rows(items)
+    shown = {i.branch.index for i in items if isinstance(i, _SWITCHABLE) and i.branch}
     k = 0
     for info in wanted:
+        if info.index in shown:  # already on a row (a later turn must not add another)
+            continue
         while k < len(messages) and (messages[k].index or 0) < info.index:
             k += 1
-        if k < len(messages) and messages[k].branch is None:
-            messages[k].branch = info
+        if k < len(messages):
+            if messages[k].branch is None:
+                messages[k].branch = info
+            continue
+        row = next((r for at, r in rows if at >= info.index), None)
+        if row is not None and row.branch is None:
+            row.branch = info
+
+
+#: Rows that can carry the version switch.
+_SWITCHABLE = (MessageItem, MarkerItem, ErrorItem)
+
+
+def _placed_rows(items: Sequence[ChatItem]) -> list[tuple[int, MarkerItem | ErrorItem]]:
+    """Marker and error rows with the stored position they stand at: their own `after`,
+    or (live rows) just after the message item before them."""
+    rows: list[tuple[int, MarkerItem | ErrorItem]] = []
+    here: int | None = 0
+    for item in items:
+        if isinstance(item, MessageItem):
+            here = None if item.index is None else item.index + 1
+        elif isinstance(item, MarkerItem | ErrorItem):
+            at = item.after if item.after is not None else here
+            if at is not None:
+                rows.append((at, item))
+    return rows
+
+
+class _Slot(NamedTuple):
+    """A stored message (or one of its tool calls) a live item may stand for."""
+
+    kind: str  # user | assistant | tool
+    index: int
+    key: str  # the text (user, assistant) or the call id (tool)
 
 
 def assign_indices(items: Sequence[ChatItem], messages: Sequence[ChatMessage]) -> list[ChatItem]:
-    """Gives live message items their position in `messages` (the walk of `history_items`);
-    returns the items whose index changed.
+    """Gives live message items their position in `messages`; returns the items whose
+    index changed.
 
-    Starts at the last item that already has an index, so a long conversation costs only
-    its newest turn. An answer streamed in pieces (reasoning between them) is one message.
+    An item only takes the index of a message that says what it shows (the typed text, a
+    piece of the answer, the tool call's id); otherwise it stays without one (no Edit or
+    Regenerate) rather than pointing at another message. Compaction summaries are stored
+    user messages the live view never shows: they are skipped. Starts at the last item
+    that already has an index, so a long conversation costs only its newest turn. An
+    answer streamed in pieces (reasoning between them) is one message.
     """
     start, first = _resume_point(items)
-    slots: list[tuple[str, int, str]] = []  # (kind, message index, text or call id)
-    for index in range(first, len(messages)):
-        message = messages[index]
-        if message.role == "user":
-            slots.append(("user", index, message.content))
-        elif message.role == "assistant":
-            if message.content.strip():
-                slots.append(("assistant", index, message.content))
-            slots += [("tool", index, call.id) for call in message.tool_calls]
+    slots = _slots(messages, first)
+    walk = list(items[start:])
+    resumed = bool(walk) and isinstance(walk[0], MessageItem) and walk[0].index is not None
+    lo = _past(slots, walk[0]) if resumed else 0
+    users = _match_users(walk[1:] if resumed else walk, slots, lo)
+    bounds = _next_bounds(walk, users, len(slots))
     changed: list[ChatItem] = []
-    j = 0
-    last: tuple[int, str] | None = None  # the answer the previous piece belonged to
-    for item in items[start:]:
-        if isinstance(item, ToolCard):
+    last: _Slot | None = None  # the answer the previous piece belonged to
+    for pos, item in enumerate(walk):
+        found: _Slot | None = None
+        if pos == 0 and resumed:
+            assert isinstance(item, MessageItem)
+            last = _slot_at(slots, item) if isinstance(item, AssistantMessage) else None
+            continue
+        if isinstance(item, UserMessage):
+            k = users.get(id(item))
+            if k is not None:
+                found, lo = slots[k], k + 1
             last = None
-            continue
-        if not isinstance(item, MessageItem):
-            continue
-        kind = "user" if isinstance(item, UserMessage) else "assistant"
-        piece = item.text.strip()
-        found: int | None = None
-        if kind == "assistant" and last is not None and piece and piece in last[1]:
-            found = last[0]
-        else:
-            k = j
-            while k < len(slots) and slots[k][0] != kind:
-                if kind == "assistant" and slots[k][0] == "user":
-                    k = len(slots)  # an answer never belongs to a later turn
-                    break
-                k += 1
-            if k < len(slots):
-                found, j = slots[k][1], k + 1
-                last = (slots[k][1], slots[k][2]) if kind == "assistant" else None
-        if found is not None and found != item.index:
-            item.index = found
+        elif isinstance(item, ToolCard):
+            k = _find(slots, lo, bounds[pos], "tool", lambda key, c=item.call_id: key == c)
+            if k is not None:
+                lo = k + 1
+            last = None
+        elif isinstance(item, AssistantMessage):
+            piece = item.text.strip()
+            if not piece:
+                continue
+            if last is not None and piece in last.key:
+                found = last
+            else:
+                k = _find(slots, lo, bounds[pos], "assistant", lambda key, p=piece: p in key)
+                if k is not None:
+                    found = last = slots[k]
+                    lo = k + 1
+        if found is not None and isinstance(item, MessageItem) and found.index != item.index:
+            item.index = found.index
             changed.append(item)
     return changed
+
+
+def _slots(messages: Sequence[ChatMessage], first: int) -> list[_Slot]:
+    slots: list[_Slot] = []
+    for index in range(first, len(messages)):
+        message = messages[index]
+        if message.role == "user" and not is_summary(message):
+            slots.append(_Slot("user", index, message.content))
+        elif message.role == "assistant":
+            if message.content.strip():
+                slots.append(_Slot("assistant", index, message.content))
+            slots += [_Slot("tool", index, call.id) for call in message.tool_calls]
+    return slots
+
+
+def _past(slots: Sequence[_Slot], item: MessageItem) -> int:
+    """Where the walk goes on after an item whose index is known (an answer's tool calls,
+    stored in the same message, still follow it)."""
+    for k, slot in enumerate(slots):
+        if slot.index > (item.index or 0) or (slot.index == item.index and slot.kind == "tool"):
+            return k
+    return len(slots)
+
+
+def _slot_at(slots: Sequence[_Slot], item: MessageItem) -> _Slot | None:
+    return next((s for s in slots if s.index == item.index and s.kind == "assistant"), None)
+
+
+def _match_users(walk: Sequence[ChatItem], slots: Sequence[_Slot], lo: int) -> dict[int, int]:
+    """Each live user message → the first later stored user message with its text (they
+    bound the turns the answers and tool calls between them are looked for in)."""
+    found: dict[int, int] = {}
+    for item in walk:
+        if isinstance(item, UserMessage):
+            k = _find(slots, lo, len(slots), "user", lambda key, t=item.text: _said(t, key))
+            if k is not None:
+                found[id(item)] = k
+                lo = k + 1
+    return found
+
+
+def _next_bounds(walk: Sequence[ChatItem], users: dict[int, int], end: int) -> list[int]:
+    """For each walked item, the slot of the next matched user message (an answer never
+    belongs to a later turn)."""
+    bounds = [end] * len(walk)
+    bound = end
+    for pos in range(len(walk) - 1, -1, -1):
+        bounds[pos] = bound
+        k = users.get(id(walk[pos]))
+        if k is not None:
+            bound = k
+    return bounds
+
+
+def _find(
+    slots: Sequence[_Slot], lo: int, hi: int, kind: str, matches: Callable[[str], bool]
+) -> int | None:
+    for k in range(lo, min(hi, len(slots))):
+        if slots[k].kind == kind and matches(slots[k].key):
+            return k
+    return None
+
+
+def _said(text: str, content: str) -> bool:
+    """Whether stored user message `content` is what was typed as `text` (attached files'
+    text follows it, as `build_user_message` writes it)."""
+    if not text:
+        return not content or content.startswith(_ATTACHED)
+    return content == text or content.startswith(text + "\n\n")
 
 
 def _resume_point(items: Sequence[ChatItem]) -> tuple[int, int]:

@@ -95,6 +95,10 @@ ACTIONS_H = 26
 ACTION_ICON = 14
 #: `PaintState.copied` block index meaning "the whole message was copied".
 WHOLE_MESSAGE = -1
+#: Actions that change the conversation: not offered while a turn runs.
+BUSY_ACTIONS = frozenset({"edit", "regenerate", "branch_prev", "branch_next"})
+#: What a disabled action says, while a turn runs.
+WAIT_WORDS = "Wait for the answer to finish (or stop it)"
 
 #: A place in the conversation's text: (row, text block of the item, character).
 TextPos = tuple[int, int, int]
@@ -156,6 +160,8 @@ class PaintState:
     current_row: int = -1
     #: The view has keyboard focus (the current row gets a focus frame).
     focused: bool = False
+    #: A turn runs: Edit, Regenerate and the version switch are shown disabled.
+    busy: bool = False
 
     def shows_actions(self) -> bool:
         return self.row >= 0 and self.row in (self.hover_row, self.current_row)
@@ -473,12 +479,13 @@ _ACTIONS = {
 class MessageActions:
     """The small buttons under a message: Copy, Edit (yours) or Regenerate (answers), and
     "‹ 2/3 ›" where the message has other versions. Shown while the mouse is over the
-    message or it is the keyboard's current one; the version switch always shows."""
+    message or it is the keyboard's current one; the version switch always shows. A
+    "Stopped" or error row where a regenerate ended before any text has only the switch."""
 
     def __init__(
         self,
         layout: ItemLayout,
-        item: MessageItem,
+        item: MessageItem | MarkerItem | ErrorItem,
         theme: ChatTheme,
         x: float,
         w: float,
@@ -488,9 +495,14 @@ class MessageActions:
         self.item_id = id(item)
         self.rect = QRectF(x, y, w, ACTIONS_H)
         small = QFontMetricsF(theme.small_font)
-        names = ["copy_message"]
-        if item.index is not None:
-            names.append("edit" if isinstance(item, UserMessage) else "regenerate")
+        names: list[str] = []
+        branch = item.branch
+        if isinstance(item, MessageItem):
+            names.append("copy_message")
+            if item.index is not None:
+                names.append("edit" if isinstance(item, UserMessage) else "regenerate")
+            else:
+                branch = None
         #: (hit, label) of each button, left to right
         self.buttons: list[tuple[Hit | None, str, QRectF]] = []
         widths: list[float] = []
@@ -499,7 +511,6 @@ class MessageActions:
             widths.append(
                 ACTION_ICON + 5 + small.horizontalAdvance(label or _ACTIONS[name][0]) + 14
             )
-        branch = item.branch if item.index is not None else None
         self.branch_label = ""
         if branch is not None:
             self.branch_label = f"{branch.current}/{branch.count}"
@@ -515,7 +526,7 @@ class MessageActions:
             cx = rect.right() + 2
             hit: Hit | None = None
             if kind in _ACTIONS:
-                hit = Hit(kind, item.index, rect, _ACTIONS[kind][1])
+                hit = Hit(kind, getattr(item, "index", None), rect, _ACTIONS[kind][1])
             elif kind == "branch_prev" and branch is not None and branch.current > 1:
                 hit = Hit(kind, (branch.index, branch.current - 1), rect, "Previous version")
             elif kind == "branch_next" and branch is not None and branch.current < branch.count:
@@ -532,11 +543,13 @@ class MessageActions:
             is_branch = kind.startswith("branch")
             if not shown and not is_branch:
                 continue
+            disabled = state.busy and kind in BUSY_ACTIONS
             hovered = hit is not None and state.hover is not None and state.hover.rect == rect
+            hovered = hovered and not disabled
             if hovered:
                 _round_rect(p, rect, theme.badge_bg, None, 6)
             color = theme.text if hovered else theme.muted
-            if is_branch and hit is None and kind != "branch_label":
+            if disabled or (is_branch and hit is None and kind != "branch_label"):
                 color = with_alpha(theme.muted, 0.35)
             if kind == "branch_label":
                 _text(
@@ -746,9 +759,16 @@ class MarkerLayout(ItemLayout):
         self.rect = QRectF(x, ITEM_PAD, w, small.height() + 8)
         self.text_rect = QRectF(x + (w - text_w) / 2, ITEM_PAD, text_w, self.rect.height())
         self.frame = self.text_rect
-        self.height = math.ceil(self.rect.bottom() + ITEM_PAD)
+        bottom = self.rect.bottom()
+        self.actions: MessageActions | None = None
+        if item.branch is not None:  # the earlier answer is a version away
+            self.actions = MessageActions(self, item, theme, x, w, bottom + 2, right=False)
+            bottom = self.actions.rect.bottom()
+        self.height = math.ceil(bottom + ITEM_PAD)
 
     def paint(self, p: QPainter, theme: ChatTheme, state: PaintState) -> None:
+        if self.actions is not None:
+            self.actions.paint(p, theme, state)
         y = self.rect.center().y()
         p.setPen(QPen(theme.card_border, 1))
         gap = 10.0
@@ -821,7 +841,13 @@ class ErrorLayout(ItemLayout):
         if self.show_connect:
             rect = QRectF(right - connect_w, ITEM_PAD + 12, connect_w, theme.line_height)
             self.hits.append(Hit("connect", None, rect, "Open Settings → Providers"))
-        self.height = math.ceil(self.box.bottom() + ITEM_PAD)
+        self.links = list(self.hits)
+        bottom = self.box.bottom()
+        self.actions: MessageActions | None = None
+        if item.branch is not None:  # the earlier answer is a version away
+            self.actions = MessageActions(self, item, theme, x, w, bottom + 4, right=False)
+            bottom = self.actions.rect.bottom()
+        self.height = math.ceil(bottom + ITEM_PAD)
 
     def paint(self, p: QPainter, theme: ChatTheme, state: PaintState) -> None:
         _round_rect(
@@ -833,7 +859,9 @@ class ErrorLayout(ItemLayout):
         )
         _status_icon(p, self.icon, ToolStatus.ERROR, theme)
         self.draw_text(p, theme, state, 0)
-        for hit in self.hits:
+        if self.actions is not None:
+            self.actions.paint(p, theme, state)
+        for hit in self.links:
             hovered = state.hover is not None and state.hover.rect == hit.rect
             font = QFont(theme.bold_font)
             font.setUnderline(hovered)
@@ -1421,14 +1449,16 @@ def estimate_height(item: ChatItem, theme: ChatTheme, width: int) -> int:
             mono = QFontMetricsF(theme.mono_font).lineSpacing()
             extra += TERM_HEADER + 2 * TERM_PAD + (TERM_TAIL + 1) * mono - (lh + 18)
         return int(base + extra)
+    switch = ACTIONS_H + 4 if getattr(item, "branch", None) is not None else 0
     if isinstance(item, ErrorItem):
-        return int(lines(item.message, w - 140, theme.char_width) * lh + 24 + 2 * ITEM_PAD)
+        text_h = lines(item.message, w - 140, theme.char_width) * lh
+        return int(text_h + 24 + 2 * ITEM_PAD + switch)
     if isinstance(item, ThinkingItem):
         header = lh + 10 + 2 * ITEM_PAD
         if not item.open:
             return int(header)
         return int(header + lines(item.text, w - THINK_INDENT, theme.char_width) * lh * 0.9 + 8)
-    return int(lh + 2 * ITEM_PAD)
+    return int(lh + 2 * ITEM_PAD + switch)
 
 
 _VERBS = {"create": "create", "update": "change", "delete": "delete", "execute": "run"}

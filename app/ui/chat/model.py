@@ -209,6 +209,10 @@ class ErrorItem(ChatItem):
     retried: bool = False
     #: The agent's error kind; "setup" offers "Connect a model".
     kind: str = "error"
+    #: Stored messages before it (errors from the history); None for live ones.
+    after: int | None = None
+    #: The version switch, when a regenerate failed before its answer had any text.
+    branch: BranchInfo | None = None
 
     def plain_text(self) -> str:
         return self.message
@@ -233,6 +237,10 @@ class MarkerItem(ChatItem):
     """A neutral line in the conversation: "Stopped" where the user stopped a turn."""
 
     text: str = "Stopped"
+    #: Stored messages before it (markers from the history); None for live ones.
+    after: int | None = None
+    #: The version switch, when a regenerate was stopped before its answer had any text.
+    branch: BranchInfo | None = None
 
     def plain_text(self) -> str:
         return self.text
@@ -340,6 +348,7 @@ def _description(item: ChatItem) -> str:
     if isinstance(item, ToolCard):
         kind = f" ({item.category_label})" if item.category else ""
         return f"{item.spoken_role()}. Tool name {item.name}{kind}"
-    if isinstance(item, MessageItem) and item.branch is not None:
-        return f"{item.spoken_role()}, version {item.branch.current} of {item.branch.count}"
+    branch = getattr(item, "branch", None)
+    if isinstance(branch, BranchInfo):
+        return f"{item.spoken_role()}, version {branch.current} of {branch.count}"
     return item.spoken_role()

@@ -25,6 +25,7 @@ from PySide6.QtGui import (
     QTextFormat,
     QTextFrameFormat,
     QTextLength,
+    QTextListFormat,
     QTextOption,
     QTextTable,
 )
@@ -53,6 +54,13 @@ class RenderStats:
 
 STATS = RenderStats()
 
+#: How model text is read as Markdown: GitHub's dialect, raw HTML shown as the text it is
+#: (never hidden, styled or turned into links), so what is copied is what was shown.
+MARKDOWN = (
+    QTextDocument.MarkdownFeature.MarkdownDialectGitHub
+    | QTextDocument.MarkdownFeature.MarkdownNoHTML
+)
+
 
 def _new_doc(theme: ChatTheme, font: QFont | None = None) -> QTextDocument:
     doc = QTextDocument()
@@ -71,7 +79,7 @@ def _new_doc(theme: ChatTheme, font: QFont | None = None) -> QTextDocument:
 def render_markdown(text: str, theme: ChatTheme) -> QTextDocument:
     STATS.markdown += 1
     doc = _new_doc(theme)
-    doc.setMarkdown(text, QTextDocument.MarkdownFeature.MarkdownDialectGitHub)
+    doc.setMarkdown(text, MARKDOWN)
     _restyle(doc, theme)
     return doc
 
@@ -438,6 +446,38 @@ class PlainStream:
         self.text = text
 
 
+_BULLETS = {
+    QTextListFormat.Style.ListDisc: "•",
+    QTextListFormat.Style.ListCircle: "◦",
+    QTextListFormat.Style.ListSquare: "▪",
+}
+_CHECKS = {
+    QTextBlockFormat.MarkerType.Checked: "[x] ",
+    QTextBlockFormat.MarkerType.Unchecked: "[ ] ",
+}
+
+
+def doc_text(doc: QTextDocument) -> str:
+    """A rendered document's text as it reads: like `toPlainText`, with the list numbers,
+    bullets and task boxes it shows (which `toPlainText` leaves out: "1. Run it" would be
+    copied as "Run it")."""
+    lines: list[str] = []
+    block = doc.begin()
+    while block.isValid():
+        line = block.text()
+        listed = block.textList()
+        if listed is not None:
+            style = listed.format().style()
+            marker = _BULLETS.get(style) or listed.itemText(block)
+            check = _CHECKS.get(block.blockFormat().marker(), "")
+            depth = max(0, listed.format().indent() - 1)
+            line = f"{'  ' * depth}{marker} {check}{line}".rstrip()
+        lines.append(line)
+        block = block.next()
+    text = "\n".join(lines)
+    return text.replace("\u2028", "\n").replace("\u2029", "\n").replace("\xa0", " ")
+
+
 def message_plain(text: str) -> str:
     """A whole answer as it reads on screen, without laying anything out: each markdown
     segment as text, code exactly; blocks separated by a blank line (what copying a
@@ -448,6 +488,6 @@ def message_plain(text: str) -> str:
         if segment.kind == "code":
             parts.append(segment.text.removesuffix("\n"))
         else:
-            doc.setMarkdown(segment.text, QTextDocument.MarkdownFeature.MarkdownDialectGitHub)
-            parts.append(doc.toPlainText())
+            doc.setMarkdown(segment.text, MARKDOWN)
+            parts.append(doc_text(doc))
     return "\n\n".join(parts)

@@ -106,16 +106,19 @@ class ChatTheme:
         return "github-dark" if self.dark else "default"
 
 
-def _body_font(base: QFont) -> QFont:
-    """A comfortable reading size: at least 10.5 pt, a little above the UI font."""
+def _body_font(base: QFont, points: float = 0) -> QFont:
+    """The size the user chose (`points` > 0), else a comfortable reading size: at least
+    10.5 pt, a little above the UI font."""
     font = QFont(base)
     size = base.pointSizeF()
-    if size > 0:
+    if points > 0:
+        font.setPointSizeF(points)
+    elif size > 0:
         font.setPointSizeF(max(10.5, size * 1.1))
     return font
 
 
-def theme_from_palette(palette: QPalette, base_font: QFont) -> ChatTheme:
+def theme_from_palette(palette: QPalette, base_font: QFont, text_points: float = 0) -> ChatTheme:
     bg = palette.color(QPalette.ColorRole.Base)
     dark = luminance(bg) < 0.25
     text = ensure_contrast(palette.color(QPalette.ColorRole.Text), bg, 7.0)
@@ -134,7 +137,7 @@ def theme_from_palette(palette: QPalette, base_font: QFont) -> ChatTheme:
     card = mix(bg, lift, 0.035 if dark else 0.018)
     code_bg = mix(bg, lift, 0.06 if dark else 0.035)
     bubble = mix(bg, lift, 0.10 if dark else 0.055)
-    font = _body_font(base_font)
+    font = _body_font(base_font, text_points)
     small = QFont(font)
     small.setPointSizeF(max(8.5, font.pointSizeF() * 0.87))
     bold = QFont(font)

@@ -16,7 +16,13 @@ Messages are text: a drag selects across blocks and messages (painted through ea
 document's `PaintContext.selections`, hit-tested with `FuzzyHit`), double-click selects a
 word, triple-click a paragraph, Ctrl+C copies. Under each message small actions (Copy,
 Edit, Regenerate, "‹ 2/3 ›") show on hover and for the keyboard's current message; they
-emit signals, the window does the work.
+emit signals, the window does the work. The keyboard reaches them through the context
+menu (Menu key, Shift+F10), F2 (edit the current message) and Ctrl+Shift+R (regenerate
+the current answer). While a turn runs (`set_busy`) those that change the conversation
+are shown disabled.
+
+Links in model text only ever go out as `linkActivated(url)`: the window must never read
+one as an action of its own. The app's own action ("Connect a model") is a signal.
 """
 
 from __future__ import annotations
@@ -86,8 +92,10 @@ from app.ui.chat.history import (
     pretty_arguments,
 )
 from app.ui.chat.layouts import (
+    BUSY_ACTIONS,
     CARD_PAD,
     PENDING_STEP_MS,
+    WAIT_WORDS,
     WHOLE_MESSAGE,
     Hit,
     ItemLayout,
@@ -110,11 +118,14 @@ from app.ui.chat.model import (
     ToolStatus,
     UserMessage,
 )
-from app.ui.chat.render import message_plain
+from app.ui.chat.render import doc_text, message_plain
 from app.ui.chat.terminal import terminal_output
 
-#: What a setup error's "Connect a model" emits through `linkActivated`.
-CONNECT_MODEL_URL = "deskhand:connect-model"
+#: Keys for the current message: edit it (yours), write it again (answers).
+EDIT_KEY = "F2"
+REGENERATE_KEY = "Ctrl+Shift+R"
+#: What the editor says when the window did not take the edit.
+EDIT_NOT_SENT = "Could not send the edit now."
 #: The end of the last block of the last row (select all without laying anything out).
 _END = 1 << 30
 
@@ -132,7 +143,11 @@ _DECISION_WORDS = {
 class ChatView(QTreeView):
     approvalDecided = Signal(str, str)  # call_id, Decision value
     retryRequested = Signal()
+    #: A link in the conversation was clicked (its URL came from the model, a page or a
+    #: tool: never an instruction to the app).
     linkActivated = Signal(str)
+    #: The setup error's own "Connect a model" was clicked.
+    connectRequested = Signal()
     #: The user edited message `index` (of the stored messages) to this text and sent it.
     editRequested = Signal(int, str)
     #: Write the answer at message `index` again.
@@ -177,6 +192,10 @@ class ChatView(QTreeView):
         #: What the editor of message `index` starts with (the window sets it to the
         #: controller's `editable_text`, which leaves out attached files' text).
         self.editable_text: Callable[[int], str] | None = None
+        #: Sends an edit of message `index`; True when it was taken (the editor closes),
+        #: False leaves the editor open with its text. None: `editRequested` is emitted.
+        self.submit_edit: Callable[[int, str], bool] | None = None
+        self._busy = False
         self._laid_width = -1
         #: dataChanged emissions caused by streaming flushes (for tests and benchmarks).
         self.flushes = 0
@@ -274,13 +293,10 @@ class ChatView(QTreeView):
         changed = assign_indices(self.chat_model.items, messages)
         wanted = list(branches)
         if wanted:
-            before = {id(i): i.branch for i in self.chat_model.items if isinstance(i, MessageItem)}
+            switchable = [i for i in self.chat_model.items if isinstance(i, _SWITCHABLE)]
+            before = {id(i): i.branch for i in switchable}
             place_branches(self.chat_model.items, wanted)
-            changed += [
-                i
-                for i in self.chat_model.items
-                if isinstance(i, MessageItem) and before.get(id(i)) != i.branch
-            ]
+            changed += [i for i in switchable if before[id(i)] != i.branch]
         for item in dict.fromkeys(changed):
             self.chat_model.changed(item)
 
@@ -304,6 +320,22 @@ class ChatView(QTreeView):
 
     def is_waiting(self) -> bool:
         return self._waiting is not None
+
+    def set_busy(self, busy: bool) -> None:
+        """A turn runs (True) or ended: meanwhile Edit, Regenerate and the version switch
+        are shown disabled, and an open editor stays open but its Send waits."""
+        self._busy = busy
+        state = self.chat_delegate.state
+        state.busy = busy
+        if busy and state.hover is not None and state.hover.action in BUSY_ACTIONS:
+            state.hover = None
+        editor = self.editor()
+        if editor is not None:
+            editor.set_busy(busy)
+        self.viewport().update()
+
+    def is_busy(self) -> bool:
+        return self._busy
 
     def handle_event(self, event: AgentEvent) -> None:
         if not isinstance(event, TextDelta | ReasoningDelta):
@@ -701,6 +733,14 @@ class ChatView(QTreeView):
             self._set_scroll(self.verticalScrollBar().maximum())
         self._place_new_button()
 
+    def set_text_size(self, points: float) -> None:
+        """The chat's text size in points (Settings → General); 0 follows the UI font."""
+        if points == self.chat_delegate.text_points:
+            return
+        self.chat_delegate.text_points = points
+        self.chat_delegate.update_theme()
+        self._relayout_timer.start()
+
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
         if event.type() in (
@@ -896,7 +936,13 @@ class ChatView(QTreeView):
         item = self.chat_model.items[index.row()]
         rect = self.visualRect(index)
         layout = self.chat_delegate.layout(item)
-        return item, layout.hit(QPointF(pos) - self.chat_delegate.origin(rect))
+        return item, self._offered(layout.hit(QPointF(pos) - self.chat_delegate.origin(rect)))
+
+    def _offered(self, hit: Hit | None) -> Hit | None:
+        """`hit`, unless it changes the conversation while a turn runs."""
+        if hit is not None and self._busy and hit.action in BUSY_ACTIONS:
+            return None
+        return hit
 
     def mouseMoveEvent(self, event: QMouseEvent) -> None:
         pos = event.position().toPoint()
@@ -910,7 +956,7 @@ class ChatView(QTreeView):
                 self._drag_to(pos)
             return
         found = self._layout_at(pos)
-        hit = found[1].hit(found[2]) if found else None
+        hit = self._offered(found[1].hit(found[2])) if found else None
         shape = Qt.CursorShape.ArrowCursor
         if hit is not None:
             shape = Qt.CursorShape.PointingHandCursor
@@ -984,6 +1030,8 @@ class ChatView(QTreeView):
             assert isinstance(event, QHelpEvent)
             found = self._layout_at(event.pos())
             tip = found[1].tooltip_at(found[2]) if found else ""
+            if found and tip and self._offered(found[1].hit(found[2])) is None:
+                tip = WAIT_WORDS
             if tip:
                 QToolTip.showText(event.globalPos(), tip, self.viewport())
             else:
@@ -993,6 +1041,8 @@ class ChatView(QTreeView):
 
     def activate(self, item: ChatItem, hit: Hit) -> None:
         """Performs what a click on `hit` (a link, a toggle, Copy, Retry…) does."""
+        if self._offered(hit) is None:
+            return
         if hit.action == "link":
             self.linkActivated.emit(str(hit.payload))
         elif hit.action == "open_file":
@@ -1002,18 +1052,17 @@ class ChatView(QTreeView):
             QGuiApplication.clipboard().setText(code)
             self._show_copied(item, block)
         elif hit.action == "copy_message":
-            QGuiApplication.clipboard().setText(item.markdown())
+            QGuiApplication.clipboard().setText(self.shown_text(item))
             self._show_copied(item, WHOLE_MESSAGE)
         elif hit.action == "edit" and isinstance(item, UserMessage):
             self.start_edit(item)
         elif hit.action == "regenerate" and isinstance(item, AssistantMessage):
-            if item.index is not None:
-                self.regenerateRequested.emit(item.index)
+            self.regenerate(item)
         elif hit.action in ("branch_prev", "branch_next"):
             index, wanted = hit.payload
             self.branchRequested.emit(index, wanted)
         elif hit.action == "connect":
-            self.linkActivated.emit(CONNECT_MODEL_URL)
+            self.connectRequested.emit()
         elif hit.action == "retry" and isinstance(item, ErrorItem):
             item.retried = True
             self.chat_model.changed(item)
@@ -1026,6 +1075,18 @@ class ChatView(QTreeView):
             else:
                 item.result_open = not item.result_open
             self.chat_model.changed(item)
+
+    def shown_text(self, item: ChatItem) -> str:
+        """What "Copy" copies: the item's text as the view shows it (an answer's Markdown
+        rendered, so nothing the view does not show reaches the clipboard)."""
+        if isinstance(item, MessageItem):
+            return _plain(self.chat_delegate.layout(item), item)
+        return item.plain_text()
+
+    def regenerate(self, item: AssistantMessage) -> None:
+        """Asks for answer `item` again (not while a turn runs, nor before its index is known)."""
+        if item.index is not None and not self._busy:
+            self.regenerateRequested.emit(item.index)
 
     def _show_copied(self, item: ChatItem, block: int) -> None:
         self.chat_delegate.state.copied = (id(item), block)
@@ -1065,7 +1126,17 @@ class ChatView(QTreeView):
             if self.has_selection():
                 self.copy()
             elif item is not None:
-                QGuiApplication.clipboard().setText(item.markdown())
+                QGuiApplication.clipboard().setText(self.shown_text(item))
+            return
+        if self._own_key(event, item):
+            if isinstance(item, UserMessage) and not self._busy:
+                self.start_edit(item)
+            elif isinstance(item, AssistantMessage):
+                self.regenerate(item)
+            return
+        key = event.key(), event.modifiers()
+        if key == (Qt.Key.Key_F10, Qt.KeyboardModifier.ShiftModifier):
+            self._keyboard_menu()
             return
         if event.matches(QKeySequence.StandardKey.SelectAll):
             self.selectAll()
@@ -1075,16 +1146,56 @@ class ChatView(QTreeView):
             return
         super().keyPressEvent(event)
 
+    def event(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.ShortcutOverride:
+            assert isinstance(event, QKeyEvent)
+            index = self.currentIndex()
+            item = self.chat_model.items[index.row()] if index.isValid() else None
+            if self._own_key(event, item):
+                event.accept()  # F2 edits the current message here, not the chat's title
+                return True
+        return super().event(event)
+
+    def _own_key(self, event: QKeyEvent, item: ChatItem | None) -> bool:
+        """F2 on one of your messages, Ctrl+Shift+R on an answer (both with an index)."""
+        if not isinstance(item, MessageItem) or item.index is None:
+            return False
+        combo = event.keyCombination().toCombined()
+        if isinstance(item, UserMessage):
+            return combo == QKeySequence(EDIT_KEY)[0].toCombined()
+        return combo == QKeySequence(REGENERATE_KEY)[0].toCombined()
+
+    def _keyboard_menu(self) -> None:
+        """Shift+F10: the context menu of the current message."""
+        index = self.currentIndex()
+        if not index.isValid():
+            return
+        point = self._menu_point(index)
+        vp = self.viewport()
+        event = QContextMenuEvent(QContextMenuEvent.Reason.Keyboard, point, vp.mapToGlobal(point))
+        self.contextMenuEvent(event)
+
+    def _menu_point(self, index: QModelIndex) -> QPoint:
+        """Where a keyboard-opened menu appears: at the current row, inside the viewport."""
+        rect = self.visualRect(index)
+        height = self.viewport().height()
+        return QPoint(rect.x() + 40, min(max(rect.y() + 12, 0), max(0, height - 1)))
+
     def contextMenuEvent(self, event: QContextMenuEvent) -> None:
         pos = event.pos()
-        index = self.indexAt(pos)
+        keyboard = event.reason() == QContextMenuEvent.Reason.Keyboard
+        index = QModelIndex() if keyboard else self.indexAt(pos)
         if not index.isValid():
             index = self.currentIndex()
             if not index.isValid():
                 return
+        if keyboard:  # the event's position is the widget's, not the row's
+            pos = self._menu_point(index)
         item = self.chat_model.items[index.row()]
         layout = self.chat_delegate.layout(item)
         local = QPointF(pos) - self.chat_delegate.origin(self.visualRect(index))
+        if keyboard:
+            local = QPointF(-1, -1)  # no code block or link under a key
         menu = QMenu(self)
         clipboard = QGuiApplication.clipboard()
         if self.has_selection():
@@ -1109,9 +1220,44 @@ class ChatView(QTreeView):
         elif isinstance(item, MessageItem):
             menu.addAction("Copy message", lambda: clipboard.setText(_plain(layout, item)))
             if isinstance(item, AssistantMessage):
-                menu.addAction("Copy as Markdown", lambda: clipboard.setText(item.markdown()))
+                menu.addAction(
+                    "Copy as Markdown (source)", lambda: clipboard.setText(item.markdown())
+                )
+        self._add_turn_actions(menu, item)
+        menu.addSeparator()
         menu.addAction("Select all", self.selectAll)
-        menu.exec(event.globalPos())
+        where = self.viewport().mapToGlobal(pos) if keyboard else event.globalPos()
+        menu.exec(where)
+
+    def _add_turn_actions(self, menu: QMenu, item: ChatItem) -> None:
+        """Edit and resend, Regenerate and the versions: the keyboard's way to the buttons
+        under a message (disabled while a turn runs)."""
+        if not isinstance(item, _SWITCHABLE):
+            return
+        if isinstance(item, MessageItem) and item.index is None:
+            return  # not stored yet: nothing to edit, regenerate or switch
+        idle = not self._busy
+        menu.addSeparator()
+        if isinstance(item, UserMessage):
+            action = menu.addAction("Edit and resend…", lambda: self.start_edit(item))
+            action.setShortcut(QKeySequence(EDIT_KEY))
+        elif isinstance(item, AssistantMessage):
+            action = menu.addAction("Regenerate", lambda: self.regenerate(item))
+            action.setShortcut(QKeySequence(REGENERATE_KEY))
+        if isinstance(item, MessageItem):
+            action.setShortcutVisibleInContextMenu(True)
+            action.setEnabled(idle)
+        branch = item.branch
+        if branch is None:
+            return
+        for words, wanted in (
+            ("Previous version", branch.current - 1),
+            ("Next version", branch.current + 1),
+        ):
+            action = menu.addAction(
+                words, lambda w=wanted: self.branchRequested.emit(branch.index, w)
+            )
+            action.setEnabled(idle and 1 <= wanted <= branch.count)
 
     # ---- editing a message ---------------------------------------------------------------
 
@@ -1122,6 +1268,7 @@ class ChatView(QTreeView):
         self.cancel_edit()
         text = self.editable_text(item.index) if self.editable_text else item.text
         editor = MessageEditor(text or item.text, self.chat_delegate.theme)
+        editor.set_busy(self._busy)
         editor.sent.connect(lambda text, it=item: self._edit_sent(it, text))
         editor.cancelled.connect(self.cancel_edit)
         editor.heightChanged.connect(lambda height, it=item: self._editor_height(it, height))
@@ -1153,15 +1300,28 @@ class ChatView(QTreeView):
             self.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def _edit_sent(self, item: UserMessage, text: str) -> None:
-        index = item.index
-        self.cancel_edit()
-        if index is not None:
+        """The editor's Send: the editor closes only once the edit was taken."""
+        index, editor = item.index, self.editor()
+        if index is None or editor is None or self._busy:
+            return
+        if self.submit_edit is None:
+            self.cancel_edit()
             self.editRequested.emit(index, text)
+            return
+        if self.submit_edit(index, text):
+            if self.editor() is editor:  # (reloading the history has closed it already)
+                self.cancel_edit()
+        elif self.editor() is editor:
+            editor.show_problem(EDIT_NOT_SENT)
 
     def _editor_height(self, item: UserMessage, height: int) -> None:
         if item.editing and item.editor_height != height:
             item.editor_height = height
             self.chat_model.changed(item)
+
+
+#: Rows that can carry the version switch.
+_SWITCHABLE = (MessageItem, MarkerItem, ErrorItem)
 
 
 def _whole_text(item: ChatItem) -> str:
@@ -1175,5 +1335,5 @@ def _plain(layout: object, item: ChatItem) -> str:
     """The message as it reads on screen (markdown rendered to text)."""
     blocks = getattr(layout, "blocks", None)
     if blocks:
-        return "\n\n".join(block.doc.toPlainText() for block, _, _ in blocks)
+        return "\n\n".join(doc_text(block.doc) for block, _, _ in blocks)
     return item.plain_text()

@@ -1,8 +1,11 @@
-"""The settings window: a page list on the left, the pages, and Save/Cancel.
+"""The settings window: a page list on the left, the pages (each scrolls), and Save/Cancel.
 
-Saving asks every page for a patch of what changed, stores API keys in the keyring and
-applies the patches through `SettingsStore.update` — both in a worker thread — then
-replaces `runtime.settings`.
+One rule for every page: Save is enabled only when a page has changes; saving asks every
+page for its problem first — a page with one keeps the window open, shows the problem on
+that page and marks it in the list — then for a patch of what changed, stores API keys in
+the keyring and applies the patches through `SettingsStore.update` (both in a worker
+thread), then replaces `runtime.settings`. Closing with unsaved changes asks Save / Discard
+/ Cancel.
 """
 
 from __future__ import annotations
@@ -10,24 +13,38 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Literal
 
-from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtCore import QObject, QSize, Qt, Signal
+from PySide6.QtGui import QCloseEvent, QIcon, QKeyEvent
 from PySide6.QtWidgets import (
+    QAbstractButton,
+    QAbstractItemView,
+    QAbstractSpinBox,
+    QComboBox,
     QDialog,
     QFrame,
     QHBoxLayout,
+    QLabel,
+    QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QMessageBox,
+    QPlainTextEdit,
     QPushButton,
+    QScrollArea,
     QStackedWidget,
+    QStyle,
+    QTextEdit,
     QVBoxLayout,
     QWidget,
 )
 from qasync import asyncSlot
+from shiboken6 import isValid
 
 from app.core.runtime import Runtime
 from app.core.secrets import SecretStoreError
 from app.core.settings import SecretInSettingsError, Settings
-from app.ui.settings.general_page import GeneralPage
+from app.ui.settings.about_page import AboutPage
+from app.ui.settings.general_page import BrowserPage, GeneralPage, InstructionsPage, SecurityPage
 from app.ui.settings.integrations_page import IntegrationsPage
 from app.ui.settings.mcp_page import McpPage
 from app.ui.settings.memory_page import MemoryPage
@@ -45,37 +62,69 @@ PageKey = Literal[
     "integrations",
     "tools",
     "terminal",
+    "browser",
     "rules",
     "mcp",
     "sources",
     "skills",
     "memory",
     "general",
+    "instructions",
+    "security",
+    "about",
 ]
 PAGE_KEYS: tuple[PageKey, ...] = (
     "providers",
     "integrations",
     "tools",
     "terminal",
+    "browser",
     "rules",
     "mcp",
     "sources",
     "skills",
     "memory",
     "general",
+    "instructions",
+    "security",
+    "about",
 )
 NAV_TITLES = {
     "providers": "Providers",
     "integrations": "Integrations",
     "tools": "Tools",
     "terminal": "Terminal",
+    "browser": "Browser",
     "rules": "Rules",
     "mcp": "MCP servers",
     "sources": "Sources",
     "skills": "Skills",
     "memory": "Memory",
     "general": "General",
+    "instructions": "Instructions",
+    "security": "Security",
+    "about": "About",
 }
+#: The nav item's data for a page's problem (None when it has none).
+PROBLEM_ROLE = Qt.ItemDataRole.UserRole + 1
+Answer = Literal["save", "discard", "cancel"]
+
+
+def ask_unsaved(parent: QWidget) -> Answer:
+    """Save / Discard / Cancel for closing with unsaved changes (tests replace this)."""
+    buttons = QMessageBox.StandardButton
+    box = QMessageBox(
+        QMessageBox.Icon.Question,
+        "Unsaved changes",
+        "Save your changes before closing the settings?",
+        buttons.Save | buttons.Discard | buttons.Cancel,
+        parent,
+    )
+    box.setDefaultButton(buttons.Save)
+    answer = box.exec()
+    if answer == buttons.Save:
+        return "save"
+    return "discard" if answer == buttons.Discard else "cancel"
 
 
 class SettingsDialog(QDialog):
@@ -103,20 +152,33 @@ class SettingsDialog(QDialog):
         self.skills = SkillsPage(runtime)
         self.memory = MemoryPage(runtime)
         self.general = GeneralPage(runtime)
+        self.browser = BrowserPage(runtime)
+        self.instructions = InstructionsPage(runtime)
+        self.security = SecurityPage(runtime)
+        self.about = AboutPage(runtime)
         self.pages: dict[PageKey, SettingsPage] = {
             "providers": self.providers,
             "integrations": self.integrations,
             "tools": self.tools,
             "terminal": self.terminal,
+            "browser": self.browser,
             "rules": self.rules,
             "mcp": self.mcp,
             "sources": self.sources,
             "skills": self.skills,
             "memory": self.memory,
             "general": self.general,
+            "instructions": self.instructions,
+            "security": self.security,
+            "about": self.about,
         }
         self._save_task: asyncio.Task[Any] | None = None
+        self._dirty: set[PageKey] = set()
+        self._touched: set[PageKey] = set()
+        self.problem_labels: dict[PageKey, QLabel] = {}
         self._build()
+        self._watch_pages()
+        self._refresh_save()
         self.show_page(page)
         #: Reading which accounts have a key stored (a task on the loop; tests await it).
         self.key_states: asyncio.Task[None] = self.providers.load_key_states()
@@ -136,23 +198,24 @@ class SettingsDialog(QDialog):
         side_layout.addWidget(caption)
         self.nav = QListWidget()
         self.nav.setObjectName("settingsNav")
-        self.nav.setFixedWidth(168)
+        self.nav.setFixedWidth(148)
         self.nav.setSpacing(1)
         self.nav.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         for key in PAGE_KEYS:
             item = QListWidgetItem(NAV_TITLES[key])
             item.setData(Qt.ItemDataRole.UserRole, key)
-            item.setSizeHint(QSize(0, 36))
+            item.setSizeHint(QSize(0, 32))
             self.nav.addItem(item)
         side_layout.addWidget(self.nav, 1)
         root.addWidget(side)
 
         main = QVBoxLayout()
-        main.setContentsMargins(24, 18, 24, 16)
+        main.setContentsMargins(20, 18, 20, 16)
         main.setSpacing(14)
         self.stack = QStackedWidget()
         for key in PAGE_KEYS:
-            self.stack.addWidget(_with_header(self.pages[key]))
+            box, self.problem_labels[key] = _with_header(self.pages[key])
+            self.stack.addWidget(box)
         self.nav.currentRowChanged.connect(self.stack.setCurrentIndex)
         main.addWidget(self.stack, 1)
 
@@ -160,9 +223,10 @@ class SettingsDialog(QDialog):
         bottom.setSpacing(8)
         self.message = role_label("", "error", wrap=True)
         bottom.addWidget(self.message, 1)
+        self.message.setTextFormat(Qt.TextFormat.PlainText)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setAutoDefault(False)
-        self.cancel_button.clicked.connect(self.reject)
+        self.cancel_button.clicked.connect(self.request_close)
         self.save_button = QPushButton("Save")
         self.save_button.setProperty("accent", True)
         self.save_button.setDefault(True)
@@ -179,22 +243,86 @@ class SettingsDialog(QDialog):
     def current_page(self) -> PageKey:
         return PAGE_KEYS[self.nav.currentRow()]
 
-    # -- saving --
+    # -- what changed --
 
-    def _problem(self) -> tuple[PageKey, str] | None:
+    def _watch_pages(self) -> None:
+        for key, page in self.pages.items():
+            page.edited.connect(lambda key=key: self._page_edited(key))
+            if not page.reports_edits:
+                _InputWatcher(page, lambda key=key: self._page_edited(key))
+
+    def _page_edited(self, key: PageKey) -> None:
+        if not (isValid(self) and isValid(self.save_button) and isValid(self.pages[key])):
+            return  # the window is being destroyed
+        self._touched.add(key)
+        if self.has_changes(key):
+            self._dirty.add(key)
+        else:
+            self._dirty.discard(key)
+        if self.problem_labels[key].text() and self.pages[key].reports_edits:
+            self._mark(key, self.pages[key].problem())  # form pages re-check at once
+        self._refresh_save()
+
+    def has_changes(self, key: PageKey | None = None) -> bool:
+        """Whether page `key` (any page when None) has something to save."""
+        if key is None:
+            return bool(self._dirty)
+        page = self.pages[key]
+        known = page.has_changes()
+        if known is not None:
+            return known
+        before = self.runtime.settings
+        after = before.model_copy(deep=True)
+        try:
+            page.patch()(after)
+        except Exception:  # a half-edited page: let the user try to save and see why
+            return True
+        if after != before:
+            return True
+        # writes elsewhere too (rules.json, the keyring): once edited, assume it changed
+        writes_elsewhere = callable(getattr(page, "commit", None)) or hasattr(page, "store_keys")
+        return writes_elsewhere and key in self._touched
+
+    def _refresh_save(self) -> None:
+        self.save_button.setEnabled(bool(self._dirty) and self._save_task is None)
+
+    # -- problems --
+
+    def _problems(self) -> dict[PageKey, str]:
+        found: dict[PageKey, str] = {}
         for key, page in self.pages.items():
             problem = page.problem()
+            self._mark(key, problem)
             if problem:
-                return key, problem
-        return None
+                found[key] = problem
+        return found
+
+    def _mark(self, key: PageKey, problem: str | None) -> None:
+        """Show `problem` at the top of its page and mark the page in the list."""
+        item = self.nav.item(PAGE_KEYS.index(key))
+        label = self.problem_labels[key]
+        label.setText(problem or "")
+        label.setVisible(bool(problem))
+        item.setData(PROBLEM_ROLE, problem or None)
+        item.setToolTip(problem or "")
+        icon = QStyle.StandardPixmap.SP_MessageBoxWarning
+        item.setIcon(self.style().standardIcon(icon) if problem else QIcon())
+
+    def problem_of(self, key: PageKey) -> str | None:
+        """The problem marked on page `key` by the last save (None: none)."""
+        value = self.nav.item(PAGE_KEYS.index(key)).data(PROBLEM_ROLE)
+        return str(value) if value else None
+
+    # -- saving --
 
     async def save(self) -> bool:
         """Validate, store keys, write settings.json; True when everything was saved."""
-        found = self._problem()
-        if found is not None:
-            key, problem = found
+        problems = self._problems()
+        if problems:
+            key = self.current_page() if self.current_page() in problems else next(iter(problems))
             self.show_page(key)
-            self._show_message(f"Nothing was saved. {problem}")
+            where = "" if len(problems) == 1 else f" ({len(problems)} pages have a problem)"
+            self._show_message(f"Nothing was saved{where}. {problems[key]}")
             return False
         patches = [page.patch() for page in self.pages.values()]
 
@@ -219,6 +347,9 @@ class SettingsDialog(QDialog):
         self.runtime.settings = saved
         for page in self.pages.values():
             page.mark_saved(saved)
+        self._dirty.clear()
+        self._touched.clear()
+        self._refresh_save()
         self.settingsChanged.emit()
         return True
 
@@ -238,12 +369,42 @@ class SettingsDialog(QDialog):
                 self.accept()
         finally:
             self._save_task = None
+            self._refresh_save()
 
     def _show_message(self, text: str) -> None:
         self.message.setText(text)
 
+    def request_close(self) -> bool:
+        """Close as the user asked (Cancel, Escape, the window's close button): with unsaved
+        changes, ask Save / Discard / Cancel first. True when the window closed."""
+        if self._save_task is not None:
+            return False  # a save is under way: it closes the window when it is done
+        if self.has_changes():
+            answer = ask_unsaved(self)
+            if answer == "cancel":
+                return False
+            if answer == "save":
+                self._on_save_clicked()
+                return False
+        self.reject()
+        return True
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() == Qt.Key.Key_Escape and not event.modifiers():
+            self.request_close()
+            return
+        super().keyPressEvent(event)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if event.spontaneous():  # the window's close button: ask like Cancel does
+            event.ignore()
+            self.request_close()
+            return
+        super().closeEvent(event)
+
     def reject(self) -> None:
-        """Cancel: undo a theme previewed on the General page."""
+        """Close without saving (no question: `request_close` asks), undoing a theme
+        previewed on the General page."""
         self.general.revert_theme_preview()
         super().reject()
 
@@ -256,13 +417,80 @@ class SettingsDialog(QDialog):
         super().done(result)
 
 
-def _with_header(page: SettingsPage) -> QWidget:
+def _with_header(page: SettingsPage) -> tuple[QWidget, QLabel]:
+    """The page under its title, subtitle and problem line, scrolling when it is taller
+    than the window; returns the box and the problem label."""
     box = QWidget()
     layout = QVBoxLayout(box)
     layout.setContentsMargins(0, 0, 0, 0)
     layout.setSpacing(4)
     layout.addWidget(role_label(page.title, "heading"))
     layout.addWidget(muted_label(page.subtitle))
-    layout.addSpacing(12)
-    layout.addWidget(page, 1)
-    return box
+    problem = role_label("", "error", wrap=True)
+    problem.setTextFormat(Qt.TextFormat.PlainText)
+    problem.setObjectName("pageProblem")
+    problem.hide()
+    layout.addWidget(problem)
+    layout.addSpacing(8)
+    scroll = QScrollArea()
+    scroll.setObjectName("settingsPageScroll")
+    scroll.setWidgetResizable(True)
+    scroll.setFrameShape(QFrame.Shape.NoFrame)
+    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+    scroll.setStyleSheet("QScrollArea#settingsPageScroll { background: transparent; }")
+    scroll.viewport().setAutoFillBackground(False)
+    page.setAutoFillBackground(False)
+    inner = QWidget()  # room between the page and the scroll bar
+    column = QVBoxLayout(inner)
+    column.setContentsMargins(0, 0, 12, 0)
+    column.addWidget(page)
+    scroll.setWidget(inner)
+    layout.addWidget(scroll, 1)
+    return box, problem
+
+
+WATCHED = "settingsWatched"
+
+
+class _InputWatcher(QObject):
+    """Calls back whenever an input inside `page` changes — for pages that do not emit
+    `edited` themselves. Inputs added later are picked up after the next click or new row."""
+
+    def __init__(self, page: QWidget, callback: Any) -> None:
+        super().__init__(page)
+        self._page = page
+        self._callback = callback
+        self.scan()
+
+    def scan(self) -> None:
+        for widget in [self._page, *self._page.findChildren(QWidget)]:
+            if not widget.property(WATCHED):
+                widget.setProperty(WATCHED, True)
+                self._hook(widget)
+
+    def _changed(self, *_: Any) -> None:
+        if isValid(self._page):  # not while the page is being destroyed
+            self._callback()
+
+    def _grown(self, *_: Any) -> None:
+        if isValid(self._page):
+            self.scan()
+            self._callback()
+
+    def _hook(self, w: QWidget) -> None:
+        if isinstance(w, QAbstractButton):
+            w.toggled.connect(self._changed)
+            w.clicked.connect(self._grown)
+        elif isinstance(w, QComboBox):
+            w.currentIndexChanged.connect(self._changed)
+            w.editTextChanged.connect(self._changed)
+        elif isinstance(w, QLineEdit | QPlainTextEdit | QTextEdit):
+            w.textChanged.connect(self._changed)
+        elif isinstance(w, QAbstractSpinBox):
+            signal = getattr(w, "valueChanged", None) or w.editingFinished
+            signal.connect(self._changed)
+        elif isinstance(w, QAbstractItemView) and w.model() is not None:
+            model = w.model()
+            model.dataChanged.connect(self._changed)
+            for grows in (model.rowsInserted, model.rowsRemoved, model.modelReset):
+                grows.connect(self._grown)

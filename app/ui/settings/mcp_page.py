@@ -18,6 +18,7 @@ import contextlib
 import html
 import json
 import logging
+import re
 import shlex
 import threading
 from collections.abc import Coroutine
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtGui import QFontDatabase, QShowEvent, QTextOption
+from PySide6.QtGui import QFontDatabase, QResizeEvent, QShowEvent, QTextOption
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -37,19 +38,24 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QMenu,
     QMessageBox,
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from app.core.mcp.config import (
     KEYRING_PREFIX,
+    EntryError,
     McpConfigError,
     ServerConfig,
+    check_entry,
     claude_desktop_config_path,
+    import_block,
     import_servers,
     keyring_key,
     parse_servers,
@@ -88,8 +94,10 @@ RULES: list[tuple[Rule, str]] = [
     ("deny", "Never"),
 ]
 ORIGIN = "Settings → MCP servers"
-LIST_WIDTH = 220
-LABEL_WIDTH = 110
+LIST_WIDTH = 176
+#: The server list's width in the smallest dialog.
+LIST_MIN_WIDTH = 124
+LABEL_WIDTH = 92
 CONNECT_WAIT = 20.0
 STDERR_LINES = 12
 #: The server-output box shows this many lines before it scrolls.
@@ -220,10 +228,10 @@ def parse_pairs(text: str, sep: str) -> dict[str, str]:
         if not line or line.startswith("#"):
             continue
         if sep not in line:
-            raise ValueError(f"line {number} needs '{sep}': {line!r}")
+            raise ValueError(f"line {number} has no “{sep}”")
         key, value = line.split(sep, 1)
         if not key.strip():
-            raise ValueError(f"line {number} has no name")
+            raise ValueError(f"line {number} has no name before “{sep}”")
         out[key.strip()] = value.strip()
     return out
 
@@ -241,30 +249,92 @@ def format_pairs(values: dict[str, str], sep: str) -> str:
     return "\n".join(f"{k}{joiner}{v}" for k, v in values.items())
 
 
+#: "SomeError: text" as the connection reports an exception (`_describe`).
+_EXCEPTION_PREFIX = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Group|Exit))(?::\s*|$)")
+_QUOTED = re.compile(r"""['"‘“]([^'"’”]+)['"’”]\s*$""")
+_HTTP_STATUS = re.compile(r"\b([45]\d\d)\b")
+_UNREACHABLE = (
+    "connection refused",
+    "all connection attempts failed",
+    "name or service not known",
+    "nodename nor servname",
+    "getaddrinfo failed",
+    "temporary failure in name resolution",
+    "network is unreachable",
+    "no route to host",
+    "connecterror",
+)
+
+
+def plain_reason(error: str | None) -> str:
+    """Why a server could not start, as one sentence in plain words: never an exception's
+    type name or repr. `error` is the manager's text (already redacted); what is kept of it
+    is made visible."""
+    text = visible(error or "", keep_newlines=False).strip()
+    found = _EXCEPTION_PREFIX.match(text)
+    kind = found.group(1).rsplit(".", 1)[-1] if found else ""
+    if found:
+        text = text[found.end() :].strip()
+    low = f"{kind} {text}".lower()
+    if kind == "FileNotFoundError" or "no such file or directory" in low:
+        program = _QUOTED.search(text)
+        what = f"the program “{program.group(1)}”" if program else "the program"
+        return f"Deskhand could not find {what}. Check the command, or install the program."
+    if kind == "PermissionError" or "permission denied" in low:
+        return "The program could not be run: permission denied."
+    if any(word in low for word in _UNREACHABLE):
+        return "Deskhand could not reach the server. Check the URL and your connection."
+    if kind == "TimeoutError" or "timed out" in low or "timeout" in low:
+        return "The server did not answer in time."
+    status = _HTTP_STATUS.search(text) if "http" in low or "status" in low else None
+    if status is not None:
+        code = status.group(1)
+        hint = " Check the URL." if code in ("404", "405", "410") else ""
+        return f"The server answered with an error (HTTP {code}).{hint}"
+    if "connection closed" in low or "closed the connection" in low or not text:
+        return "The server stopped before it was ready."
+    return sentence(text)
+
+
+def _invalid_lines(state: ServerState) -> str:
+    problems = [f"• {visible(p.detail, keep_newlines=False)}" for p in state.problems]
+    return "\n".join(problems) or sentence(state.error or "")
+
+
 def status_parts(state: ServerState | None, tail: list[str]) -> tuple[str, str, str, list[str]]:
     """(state line, detail, role, the server's last output lines) for a server's state;
     everything a server sent is made visible (control characters escaped)."""
     if state is None:
         return "Not connected", "", "muted", []
-    error = visible(state.error or "")
-    error = error[:1].upper() + error[1:]
     if state.status is Status.READY:
         return f"Ready · {plural(len(state.tools), 'tool')}", "", "ok", []
     if state.status is Status.STARTING:
         return "Connecting…", "", "muted", []
+    lines = [visible(line, keep_newlines=False) for line in state.stderr or tail]
     if state.status is Status.RESTARTING:
-        return "Reconnecting", error, "muted", []
+        detail = f"{plain_reason(state.error)} Deskhand starts it again by itself."
+        return "Reconnecting…", detail, "muted", lines
     if state.status is Status.FAILED:
         # the manager's copy (one start, redacted, visible) before the page's running tail
-        lines = [visible(line, keep_newlines=False) for line in state.stderr or tail]
-        return f"Failed: {error or 'unknown error'}", "", "error", lines
+        where = "the URL" if state.transport != "stdio" else "the command and its arguments"
+        hint = f"Check {where} below, then press Retry."
+        if lines:
+            hint = "The server's last output below may say why. " + hint
+        return "Could not start", f"{plain_reason(state.error)}\n{hint}", "error", lines
     if state.status is Status.NEEDS_SIGN_IN:
-        return NEEDS_SIGN_IN, error, "section", []
+        error = visible(state.error or "")
+        return NEEDS_SIGN_IN, error[:1].upper() + error[1:], "section", []
     if state.status is Status.DISABLED:
         return "Disabled", "", "muted", []
     if state.status is Status.INVALID:
-        problems = "\n".join(f"• {visible(p.message)}" for p in state.problems) or error
-        return "This entry of mcp.json cannot be used, so it is not started:", problems, "error", []
+        line = "This entry of mcp.json cannot be used, so it is not started:"
+        hidden = all(p.field in HIDDEN_FIELDS for p in state.problems) and state.problems
+        fix = (
+            "Press Save server below to use the default instead."
+            if hidden
+            else "Press Edit to fix it."
+        )
+        return line, f"{_invalid_lines(state)}\n{fix}", "error", []
     return "Not connected", "", "muted", []
 
 
@@ -296,14 +366,170 @@ def plain_tooltip(text: str) -> str:
     return f"<p>{html.escape(visible(text))}</p>" if text else ""
 
 
+EMPTY_TEXT = (
+    "MCP servers are small programs or web services that give the assistant more tools: "
+    "search a wiki, read an issue tracker, query a database. A server runs on this computer "
+    "as a command, or elsewhere at a web address. Deskhand asks before each of its tool "
+    "calls until you trust the server on the Sources page."
+)
+PASTE_EXAMPLE = '{"mcpServers": {"files": {"command": "npx", "args": ["-y", "server-name"]}}}'
+#: How the server list names a state in its second line (Ready and Disabled are built).
+ROW_WORDS = {
+    Status.STARTING: "Connecting…",
+    Status.RESTARTING: "Reconnecting…",
+    Status.FAILED: "Could not start",
+    Status.NEEDS_SIGN_IN: NEEDS_SIGN_IN,
+    Status.INVALID: "Needs fixing",
+    Status.STOPPED: "Stopped",
+}
+#: Fields of an entry the form does not show; saving keeps them.
+HIDDEN_FIELDS = ("cwd", "timeout")
+
+
+def keep_hidden_fields(name: str, entry: dict[str, Any], old: dict[str, Any]) -> list[str]:
+    """Copy the fields the form does not show from the saved entry `old` into `entry`; one
+    that is invalid is left out (the form could not fix it). Returns those left out."""
+    for key in HIDDEN_FIELDS:
+        if key in old:
+            entry[key] = old[key]
+    found = check_entry(name, entry)
+    if isinstance(found, ServerConfig):
+        return []
+    bad = [key for key in HIDDEN_FIELDS if any(p.field == key for p in found)]
+    for key in bad:
+        entry.pop(key, None)
+    return bad
+
+
+def os_reason(exc: BaseException) -> str:
+    """A file or keyring failure in plain words (no exception type, no repr)."""
+    if isinstance(exc, McpConfigError):
+        return sentence(str(exc))
+    if isinstance(exc, json.JSONDecodeError):
+        return f"the file is not valid JSON (line {exc.lineno}, column {exc.colno})."
+    if isinstance(exc, PermissionError):
+        return "Deskhand is not allowed to write there."
+    if isinstance(exc, OSError) and exc.strerror:
+        return sentence(exc.strerror)
+    return plain_reason(str(exc))
+
+
+def servers_from_text(text: str) -> dict[str, Any]:
+    """The servers in pasted JSON: a whole Claude Desktop config (`{"mcpServers": {…}}`),
+    its `mcpServers` object, or one `"name": {…}` pair. Raises ValueError in plain words."""
+    text = text.strip()
+    if not text:
+        raise ValueError("Paste the JSON first.")
+    data: Any = None
+    for candidate in (text, "{" + text.rstrip(",") + "}"):
+        try:
+            data = json.loads(candidate)
+            break
+        except json.JSONDecodeError as exc:
+            error = exc
+        except RecursionError:
+            raise ValueError("This JSON is nested too deeply to read.") from None
+    if data is None:
+        raise ValueError(
+            f"This is not valid JSON: {error.msg.lower()} (line {error.lineno}, "
+            f"column {error.colno})."
+        )
+    if isinstance(data, dict) and isinstance(data.get("mcpServers"), dict):
+        data = data["mcpServers"]
+    if not isinstance(data, dict) or not data:
+        raise ValueError("Expected an object of servers, like " + PASTE_EXAMPLE)
+    if not all(isinstance(v, dict) for v in data.values()):
+        raise ValueError("Each server needs an object with a command or a url.")
+    return data
+
+
+class PastePanel(QWidget):
+    """A box to paste a Claude Desktop-style `mcpServers` JSON into."""
+
+    submitted = Signal(str)
+    cancelled = Signal()
+
+    def __init__(self, *, cancellable: bool = True, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        column = QVBoxLayout(self)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(6)
+        column.addWidget(role_label("Paste a configuration", "section"))
+        column.addWidget(
+            muted_label("The mcpServers JSON of Claude Desktop or a server's instructions.")
+        )
+        self.edit = QPlainTextEdit()
+        self.edit.setObjectName("mcpPaste")
+        self.edit.setPlaceholderText(PASTE_EXAMPLE)
+        self.edit.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.edit.setFixedHeight(96)
+        self.edit.setAccessibleName("Pasted MCP configuration")
+        self.edit.textChanged.connect(lambda: self.show_error(""))
+        column.addWidget(self.edit)
+        self.error_label = role_label("", "error", wrap=True)
+        self.error_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.error_label.hide()
+        column.addWidget(self.error_label)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        if cancellable:
+            cancel = QPushButton("Cancel")
+            cancel.clicked.connect(self.cancelled)
+            row.addWidget(cancel)
+        self.add_button = QPushButton("Add these servers")
+        self.add_button.clicked.connect(lambda: self.submitted.emit(self.edit.toPlainText()))
+        row.addWidget(self.add_button)
+        column.addLayout(row)
+
+    def show_error(self, text: str) -> None:
+        self.error_label.setText(text)
+        self.error_label.setVisible(bool(text))
+
+
 class _Bridge(QObject):
     """Carries state changes from the MCP thread to the GUI thread."""
 
     changed = Signal(object)
 
 
+class FieldError(ValueError):
+    """What the user must fix in one field of the form (`field`: name, command, args, env,
+    url, headers, token, auth; None for the entry as a whole)."""
+
+    def __init__(self, field: str | None, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+#: How the form's fields are named in an mcp.json problem (`args[2]` → args).
+_PROBLEM_FIELDS = {
+    "command": "command",
+    "args": "args",
+    "env": "env",
+    "url": "url",
+    "headers": "headers",
+    "auth": "auth",
+    "type": "url",
+}
+
+AUTH_CHOICES: list[tuple[str, str]] = [
+    ("oauth", "Sign in with the browser if the server asks"),
+    ("token", "Access token"),
+    ("none", "None"),
+]
+KEEP_AUTH = ("keep", "Client credentials (as set in mcp.json)")
+
+
+def problem_field(field: str | None) -> str | None:
+    """The form field an mcp.json problem's field belongs to (None: the entry as a whole)."""
+    if not field:
+        return None
+    head = re.split(r"[.\[]", field, maxsplit=1)[0]
+    return _PROBLEM_FIELDS.get(head)
+
+
 class ServerEditor(QWidget):
-    """The form for one server."""
+    """The form for one server. A problem is shown under the field it is about."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -313,21 +539,26 @@ class ServerEditor(QWidget):
         self.heading = role_label("", "section")
         outer.addWidget(self.heading)
         box = QWidget()
-        form = form_layout(box, margins=(0, 0, 0, 0), spacing=(14, 8))
+        form = form_layout(box, margins=(0, 0, 0, 0), spacing=(12, 8))
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        form.setLabelAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
+        # in a narrow dialog a label goes above its field rather than squeezing it
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         self.form = form
+        self._field_errors: dict[str, QLabel] = {}
+        self._holders: dict[str, QWidget] = {}
         self.name_edit = QLineEdit()
         self.name_edit.setPlaceholderText("e.g. filesystem")
-        form.addRow(form_label("Name *", LABEL_WIDTH), self.name_edit)
+        self._row("Name *", "name", self.name_edit)
         self.enabled_check = QCheckBox("Start this server")
         self.enabled_check.setChecked(True)
         self.enabled_check.setMinimumHeight(ROW_HEIGHT)
-        form.addRow(form_label("Enabled", LABEL_WIDTH), self.enabled_check)
+        self._row("Enabled", "enabled", self.enabled_check)
         self.transport_combo = QComboBox()
-        self.transport_combo.addItem("Local command (stdio)", "stdio")
-        self.transport_combo.addItem("Remote URL (HTTP / SSE)", "http")
+        self.transport_combo.addItem("Command (stdio)", "stdio")
+        self.transport_combo.addItem("Web address (HTTP)", "http")
         self.transport_combo.currentIndexChanged.connect(lambda _: self._show_transport())
-        form.addRow(form_label("Runs as", LABEL_WIDTH), self.transport_combo)
+        self._row("Runs as", "transport", self.transport_combo)
 
         self.command_edit = QLineEdit()
         self.command_edit.setPlaceholderText("e.g. npx")
@@ -335,36 +566,37 @@ class ServerEditor(QWidget):
         self.args_edit.setPlaceholderText("e.g. -y @modelcontextprotocol/server-filesystem ~/Notes")
         self.env_edit = QPlainTextEdit()
         self.env_edit.setPlaceholderText("KEY=value, one per line")
-        self.env_edit.setFixedHeight(72)
+        self.env_edit.setFixedHeight(64)
         self.env_edit.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.url_edit = QLineEdit()
         self.url_edit.setPlaceholderText("https://example.com/mcp")
         self.headers_edit = QPlainTextEdit()
         self.headers_edit.setPlaceholderText("Header-Name: value, one per line")
-        self.headers_edit.setFixedHeight(60)
+        self.headers_edit.setFixedHeight(56)
         self.headers_edit.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.auth_combo = QComboBox()
+        for kind, text in AUTH_CHOICES:
+            self.auth_combo.addItem(text, kind)
+        self.auth_combo.setToolTip(
+            "How Deskhand proves who you are to the server. Most servers that need it ask "
+            "you to sign in in the browser."
+        )
+        self.auth_combo.currentIndexChanged.connect(lambda _: self._show_transport())
         self.token_edit = QLineEdit()
         self.token_edit.setEchoMode(QLineEdit.EchoMode.Password)
         self.token_edit.setPlaceholderText("Sent as “Authorization: Bearer …”")
-        self.token_edit.setToolTip(
-            "A fixed token the server's provider gave you. Leave it empty for a server you "
-            "sign in to in the browser (Sign in… above)."
-        )
-        self._stdio_rows: list[QWidget] = []
-        self._http_rows: list[QWidget] = []
-        for text, widget, rows in [
-            ("Command *", self.command_edit, self._stdio_rows),
-            ("Arguments", self.args_edit, self._stdio_rows),
-            ("Environment", self.env_edit, self._stdio_rows),
-            ("URL *", self.url_edit, self._http_rows),
-            ("Headers", self.headers_edit, self._http_rows),
-            ("Access token", self.token_edit, self._http_rows),
-        ]:
-            label = form_label(text, LABEL_WIDTH)
-            if isinstance(widget, QPlainTextEdit):
-                label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
-            form.addRow(label, widget)
-            rows.append(widget)
+        self.token_edit.setToolTip("A fixed token the server's provider gave you.")
+        self._stdio_rows = [
+            self._row("Command *", "command", self.command_edit),
+            self._row("Arguments", "args", self.args_edit),
+            self._row("Environment", "env", self.env_edit),
+        ]
+        self._http_rows = [
+            self._row("URL *", "url", self.url_edit),
+            self._row("Headers", "headers", self.headers_edit),
+            self._row("Sign-in", "auth", self.auth_combo),
+        ]
+        self._token_row = self._row("Access token", "token", self.token_edit)
         self.secrets_hint = muted_label(
             "Secret-looking values (…TOKEN, …KEY, PASSWORD, Authorization) go to the system "
             "keyring when you save; mcp.json keeps a keyring: reference."
@@ -373,23 +605,25 @@ class ServerEditor(QWidget):
         for rule, text in RULES:
             self.rule_combo.addItem(text, rule)
         self.rule_combo.setToolTip("Applies to every tool of this server (saved with Save)")
-        for combo in (self.transport_combo, self.rule_combo):  # may be narrower than its text
+        for combo in (self.transport_combo, self.rule_combo, self.auth_combo):
             combo.setSizeAdjustPolicy(
                 QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
             )
             combo.setMinimumContentsLength(6)
-        form.addRow(form_label("Approval", LABEL_WIDTH), self.rule_combo)
+        self._row("Approval", "rule", self.rule_combo)
         outer.addWidget(box)
         # below the form, not in it: QFormLayout sizes a wrapped label by its widest hint
         self.secrets_hint.setContentsMargins(LABEL_WIDTH + form.horizontalSpacing(), 0, 0, 0)
         outer.addWidget(self.secrets_hint)
 
         self.error_label = role_label("", "error", wrap=True)
+        self.error_label.setTextFormat(Qt.TextFormat.PlainText)
         self.error_label.hide()
         outer.addWidget(self.error_label)
         buttons = QHBoxLayout()
         buttons.addStretch(1)
         self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setToolTip("Put the form back as saved")
         self.save_button = QPushButton("Save server")
         self.save_button.setProperty("accent", True)
         buttons.addWidget(self.cancel_button)
@@ -397,10 +631,37 @@ class ServerEditor(QWidget):
         outer.addLayout(buttons)
         self.original: str | None = None
         self.token_stored = False
+        self._raw_auth: Any = None
         self._show_transport()
+
+    def _row(self, text: str, key: str, widget: QWidget) -> QWidget:
+        """A form row: the field with its own problem line under it (hidden until needed)."""
+        holder = QWidget()
+        column = QVBoxLayout(holder)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(3)
+        column.addWidget(widget)
+        error = role_label("", "error", wrap=True)
+        error.setTextFormat(Qt.TextFormat.PlainText)
+        error.hide()
+        column.addWidget(error)
+        self._field_errors[key] = error
+        self._holders[key] = holder
+        label = form_label(text, LABEL_WIDTH)
+        label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
+        label.setContentsMargins(0, 7, 0, 0)
+        label.setBuddy(widget)
+        self.form.addRow(label, holder)
+        for signal in ("textChanged", "currentIndexChanged"):
+            if hasattr(widget, signal):
+                getattr(widget, signal).connect(lambda *_, k=key: self.show_field_error(k, ""))
+        return holder
 
     def transport(self) -> str:
         return str(self.transport_combo.currentData())
+
+    def auth_kind(self) -> str:
+        return str(self.auth_combo.currentData())
 
     def _show_transport(self) -> None:
         stdio = self.transport() == "stdio"
@@ -408,10 +669,13 @@ class ServerEditor(QWidget):
             self.form.setRowVisible(w, stdio)
         for w in self._http_rows:
             self.form.setRowVisible(w, not stdio)
+        self.form.setRowVisible(self._token_row, not stdio and self.auth_kind() == "token")
 
     def open(self, name: str | None, raw: dict[str, Any], rule: Rule) -> None:
         self.original = name
-        self.heading.setText(f"Edit “{name}”" if name else "New MCP server")
+        self.heading.setText(
+            f"Edit “{visible(name, keep_newlines=False)}”" if name else "New MCP server"
+        )
         self.name_edit.setText(name or "")
         self.enabled_check.setChecked(not raw.get("disabled", False))
         is_http = bool(raw.get("url")) and not raw.get("command")
@@ -430,58 +694,153 @@ class ServerEditor(QWidget):
         self.token_edit.setPlaceholderText(
             SET_PLACEHOLDER if self.token_stored else "Sent as “Authorization: Bearer …”"
         )
+        self._open_auth(raw.get("auth"))
         self.rule_combo.setCurrentIndex(max(0, self.rule_combo.findData(rule)))
         self.show_error("")
         self._show_transport()
-        self.name_edit.setFocus()
+
+    def _open_auth(self, raw_auth: Any) -> None:
+        self._raw_auth = raw_auth
+        keep = self.auth_combo.findData(KEEP_AUTH[0])
+        kind = raw_auth.get("type", "oauth") if isinstance(raw_auth, dict) else raw_auth
+        if kind == "client_credentials":
+            if keep < 0:
+                self.auth_combo.addItem(KEEP_AUTH[1], KEEP_AUTH[0])
+            choice = KEEP_AUTH[0]
+        else:
+            if keep >= 0:
+                self.auth_combo.removeItem(keep)
+            choice = "token" if self.token_stored else ("none" if kind == "none" else "oauth")
+        self.auth_combo.setCurrentIndex(max(0, self.auth_combo.findData(choice)))
 
     def entry(self) -> tuple[str, dict[str, Any], str | None]:
-        """(name, the mcp.json entry with secrets still literal, a new OAuth token or None).
-        Raises ValueError for what the user must fix."""
+        """(name, the mcp.json entry with secrets still literal, a new access token or None).
+        Raises FieldError for what the user must fix."""
         name = self.name_edit.text().strip()
         if not name:
-            raise ValueError("Give this server a name.")
+            raise FieldError("name", "Give this server a name.")
         entry: dict[str, Any] = {}
         token = None
         if self.transport() == "stdio":
-            command = self.command_edit.text().strip()
-            if not command:
-                raise ValueError("Command is required.")
-            try:
-                args = shlex.split(self.args_edit.text())
-            except ValueError as exc:
-                raise ValueError(f"Arguments: {exc}") from None
-            entry["command"] = command
-            entry["args"] = args
-            env = parse_pairs(self.env_edit.toPlainText(), "=")
-            if env:
-                entry["env"] = env
+            self._stdio_entry(entry)
         else:
-            url = self.url_edit.text().strip()
-            if not url.startswith(("http://", "https://")):
-                raise ValueError("URL must start with http:// or https://.")
-            entry["url"] = url
-            if url.rstrip("/").endswith("/sse"):
-                entry["type"] = "sse"
+            token = self._http_entry(name, entry)
+        if not self.enabled_check.isChecked():
+            entry["disabled"] = True
+        return name, entry, token
+
+    def _stdio_entry(self, entry: dict[str, Any]) -> None:
+        command = self.command_edit.text().strip()
+        if not command:
+            raise FieldError("command", "Enter the program that starts the server, e.g. npx.")
+        try:
+            args = shlex.split(self.args_edit.text())
+        except ValueError as exc:
+            raise FieldError("args", f"Check the quotes: {str(exc).lower()}.") from None
+        entry["command"] = command
+        entry["args"] = args
+        try:
+            env = parse_pairs(self.env_edit.toPlainText(), "=")
+        except ValueError as exc:
+            raise FieldError("env", f"Write one KEY=value per line: {exc}.") from None
+        if env:
+            entry["env"] = env
+
+    def _http_entry(self, name: str, entry: dict[str, Any]) -> str | None:
+        url = self.url_edit.text().strip()
+        if not url.startswith(("http://", "https://")):
+            raise FieldError("url", "The URL must start with http:// or https://.")
+        entry["url"] = url
+        if url.rstrip("/").endswith("/sse"):
+            entry["type"] = "sse"
+        try:
             headers = parse_pairs(self.headers_edit.toPlainText(), ":")
-            token = self.token_edit.text().strip() or None
+        except ValueError as exc:
+            raise FieldError("headers", f"Write one Name: value per line: {exc}.") from None
+        kind = self.auth_kind()
+        token = self.token_edit.text().strip() or None if kind == "token" else None
+        if kind == "token":
+            if token is None and not self.token_stored and "Authorization" not in headers:
+                raise FieldError("token", "Paste the access token, or choose another sign-in.")
             if self.token_stored and token is None and "Authorization" not in headers:
                 headers["Authorization"] = KEYRING_PREFIX + keyring_key(
                     self.original or name, "oauth_token"
                 )
-            if headers:
-                entry["headers"] = headers
-        if not self.enabled_check.isChecked():
-            entry["disabled"] = True
-        ServerConfig.from_json(name, entry)  # the same checks as loading
-        return name, entry, token
+            entry["auth"] = "none"  # the token is the sign-in: no browser round trip
+        elif kind == "none":
+            entry["auth"] = "none"
+        elif kind == KEEP_AUTH[0] or isinstance(self._raw_auth, dict):
+            entry["auth"] = self._raw_auth  # settings the form does not show are kept
+        if headers:
+            entry["headers"] = headers
+        return token
 
     def rule(self) -> Rule:
         return self.rule_combo.currentData()  # type: ignore[no-any-return]
 
     def show_error(self, text: str) -> None:
+        """A problem of the entry as a whole (and clears the fields' problems)."""
         self.error_label.setText(text)
         self.error_label.setVisible(bool(text))
+        if not text:
+            for key in self._field_errors:
+                self.show_field_error(key, "")
+
+    def show_field_error(self, key: str, text: str) -> None:
+        label = self._field_errors[key]
+        label.setText(text)
+        label.setVisible(bool(text))
+
+    def field_error(self, key: str) -> str:
+        return self._field_errors[key].text()
+
+    def show_problem(self, exc: Exception) -> None:
+        """Show a FieldError or an mcp.json EntryError next to the fields it is about, and
+        move the focus to the first of them."""
+        self.show_error("")
+        found: list[tuple[str | None, str]] = []
+        if isinstance(exc, FieldError):
+            found.append((exc.field, str(exc)))
+        elif isinstance(exc, EntryError):
+            found += [(problem_field(p.field), sentence(p.detail)) for p in exc.problems]
+        else:
+            found.append((None, sentence(str(exc))))
+        general = [text for key, text in found if key is None or key not in self._field_errors]
+        for key, text in found:
+            if key is not None and key in self._field_errors:
+                self.show_field_error(key, text)
+        self.error_label.setText("\n".join(general))
+        self.error_label.setVisible(bool(general))
+        first = next((k for k, _ in found if k in self._holders), None)
+        if first is not None:
+            self.focus_field(first)
+
+    def focus_field(self, key: str) -> None:
+        holder = self._holders.get(key)
+        widget = holder.layout().itemAt(0).widget() if holder is not None else None
+        if widget is not None:
+            widget.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    def check(self) -> bool:
+        """Validate the form as Save would, showing the problems; True when it is fine."""
+        try:
+            name, entry, _ = self.entry()
+            ServerConfig.from_json(name, entry)
+        except (ValueError, McpConfigError) as exc:
+            self.show_problem(exc)
+            return False
+        self.show_error("")
+        return True
+
+
+def sentence(text: str) -> str:
+    """Text that someone else wrote (a server, the config checker) as one readable sentence:
+    control characters made visible, a capital first letter, a full stop."""
+    text = visible(text, keep_newlines=False).strip()
+    if not text:
+        return ""
+    text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!", "?", "…")) else text + "."
 
 
 class McpPage(SettingsPage):
@@ -490,6 +849,8 @@ class McpPage(SettingsPage):
         "Model Context Protocol servers give the assistant more tools. Server changes are "
         "saved to mcp.json right away; tokens are kept in the system keyring."
     )
+    #: Only the approval choices wait for the dialog's Save (servers are written at once).
+    reports_edits = True
 
     def __init__(self, runtime: Runtime, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -505,6 +866,10 @@ class McpPage(SettingsPage):
         self._bridge = _Bridge(self)
         self._bridge.changed.connect(self._on_state)
         self._subscribed = False
+        #: The user pressed Add server with no server yet: show the form, not the intro.
+        self._adding = False
+        #: Whether the server-output box is open (the user's last choice).
+        self._output_open = True
         self._build()
         self.load_error = ""
         self._loaded: asyncio.Task[None] | None = None
@@ -513,9 +878,16 @@ class McpPage(SettingsPage):
     # -- layout --
 
     def _build(self) -> None:
-        root = QHBoxLayout(self)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.setSpacing(0)
+        self.empty_view = self._build_empty()
+        outer.addWidget(self.empty_view, 1)
+        self.main_view = QWidget()
+        outer.addWidget(self.main_view, 1)
+        root = QHBoxLayout(self.main_view)
         root.setContentsMargins(0, 0, 0, 0)
-        root.setSpacing(18)
+        root.setSpacing(16)
 
         left = QVBoxLayout()
         left.setSpacing(6)
@@ -524,25 +896,23 @@ class McpPage(SettingsPage):
         self.server_list.setFixedWidth(LIST_WIDTH)
         self.server_list.setItemDelegate(AccountDelegate(self.server_list))
         self.server_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.server_list.setAccessibleName("MCP servers")
         self.server_list.currentRowChanged.connect(lambda _: self._show_current())
         left.addWidget(self.server_list, 1)
         row = QHBoxLayout()
         row.setSpacing(6)
         self.add_button = QPushButton("Add…")
+        self.add_button.setToolTip("Add an MCP server")
         self.add_button.clicked.connect(self.add_server)
         self.remove_button = QPushButton("Remove")
         self.remove_button.clicked.connect(lambda: self._spawn(self.remove_selected()))
         row.addWidget(self.add_button)
         row.addWidget(self.remove_button)
         left.addLayout(row)
-        self.import_button = QPushButton("Import from file…")
-        self.import_button.setToolTip("The mcpServers block of a claude_desktop_config.json")
-        self.import_button.clicked.connect(lambda: self._spawn(self.import_from_file()))
-        self.import_claude_button = QPushButton("Import from Claude Desktop")
-        self.import_claude_button.setToolTip(str(claude_desktop_config_path()))
-        self.import_claude_button.clicked.connect(lambda: self._spawn(self.import_from(None)))
+        self.import_button = QPushButton("Import…")
+        self.import_button.setToolTip("Add servers set up for Claude Desktop, or pasted JSON")
+        self.import_button.setMenu(self._import_menu(self.import_button))
         left.addWidget(self.import_button)
-        left.addWidget(self.import_claude_button)
         root.addLayout(left)
 
         # the status first (what the user looks for), then the form; it all scrolls, so a
@@ -552,11 +922,17 @@ class McpPage(SettingsPage):
         right = QVBoxLayout(detail)
         right.setContentsMargins(0, 0, 12, 0)  # room for the scroll bar
         right.setSpacing(8)
+        self.paste_panel = PastePanel()
+        self.paste_panel.submitted.connect(lambda text: self._spawn(self.import_text(text)))
+        self.paste_panel.cancelled.connect(self.paste_panel.hide)
+        self.paste_panel.hide()
+        right.addWidget(self.paste_panel)
         self._build_status(right)
         right.addSpacing(10)
         self.editor = ServerEditor()
         self.editor.save_button.clicked.connect(lambda: self._spawn(self.save_editor()))
-        self.editor.cancel_button.clicked.connect(self._show_current)
+        self.editor.cancel_button.clicked.connect(self.cancel_edit)
+        self.editor.rule_combo.currentIndexChanged.connect(lambda _: self.edited.emit())
         right.addWidget(self.editor)
         right.addStretch(1)
         area = QScrollArea()
@@ -571,13 +947,61 @@ class McpPage(SettingsPage):
         self.detail_area = area
         root.addWidget(area, 1)
 
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """The list gives up width first, so the form keeps room in a small dialog."""
+        super().resizeEvent(event)
+        width = max(LIST_MIN_WIDTH, min(LIST_WIDTH, self.width() - 290))
+        if self.server_list.width() != width:
+            self.server_list.setFixedWidth(width)
+
+    def _import_menu(self, parent: QWidget) -> QMenu:
+        menu = QMenu(parent)
+        claude = menu.addAction("From Claude Desktop")
+        claude.setToolTip(str(claude_desktop_config_path()))
+        claude.triggered.connect(lambda: self._spawn(self.import_from(None)))
+        from_file = menu.addAction("From a file…")
+        from_file.triggered.connect(lambda: self._spawn(self.import_from_file()))
+        paste = menu.addAction("Paste JSON…")
+        paste.triggered.connect(self.show_paste)
+        return menu
+
+    def _build_empty(self) -> QWidget:
+        """What the page shows with no server yet: what MCP servers are and how to add one."""
+        view = QWidget()
+        view.setObjectName("mcpEmpty")
+        column = QVBoxLayout(view)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(10)
+        column.addWidget(role_label("No MCP servers yet", "section"))
+        column.addWidget(muted_label(EMPTY_TEXT))
+        row = QHBoxLayout()
+        row.setSpacing(8)
+        self.empty_add_button = QPushButton("Add server…")
+        self.empty_add_button.setProperty("accent", True)
+        self.empty_add_button.clicked.connect(self.add_server)
+        self.empty_import_button = QPushButton("Import from Claude Desktop")
+        self.empty_import_button.setToolTip(str(claude_desktop_config_path()))
+        self.empty_import_button.clicked.connect(lambda: self._spawn(self.import_from(None)))
+        self.empty_file_button = QPushButton("Import a file…")
+        self.empty_file_button.clicked.connect(lambda: self._spawn(self.import_from_file()))
+        for button in (self.empty_add_button, self.empty_import_button, self.empty_file_button):
+            row.addWidget(button)
+        row.addStretch(1)
+        column.addLayout(row)
+        column.addSpacing(8)
+        self.empty_paste = PastePanel(cancellable=False)
+        self.empty_paste.submitted.connect(lambda text: self._spawn(self.import_text(text)))
+        column.addWidget(self.empty_paste)
+        self.empty_message = muted_label("")
+        self.empty_message.setTextFormat(Qt.TextFormat.PlainText)
+        self.empty_message.hide()
+        column.addWidget(self.empty_message)
+        column.addStretch(1)
+        return view
+
     def _build_status(self, right: QVBoxLayout) -> None:
-        """The selected server's state line, its detail, its last output lines, sign-in."""
-        self.empty_hint = muted_label(
-            "No MCP servers yet. Fill in the form below to add one, or import the servers "
-            "you set up for Claude Desktop."
-        )
-        right.addWidget(self.empty_hint)
+        """The selected server's state line, its detail, what fixes it, its last output
+        lines (collapsible), sign-in."""
         header = QHBoxLayout()
         self.status_heading = role_label("Status", "section")
         header.addWidget(self.status_heading, 1)
@@ -591,13 +1015,41 @@ class McpPage(SettingsPage):
         self.status_detail = self._plain_label()
         self.status_detail.setProperty("role", "muted")
         right.addWidget(self.status_detail)
-        self.output_heading = role_label("Server output (last lines)", "muted")
+        self.actions = QWidget()
+        actions = QHBoxLayout(self.actions)
+        actions.setContentsMargins(0, 2, 0, 2)
+        actions.setSpacing(8)
+        self.retry_button = QPushButton("Retry")
+        self.retry_button.setProperty("accent", True)
+        self.retry_button.setToolTip("Start this server again")
+        self.retry_button.clicked.connect(lambda: self._spawn(self.retry_current()))
+        self.edit_button = QPushButton("Edit")
+        self.edit_button.setToolTip("Go to this server's settings")
+        self.edit_button.clicked.connect(self.edit_current)
+        self.remove_server_button = QPushButton("Remove")
+        self.remove_server_button.setToolTip("Remove this server from mcp.json")
+        self.remove_server_button.clicked.connect(lambda: self._spawn(self.remove_selected()))
+        for button in (self.retry_button, self.edit_button, self.remove_server_button):
+            actions.addWidget(button)
+        actions.addStretch(1)
+        right.addWidget(self.actions)
+        self.output_heading = QToolButton()
+        self.output_heading.setObjectName("mcpOutputToggle")
+        self.output_heading.setCheckable(True)
+        self.output_heading.setChecked(True)
+        self.output_heading.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.output_heading.setAutoRaise(True)
+        self.output_heading.setStyleSheet(
+            "QToolButton#mcpOutputToggle { border: none; background: transparent; padding: 2px 0; }"
+        )
+        self.output_heading.toggled.connect(self._toggle_output)
         right.addWidget(self.output_heading)
         self.output_box = QPlainTextEdit()
         self.output_box.setObjectName("mcpServerOutput")
         self.output_box.setReadOnly(True)
         self.output_box.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.output_box.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+        self.output_box.setAccessibleName("Server output")
         right.addWidget(self.output_box)
         self.signin = SignInPanel(self.runtime, ask=lambda t, x: confirm(self, t, x))
         self.signin.state_changed.connect(self._on_state)
@@ -663,17 +1115,26 @@ class McpPage(SettingsPage):
         self.server_list.blockSignals(True)
         self.server_list.clear()
         for name, raw in self.servers.items():
-            item = QListWidgetItem(name)
+            item = QListWidgetItem(visible(name, keep_newlines=False))
             item.setData(Qt.ItemDataRole.UserRole, name)
             item.setData(DETAIL_ROLE, self._detail(name, raw))
             self.server_list.addItem(item)
         self.server_list.blockSignals(False)
+        if self.servers:
+            self._adding = False
         names = list(self.servers)
         if current in names:
             self.server_list.setCurrentRow(names.index(current))
         elif names:
             self.server_list.setCurrentRow(0)
+        self._show_view()
         self._show_current()
+
+    def _show_view(self) -> None:
+        """The introduction with no server (until the user adds one), else list and form."""
+        empty = not self.servers and not self._adding
+        self.empty_view.setVisible(empty)
+        self.main_view.setVisible(not empty)
 
     def _detail(self, name: str, raw: dict[str, Any]) -> str:
         if raw.get("disabled"):
@@ -681,11 +1142,11 @@ class McpPage(SettingsPage):
         state = self.states.get(name)
         if state is None:
             return "Not connected"
-        if state.status is Status.READY:
-            return f"Ready · {plural(len(state.tools), 'tool')}"
-        if state.status is Status.NEEDS_SIGN_IN:
-            return NEEDS_SIGN_IN
-        return state.status.value.capitalize()
+        return ROW_WORDS.get(state.status) or (
+            f"Ready · {plural(len(state.tools), 'tool')}"
+            if state.status is Status.READY
+            else state.status.value.capitalize()
+        )
 
     def current_name(self) -> str | None:
         item = self.server_list.currentItem()
@@ -701,7 +1162,6 @@ class McpPage(SettingsPage):
         self.remove_button.setEnabled(name is not None)
         if name is None:
             self.editor.open(None, {}, "ask")
-            self.editor.heading.setText("New MCP server" if not self.servers else "")
         else:
             self.editor.open(name, self.servers[name], self.rules.get(name, "ask"))
         self._show_status()
@@ -716,9 +1176,8 @@ class McpPage(SettingsPage):
             line, detail, role, output = status_parts(state, self._tail.tail(name or ""))
         if name is None:
             line, detail, role, output = "", "", "muted", []
-        self.empty_hint.setVisible(not self.servers)
-        self.status_heading.setVisible(bool(self.servers))
-        self.connect_button.setVisible(bool(self.servers))
+        self.status_heading.setVisible(name is not None)
+        self.connect_button.setVisible(name is not None)
         self.status_label.setText(breakable(line))
         self.status_label.setVisible(bool(line))
         tools = state.tools if state is not None and state.status is Status.READY else []
@@ -729,13 +1188,29 @@ class McpPage(SettingsPage):
         self.status_detail.setText(breakable(detail))
         self.status_detail.setVisible(bool(detail))
         failed = state is not None and is_failure(state.error)
-        set_role(self.status_detail, "error" if role == "error" or failed else "muted")
+        set_role(self.status_detail, "error" if failed else "muted")
+        self._show_actions(None if raw.get("disabled") or name is None else state)
         self._show_output(output)
         self.signin.show_server(name, raw, None if raw.get("disabled") else state)
 
+    def _show_actions(self, state: ServerState | None) -> None:
+        """What fixes a server in trouble: Retry (it may work now), Edit, Remove."""
+        status = state.status if state is not None else None
+        trouble = status in (
+            Status.FAILED,
+            Status.RESTARTING,
+            Status.NEEDS_SIGN_IN,
+            Status.INVALID,
+        )
+        self.actions.setVisible(trouble)
+        self.retry_button.setVisible(status in (Status.FAILED, Status.RESTARTING))
+        self.retry_button.setEnabled("mcp" in self.runtime.__dict__ or self._subscribed)
+
     def _show_output(self, lines: list[str]) -> None:
         self.output_heading.setVisible(bool(lines))
-        self.output_box.setVisible(bool(lines))
+        self.output_heading.setText(f"Server output (last {plural(len(lines), 'line')})")
+        self.output_box.setVisible(bool(lines) and self._output_open)
+        self._toggle_arrow()
         if self.output_box.toPlainText() != "\n".join(lines):
             self.output_box.setPlainText("\n".join(lines))
             bar = self.output_box.verticalScrollBar()
@@ -743,6 +1218,61 @@ class McpPage(SettingsPage):
         shown = max(3, min(len(lines) + 1, OUTPUT_LINES))
         height = self.output_box.fontMetrics().lineSpacing() * shown
         self.output_box.setFixedHeight(height + 14)
+
+    def _toggle_output(self, open_: bool) -> None:
+        self._output_open = open_
+        self.output_box.setVisible(open_ and not self.output_heading.isHidden())
+        self._toggle_arrow()
+
+    def _toggle_arrow(self) -> None:
+        arrow = Qt.ArrowType.DownArrow if self._output_open else Qt.ArrowType.RightArrow
+        self.output_heading.setArrowType(arrow)
+        self.output_heading.setChecked(self._output_open)
+
+    # -- what fixes a server --
+
+    async def retry_current(self) -> None:
+        """Start the selected server again (its state follows through the subscription)."""
+        name = self.current_name()
+        if name is None:
+            return
+        if "mcp" not in self.runtime.__dict__:
+            await self.connect_servers()
+            return
+        self._subscribe()
+        self._tail.clear(name)
+        self.set_message(f"Starting “{visible(name, keep_newlines=False)}” again…")
+        try:
+            state = await in_thread(self.runtime.mcp.reload, name)
+        except Exception as exc:
+            log.warning("restarting MCP server %s failed: %s", name, exc)
+            self.set_message(f"Could not start it again: {plain_reason(str(exc))}", error=True)
+            return
+        self.set_message("")
+        if state is not None:
+            self._on_state(state)
+
+    def edit_current(self) -> None:
+        """Show the form with its problems marked, focused on the first (or on what a
+        failed start most often needs: the command or the URL)."""
+        if not self.editor.check():
+            self.detail_area.ensureWidgetVisible(self.editor.error_label)
+            return
+        key = "command" if self.editor.transport() == "stdio" else "url"
+        self.detail_area.ensureWidgetVisible(self.editor)
+        self.editor.focus_field(key)
+
+    def cancel_edit(self) -> None:
+        """Cancel: the form as saved again (with no server, back to the introduction)."""
+        if not self.servers:
+            self._adding = False
+            self._show_view()
+        self._show_current()
+
+    def show_paste(self) -> None:
+        self.paste_panel.show()
+        self.detail_area.ensureWidgetVisible(self.paste_panel)
+        self.paste_panel.edit.setFocus()
 
     def status_line(self, name: str) -> str:
         state = self.states.get(name)
@@ -759,11 +1289,11 @@ class McpPage(SettingsPage):
         return text.replace("\u200b", "")
 
     def set_message(self, text: str, *, error: bool = False) -> None:
-        self.message.setText(text)
-        self.message.setVisible(bool(text))
-        self.message.setProperty("role", "error" if error else "muted")
-        self.message.style().unpolish(self.message)
-        self.message.style().polish(self.message)
+        """A line about what the page just did (on the introduction, when it shows)."""
+        for label in (self.message, self.empty_message):
+            label.setText(text)
+            label.setVisible(bool(text))
+            set_role(label, "error" if error else "muted")
 
     # -- live status --
 
@@ -817,7 +1347,7 @@ class McpPage(SettingsPage):
             self.set_message("")
         except Exception as exc:
             log.warning("connecting MCP servers failed: %s", exc)
-            self.set_message(f"Could not start the servers: {exc}", error=True)
+            self.set_message(f"Could not start the servers: {plain_reason(str(exc))}", error=True)
         finally:
             self.connect_button.setEnabled(True)
 
@@ -844,11 +1374,14 @@ class McpPage(SettingsPage):
     # -- changes to mcp.json --
 
     def add_server(self) -> None:
+        self._adding = True
+        self._show_view()
         self.server_list.clearSelection()
         self.server_list.setCurrentRow(-1)
         self.editor.open(None, {}, "ask")
         self.remove_button.setEnabled(False)
         self._show_status()  # nothing selected: no status
+        self.editor.name_edit.setFocus()
 
     def _store_secrets(self, name: str, entry: dict[str, Any], token: str | None) -> None:
         """(worker thread) Move secret-looking literal values and the token to the keyring."""
@@ -879,24 +1412,28 @@ class McpPage(SettingsPage):
         try:
             await in_thread(self.runtime.mcp.start, 0.0)
         except Exception as exc:
-            self.set_message(f"Could not start the servers: {exc}", error=True)
+            self.set_message(f"Could not start the servers: {plain_reason(str(exc))}", error=True)
 
     async def save_editor(self) -> bool:
         editor = self.editor
         try:
             name, entry, token = editor.entry()
-        except (ValueError, McpConfigError) as exc:
-            editor.show_error(str(exc))
+        except FieldError as exc:
+            editor.show_problem(exc)
             return False
         original = editor.original
         if name != original and name in self.servers:
-            editor.show_error(f"There is already a server named “{name}”.")
+            editor.show_problem(
+                FieldError("name", "Another server already has this name. Choose another.")
+            )
             return False
         servers = dict(self.servers)
-        old = servers.get(original or "", {})
-        for key in ("cwd", "timeout"):  # fields the form does not show are kept
-            if key in old:
-                entry[key] = old[key]
+        dropped = keep_hidden_fields(name, entry, servers.get(original or "", {}))
+        try:
+            ServerConfig.from_json(name, entry)  # the same checks as loading
+        except (EntryError, McpConfigError, ValueError) as exc:
+            editor.show_problem(exc)
+            return False
         if original is not None and original != name:
             servers = {(name if k == original else k): v for k, v in servers.items()}
         servers[name] = entry
@@ -905,7 +1442,8 @@ class McpPage(SettingsPage):
             await in_thread(self._store_secrets, name, entry, token)
             await in_thread(self._write, servers, {name, original or name})
         except Exception as exc:
-            editor.show_error(f"Could not save: {exc}")
+            log.warning("saving MCP server %s failed: %s", name, exc)
+            editor.show_error(f"Could not save: {os_reason(exc)}")
             return False
         if original is not None and original != name:
             self.rules.pop(original, None)
@@ -916,7 +1454,9 @@ class McpPage(SettingsPage):
         self.states.pop(name, None)
         await self._written(servers)
         self._fill(select=name)
-        self.set_message(f"Saved “{name}” to {self.path.name}.")
+        note = f" Its invalid {' and '.join(dropped)} setting was removed." if dropped else ""
+        self.set_message(f"Saved “{visible(name, keep_newlines=False)}” to {self.path.name}.{note}")
+        self.edited.emit()  # its approval choice may now differ from rules.json
         return True
 
     async def set_enabled(self, name: str, enabled: bool) -> None:
@@ -941,14 +1481,15 @@ class McpPage(SettingsPage):
         try:
             await in_thread(self._write, servers, {name})
         except Exception as exc:
-            self.set_message(f"Could not remove: {exc}", error=True)
+            self.set_message(f"Could not remove: {os_reason(exc)}", error=True)
             return False
         self.rules.pop(name, None)
         self.states.pop(name, None)
         await self._written(servers)
         await in_thread(self._forget_secrets, self.servers_before_remove(name), servers)
         self._fill()
-        self.set_message(f"Removed “{name}”.")
+        self.set_message(f"Removed “{visible(name, keep_newlines=False)}”.")
+        self.edited.emit()
         return True
 
     def servers_before_remove(self, name: str) -> dict[str, Any]:
@@ -982,17 +1523,20 @@ class McpPage(SettingsPage):
     async def import_from(self, source: Path | None) -> None:
         """Import the mcpServers of `source` (None: Claude Desktop's config here)."""
 
-        def work() -> tuple[Any, dict[str, Any]]:
-            report = import_servers(self.path, source, set_secret=self.runtime.secrets.set)
-            servers = read_servers_block(self.path)
-            self._reload_manager(servers, set())
-            return report, servers
+        def work() -> Any:
+            return import_servers(self.path, source, set_secret=self.runtime.secrets.set)
 
         try:
-            report, servers = await in_thread(work)
+            report = await in_thread(work)
         except (McpConfigError, OSError, json.JSONDecodeError) as exc:
-            self.set_message(f"Could not import: {exc}", error=True)
+            self.set_message(f"Could not import: {os_reason(exc)}", error=True)
             return
+        await self._imported(report)
+
+    async def _imported(self, report: Any) -> None:
+        """mcp.json now holds what an import added: tell the manager and say what happened."""
+        servers = await in_thread(read_servers_block, self.path)
+        await in_thread(self._reload_manager, servers, set())
         await self._written(servers)
         book = self.runtime.rules
         for name in report.added:
@@ -1000,11 +1544,50 @@ class McpPage(SettingsPage):
             self._saved_rules.setdefault(name, self.rules[name])
         parts = [f"Imported {plural(len(report.added), 'server')}"]
         if report.skipped:
-            parts.append(f"kept existing {', '.join(report.skipped)}")
+            kept = ", ".join(visible(n, keep_newlines=False) for n in report.skipped)
+            parts.append(f"kept existing {kept}")
         if report.moved_to_keyring:
             parts.append(f"{plural(len(report.moved_to_keyring), 'secret')} moved to the keyring")
+        if report.invalid:
+            count = len(report.invalid)
+            parts.append(f"left out {count} invalid {'entry' if count == 1 else 'entries'}")
         self._fill(select=report.added[0] if report.added else None)
         self.set_message("; ".join(parts) + ".")
+        self.edited.emit()
+
+    async def import_text(self, text: str) -> bool:
+        """Add the servers of pasted JSON (as importing a file does: existing names are
+        kept, secrets go to the keyring). Problems are shown under the box."""
+        panels = [self.empty_paste, self.paste_panel]
+        try:
+            servers = servers_from_text(text)
+        except ValueError as exc:
+            for panel in panels:
+                panel.show_error(str(exc))
+            return False
+
+        def work() -> Any:
+            # pasted text (it may hold tokens) never goes to disk before its secrets move
+            return import_block(
+                self.path, servers, Path("pasted text"), set_secret=self.runtime.secrets.set
+            )
+
+        try:
+            report = await in_thread(work)
+        except EntryError as exc:
+            problems = "\n".join(f"• {sentence(p.message)}" for p in exc.problems)
+            for panel in panels:
+                panel.show_error(f"None of these servers can be used:\n{problems}")
+            return False
+        except (McpConfigError, OSError) as exc:
+            for panel in panels:
+                panel.show_error(f"Could not add them: {os_reason(exc)}")
+            return False
+        for panel in panels:
+            panel.edit.clear()
+        self.paste_panel.hide()
+        await self._imported(report)
+        return True
 
     # -- the dialog's Save: approval rules --
 
@@ -1023,6 +1606,9 @@ class McpPage(SettingsPage):
             pass
 
         return apply
+
+    def has_changes(self) -> bool:
+        return bool(self._changed_rules())
 
     def _changed_rules(self) -> dict[str, Rule]:
         rules = self._current_rules()

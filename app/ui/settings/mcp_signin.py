@@ -92,6 +92,8 @@ class SignInPanel(QWidget):
         self._waiting: dict[str, asyncio.Task[None]] = {}
         self._notes: dict[str, tuple[str, str]] = {}
         self._signed_in: dict[str, bool] = {}
+        #: Each shown server's URL (a stored sign-in counts only for the URL it was made for).
+        self._urls: dict[str, str | None] = {}
         self._checked: tuple[str | None, Status | None] = (None, None)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._build()
@@ -129,6 +131,8 @@ class SignInPanel(QWidget):
         """The page shows `name` (None: nothing) in `state`; re-reads whether it is signed in."""
         self._name, self._state = name, state
         self._remote = name is not None and signs_in(name, raw)
+        if name is not None:
+            self._urls[name] = str(raw.get("url") or "") or None
         if name is not None and state is not None and state.status is Status.READY:
             self._notes.pop(name, None)
         checked = (name, state.status if state is not None else None)
@@ -180,7 +184,7 @@ class SignInPanel(QWidget):
         read directly (making one would change how the page saves)."""
         if self._has_manager():
             return bool(self.runtime.mcp.signed_in(name))
-        return has_sign_in(name, _secret_access(self.runtime))
+        return has_sign_in(name, self._urls.get(name), _secret_access(self.runtime))
 
     def _sign_out_now(self, name: str) -> ServerState | None:
         """(worker thread) Forget the sign-in; a running manager reconnects the server."""

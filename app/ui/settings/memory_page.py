@@ -1,8 +1,10 @@
-"""The "Memory" page: what the assistant remembers (kind, text, the conversation it came
-from, when it changed), a search box, and editing or deleting one memory.
+"""The "Memory" page: whether memory is on and how much of it goes with a conversation
+(built from the settings model, saved with Save), then what the assistant remembers (kind,
+text, the conversation it came from, when it changed), a search box, and editing or deleting
+one memory.
 
-Edits and deletions are written to the store right away (quick SQLite calls), not on Save;
-the page adds nothing to settings.json.
+Edits and deletions of memories are written to the store right away (quick SQLite calls),
+not on Save.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from PySide6.QtWidgets import (
 
 from app.core.memory import KINDS, Memory, MemoryRefused, MemoryService
 from app.core.runtime import Runtime
-from app.core.settings import Settings
-from app.ui.settings.page import Patch, SettingsPage
+from app.core.settings import MemorySettings, Settings
+from app.ui.settings.form import FormPage
 from app.ui.settings.widgets import muted_label, role_label, set_role
 
 ID_ROLE = Qt.ItemDataRole.UserRole
@@ -46,16 +48,15 @@ def confirm(parent: QWidget, title: str, text: str) -> bool:
     return answer == QMessageBox.StandardButton.Yes
 
 
-class MemoryPage(SettingsPage):
+class MemoryPage(FormPage):
     title = "Memory"
     subtitle = (
-        "What the assistant remembers across conversations. Changes here are kept at once; "
-        "nothing is remembered from a private chat."
+        "What the assistant remembers across conversations; nothing is remembered from a "
+        "private chat. Edits to the memories below are kept at once."
     )
 
     def __init__(self, runtime: Runtime, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.runtime = runtime
+        super().__init__(runtime, parent)
         self._loaded = False
         self._memories: dict[int, Memory] = {}
         self._titles: dict[str, str] = {}
@@ -70,6 +71,9 @@ class MemoryPage(SettingsPage):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(10)
+        self.form = self.add_form(layout, "Settings", _memory)
+        layout.addSpacing(6)
+        layout.addWidget(role_label("Memories", "section"))
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search memories")
         self.search.setClearButtonEnabled(True)
@@ -89,6 +93,7 @@ class MemoryPage(SettingsPage):
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.Interactive)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.ResizeToContents)
         self.tree.setColumnWidth(2, 150)
+        self.tree.setMinimumHeight(160)
         layout.addWidget(self.tree, 1)
         self.empty_label = muted_label("Nothing remembered yet.")
         layout.addWidget(self.empty_label)
@@ -243,16 +248,9 @@ class MemoryPage(SettingsPage):
         self.status.setText(text)
         set_role(self.status, role)
 
-    # -- saving: nothing goes to settings.json --
 
-    def patch(self) -> Patch:
-        def apply(settings: Settings) -> None:
-            return None
-
-        return apply
-
-    def mark_saved(self, settings: Settings) -> None:
-        pass
+def _memory(settings: Settings) -> MemorySettings:
+    return settings.memory
 
 
 def _short(text: str, limit: int = 60) -> str:

@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QWidget
 
 from app.core.settings import Settings
@@ -16,12 +17,26 @@ Patch = Callable[[Settings], None]
 
 
 class SettingsPage(QWidget):
-    """One page of the dialog: loads from settings, validates, produces a patch."""
+    """One page of the dialog: loads from settings, validates, produces a patch.
+
+    The dialog enables Save only when a page has changes: `has_changes()` says so, or
+    (None, the default) the dialog applies `patch()` to a copy of the settings and compares.
+    A page that writes elsewhere too (`commit`, keys) should say so in `has_changes()`.
+    Pages that emit `edited` on every change set `reports_edits`; the dialog watches the
+    inputs of the others."""
 
     title = ""
     subtitle = ""
+    #: Emitted when the user changed something on the page.
+    edited = Signal()
+    reports_edits = False
 
     def problem(self) -> str | None:
+        """What keeps the page from being saved, in plain words (shown on the page)."""
+        return None
+
+    def has_changes(self) -> bool | None:
+        """Whether anything would be saved; None: the dialog compares `patch()`'s result."""
         return None
 
     def patch(self) -> Patch:

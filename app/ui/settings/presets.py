@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
 
+from app.core.providers.urls import with_scheme
+
 KIND_LABELS = {"openai": "OpenAI-compatible", "anthropic": "Anthropic"}
 
 
@@ -29,13 +31,14 @@ DEFAULT_PRESET = {"openai": PRESETS[0], "anthropic": PRESETS[4]}
 
 
 def url_problem(url: str) -> str | None:
-    """Why `url` cannot be a provider's base URL, or None if it can."""
+    """Why `url` cannot be a provider's base URL, or None if it can. A URL without a
+    scheme is fine: http:// (https:// for a cloud API) is added."""
     url = url.strip()
     if not url:
         return "Enter the server's base URL, for example http://127.0.0.1:11434/v1."
-    parts = urlsplit(url)
+    parts = urlsplit(with_scheme(url))
     if parts.scheme not in ("http", "https") or not parts.hostname or " " in url:
-        return f"“{url}” is not a valid URL: it must look like http://host:port/path."
+        return f"“{url}” is not a valid URL: it must look like host:port or http://host:port/path."
     try:
         _ = parts.port
     except ValueError:
@@ -50,7 +53,7 @@ def host(url: str) -> str:
 
 
 def same_url(a: str, b: str) -> bool:
-    return a.strip().rstrip("/").lower() == b.strip().rstrip("/").lower()
+    return with_scheme(a).rstrip("/").lower() == with_scheme(b).rstrip("/").lower()
 
 
 def preset_for(url: str) -> Preset | None:

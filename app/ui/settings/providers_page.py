@@ -8,7 +8,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
@@ -29,11 +29,21 @@ from qasync import asyncSlot
 from app.core.local_servers import DEFAULTS as LOCAL_CANDIDATES
 from app.core.local_servers import Candidate, detect_local_servers
 from app.core.providers.base import ProviderConfig
+from app.core.providers.urls import normalize_base_url
 from app.core.runtime import Runtime
 from app.core.secrets import SecretStoreError, secret_key
 from app.core.settings import ProviderAccount, Settings
 from app.ui.settings.account_list import ACTIVE_ROLE, DETAIL_ROLE, AccountDelegate
-from app.ui.settings.connection import TEST_TIMEOUTS, connected, describe_failure, ping
+from app.ui.settings.connection import (
+    TEST_DEADLINE,
+    Failure,
+    Field,
+    Stage,
+    classify_failure,
+    connected,
+    ping,
+    probe_config,
+)
 from app.ui.settings.page import Patch, SettingsPage, in_thread
 from app.ui.settings.presets import (
     DEFAULT_PRESET,
@@ -79,9 +89,30 @@ TOOL_FORMAT_HINTS = {
 }
 
 
+NO_MODELS = (
+    "The server lists no models. Load or download one there (for Ollama: "
+    "ollama pull <name>), then Test again."
+)
+
+
 def api_key_name(account_id: str) -> str:
     """Where an account's API key lives in the keyring."""
     return secret_key("provider", account_id, "api_key")
+
+
+def stored_key(runtime: Runtime, account_id: str) -> str | None:
+    """(blocking) The account's stored key; an account with no key in the index of names
+    — a local server — is answered without asking the keyring."""
+    name = api_key_name(account_id)
+    return runtime.secrets.get(name) if runtime.secrets.might_hold(name) else None
+
+
+class _Failed(Exception):
+    """A Test step failed for a reason already put in words (e.g. no models)."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.text)
+        self.failure = failure
 
 
 class ProvidersPage(SettingsPage):
@@ -90,6 +121,9 @@ class ProvidersPage(SettingsPage):
         "Where Deskhand sends your messages: a local server (Ollama, LM Studio) or a cloud API. "
         "API keys are kept in the system keyring."
     )
+
+    #: A Test or Refresh of an account ended (account id, whether it succeeded).
+    tested = Signal(str, bool)
 
     def __init__(self, runtime: Runtime, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -106,6 +140,13 @@ class ProvidersPage(SettingsPage):
         self._key_errors: dict[str, str] = {}
         self._models: dict[str, list[str]] = {}
         self._results: dict[str, tuple[bool, str]] = {}
+        #: account id → field → what went wrong there (shown next to that field)
+        self._field_errors: dict[str, dict[Field, str]] = {}
+        self._stage: dict[str, Stage] = {}
+        self._cancelled: set[str] = set()
+        self._running: dict[str, asyncio.Task[Any]] = {}
+        #: The longest a Test or a Refresh may take, in seconds.
+        self.test_timeout = TEST_DEADLINE
         self._tasks: set[asyncio.Task[Any]] = set()
         self._loading = False
         self._build()
@@ -188,12 +229,13 @@ class ProvidersPage(SettingsPage):
         form.addRow(form_label("Name"), self.label_edit)
 
         self.url_edit = QLineEdit()
-        self.url_edit.setPlaceholderText("http://127.0.0.1:11434/v1")
+        self.url_edit.setPlaceholderText("127.0.0.1:11434 or https://api.example.com/v1")
         self.url_edit.textEdited.connect(self._on_url_edited)
         self.preset_button = QPushButton("Presets")
         _attach_preset_menu(self.preset_button, self.apply_preset)
         self.preset_button.setFixedWidth(SIDE_BUTTON_WIDTH)
         form.addRow(form_label("Base URL"), field_row(self.url_edit, self.preset_button))
+        self.url_error = self._error_row(form, self.url_edit)
 
         self.key_edit = QLineEdit()
         self.key_edit.setEchoMode(QLineEdit.EchoMode.Password)
@@ -203,6 +245,7 @@ class ProvidersPage(SettingsPage):
         self.forget_button.clicked.connect(self.forget_key)
         self.forget_button.setFixedWidth(SIDE_BUTTON_WIDTH)
         form.addRow(form_label("API key"), field_row(self.key_edit, self.forget_button))
+        self.key_error = self._error_row(form, self.key_edit)
         self.key_status = muted_label("")
         form.addRow("", self.key_status)
 
@@ -221,6 +264,7 @@ class ProvidersPage(SettingsPage):
         self.refresh_button.clicked.connect(self.refresh_models)
         self.refresh_button.setFixedWidth(SIDE_BUTTON_WIDTH)
         form.addRow(form_label("Model"), field_row(self.model_combo, self.refresh_button))
+        self.model_error = self._error_row(form, self.model_combo)
 
         self.tool_combo = QComboBox()
         self.tool_combo.setObjectName("toolFormatCombo")
@@ -235,7 +279,12 @@ class ProvidersPage(SettingsPage):
         self._form = form
 
         self.test_button = QPushButton("Test connection")
+        self.test_button.setToolTip("Lists the server's models, picks one and asks it for a word")
         self.test_button.clicked.connect(self.test_connection)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setToolTip("Stop waiting for the server")
+        self.cancel_button.clicked.connect(self.cancel_test)
+        self.cancel_button.hide()
         self.test_result = QLabel("")
         self.test_result.setWordWrap(True)
         self.test_result.setMinimumHeight(ROW_HEIGHT)
@@ -244,13 +293,29 @@ class ProvidersPage(SettingsPage):
         test_row = QHBoxLayout()
         test_row.setSpacing(12)
         test_row.addWidget(self.test_button, 0, Qt.AlignmentFlag.AlignTop)
+        test_row.addWidget(self.cancel_button, 0, Qt.AlignmentFlag.AlignTop)
         test_row.addWidget(self.test_result, 1)
         form.addRow("", test_row)
 
         self.error_label = role_label("", "error", wrap=True)
         self.error_label.hide()
         form.addRow("", self.error_label)
+        self._errors: dict[Field, QLabel] = {
+            "url": self.url_error,
+            "key": self.key_error,
+            "model": self.model_error,
+        }
         return box
+
+    def _error_row(self, form: QFormLayout, field: QWidget) -> QLabel:
+        """A hidden row under `field` for what went wrong with it."""
+        label = role_label("", "error", wrap=True)
+        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        label.setTextFormat(Qt.TextFormat.PlainText)  # server text, never markup
+        label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        form.addRow("", label)
+        form.setRowVisible(label, False)
+        return label
 
     # -- state --
 
@@ -262,6 +327,10 @@ class ProvidersPage(SettingsPage):
 
     def _snapshot(self) -> tuple[list[dict[str, Any]], str | None]:
         return [a.model_dump() for a in self.accounts], self.active
+
+    def has_changes(self) -> bool:
+        """Accounts edited, added or removed, or a key typed or to be forgotten."""
+        return self._snapshot() != self._saved or bool(self._new_keys or self._forget_keys)
 
     def mark_saved(self, settings: Settings) -> None:
         self._saved = self._snapshot()
@@ -333,7 +402,40 @@ class ProvidersPage(SettingsPage):
         finally:
             self._loading = False
         self._show_key_state(account)
+        self._show_field_errors(account)
         self.error_label.hide()
+
+    def _show_field_errors(self, account: ProviderAccount) -> None:
+        errors = self._field_errors.get(account.id, {})
+        for field, label in self._errors.items():
+            text = errors.get(field, "")
+            label.setText(text)
+            self._form.setRowVisible(label, bool(text))
+        set_invalid(self.url_edit, bool(errors.get("url")))
+        set_invalid(self.key_edit, bool(errors.get("key")))
+        set_invalid(self.model_combo, bool(errors.get("model")))
+        self.url_edit.setAccessibleDescription(errors.get("url", ""))
+        self.key_edit.setAccessibleDescription(errors.get("key", ""))
+        self.model_combo.setAccessibleDescription(errors.get("model", ""))
+
+    def _set_field_error(self, account: ProviderAccount, field: Field, text: str) -> None:
+        errors = self._field_errors.setdefault(account.id, {})
+        if text:
+            errors[field] = text
+        else:
+            errors.pop(field, None)
+        if self.current() is account:
+            self._show_field_errors(account)
+
+    def _clear_field_errors(self, account: ProviderAccount) -> None:
+        self._field_errors.pop(account.id, None)
+        if self.current() is account:
+            self._show_field_errors(account)
+
+    def field_error(self, field: Field) -> str:
+        """What is shown next to `field` ("url", "key", "model") for the selected account."""
+        label = self._errors.get(field)
+        return label.text() if label is not None and not label.isHidden() else ""
 
     def _show_tool_format(self, account: ProviderAccount) -> None:
         """The "Tool calls" rows: only OpenAI-compatible APIs have a choice to make."""
@@ -374,8 +476,9 @@ class ProvidersPage(SettingsPage):
         self.error_label.show()
 
     def _flag_url(self, problem: str) -> None:
-        set_invalid(self.url_edit, True)
-        self._show_error(problem)
+        account = self.current()
+        if account is not None:
+            self._set_field_error(account, "url", problem)
 
     # -- editing --
 
@@ -404,7 +507,7 @@ class ProvidersPage(SettingsPage):
         account = self.current()
         if account is not None:
             account.base_url = text.strip()
-            set_invalid(self.url_edit, False)
+            self._set_field_error(account, "url", "")
             self.error_label.hide()
             self._update_item(account)
             self._show_key_state(account)
@@ -418,12 +521,14 @@ class ProvidersPage(SettingsPage):
             self._forget_keys.discard(account.id)
         else:
             self._new_keys.pop(account.id, None)
+        self._set_field_error(account, "key", "")
         self._show_key_state(account)
 
     def _on_model_changed(self, text: str) -> None:
         account = self.current()
         if not self._loading and account is not None:
             account.model = text.strip()
+            self._set_field_error(account, "model", "")
 
     def _on_tool_format_changed(self, _: int) -> None:
         account = self.current()
@@ -512,7 +617,7 @@ class ProvidersPage(SettingsPage):
         with self._busy():
             for account in list(self.accounts):
                 try:
-                    value = await in_thread(self.runtime.secrets.get, api_key_name(account.id))
+                    value = await in_thread(stored_key, self.runtime, account.id)
                 except SecretStoreError as exc:
                     self._key_stored[account.id] = None
                     self._key_errors[account.id] = str(exc)
@@ -534,18 +639,18 @@ class ProvidersPage(SettingsPage):
             return None
 
     async def _config(self, account: ProviderAccount) -> ProviderConfig | None:
+        """The config to test `account` with; its URL normalised (and shown so)."""
         problem = url_problem(account.base_url)
         if problem:
             self._flag_url(problem)
             return None
-        return ProviderConfig(
-            kind=account.kind,
-            base_url=account.base_url.strip().rstrip("/"),
-            model=account.model,
-            api_key=await self._api_key(account),
-            max_tokens=16,
-            **TEST_TIMEOUTS,  # type: ignore[arg-type]
-        )
+        normalized = normalize_base_url(account.kind, account.base_url)
+        if normalized != account.base_url:
+            account.base_url = normalized
+            if self.current() is account:
+                self.url_edit.setText(normalized)
+            self._update_item(account)
+        return probe_config(account.kind, normalized, await self._api_key(account), account.model)
 
     def _set_result(self, account: ProviderAccount, ok: bool, text: str) -> None:
         self._results[account.id] = (ok, text)
@@ -559,20 +664,76 @@ class ProvidersPage(SettingsPage):
         waiting: str,
         ask: Callable[[ProviderAccount, ProviderConfig], Awaitable[str]],
     ) -> bool:
-        """Refresh and Test: check the URL, show `waiting`, then what `ask` returned or why
-        it failed (without the key). True when `ask` succeeded."""
+        """Refresh and Test: check the URL, show `waiting`, then what `ask` returned, or
+        why it failed next to the field that caused it (without the key). Cancel stops
+        it; so does `test_timeout`. True when `ask` succeeded; `tested` tells."""
+        ok = await self._ask_server_once(account, waiting, ask)
+        self.tested.emit(account.id, ok)
+        return ok
+
+    async def _ask_server_once(
+        self,
+        account: ProviderAccount,
+        waiting: str,
+        ask: Callable[[ProviderAccount, ProviderConfig], Awaitable[str]],
+    ) -> bool:
         with self._busy(self.refresh_button, self.test_button):
+            self._clear_field_errors(account)
             config = await self._config(account)
             if config is None:
+                self._set_result(account, False, "")
                 return False
+            self._stage[account.id] = "list"
             self._set_result(account, True, waiting)
+            # (qasync may step this task outside a "running" loop: name the loop)
+            task = asyncio.current_task(asyncio.get_event_loop())
+            if task is not None:
+                self._running[account.id] = task
+            self.cancel_button.show()
             try:
-                text = await ask(account, config)
-            except Exception as exc:
-                self._set_result(account, False, f"✗ {describe_failure(exc, config.api_key)}")
+                text = await asyncio.wait_for(ask(account, config), self.test_timeout)
+            except asyncio.CancelledError:
+                if account.id not in self._cancelled:
+                    raise
+                if task is not None:
+                    task.uncancel()
+                self._set_result(account, False, "Test cancelled.")
                 return False
+            except Exception as exc:
+                self._fail(account, config, exc)
+                return False
+            finally:
+                self._running.pop(account.id, None)
+                self._cancelled.discard(account.id)
+                self.cancel_button.hide()
             self._set_result(account, True, text)
             return True
+
+    def _fail(self, account: ProviderAccount, config: ProviderConfig, exc: Exception) -> None:
+        failure = (
+            exc.failure
+            if isinstance(exc, _Failed)
+            else classify_failure(
+                exc,
+                stage=self._stage.get(account.id, "list"),
+                key=config.api_key,
+                model=config.model,
+            )
+        )
+        if failure.field == "other":
+            self._set_result(account, False, f"✗ {failure.text}")
+            return
+        self._set_field_error(account, failure.field, failure.text)
+        where = {"url": "base URL", "key": "API key", "model": "model"}[failure.field]
+        self._set_result(account, False, f"✗ Not connected: see the {where} above.")
+
+    def cancel_test(self) -> None:
+        """Stop the Test (or Refresh) of the selected account."""
+        account = self.current()
+        task = self._running.get(account.id) if account is not None else None
+        if account is not None and task is not None and not task.done():
+            self._cancelled.add(account.id)
+            task.cancel()
 
     @asyncSlot()
     async def refresh_models(self) -> None:
@@ -584,32 +745,38 @@ class ProvidersPage(SettingsPage):
         if fetched and self.current() is account:
             self._load_form()
 
+    async def _list(self, account: ProviderAccount, provider: Any) -> list[str]:
+        models = list(await provider.list_models())
+        self._models[account.id] = models
+        if not models:
+            raise _Failed(Failure("model", NO_MODELS))
+        return models
+
     async def _fetch(self, account: ProviderAccount, config: ProviderConfig) -> str:
         async with connected(config) as provider:
-            models = await provider.list_models()
-        self._models[account.id] = models
-        if not account.model and models:
+            models = await self._list(account, provider)
+        if not account.model:
             account.model = models[0]
         return f"✓ {plural(len(models), 'model')} available"
 
     @asyncSlot()
     async def test_connection(self) -> None:
-        """List the models and, if one is chosen, ask it for a one-word reply."""
+        """One step: list the models, select one (the current if listed, else the first)
+        and ask it for a one-word reply."""
         account = self.current()
         if account is not None:
             await self._ask_server(account, "Connecting…", self._test)
 
     async def _test(self, account: ProviderAccount, config: ProviderConfig) -> str:
         async with connected(config) as provider:
-            models = await provider.list_models()
-            self._models[account.id] = models
-            text = f"✓ Connected: {plural(len(models), 'model')} available"
-            if config.model:
-                await ping(provider)
-                text += f"; “{config.model}” answered"
-            elif models:
-                text += ". Pick a model to use"
-        return text
+            models = await self._list(account, provider)
+            account.model = pick_model(account.model, models)
+            config.model = account.model
+            if self.current() is account:
+                self._load_form()
+            self._stage[account.id] = "ping"
+            await ping(provider)
+        return f"✓ Connected: {plural(len(models), 'model')} available; “{account.model}” answered"
 
     @asyncSlot()
     async def detect_servers(self) -> None:
@@ -679,7 +846,7 @@ class ProvidersPage(SettingsPage):
             return lambda s: None
         accounts = [a.model_copy(deep=True) for a in self.accounts]
         for a in accounts:
-            a.base_url = a.base_url.strip().rstrip("/")
+            a.base_url = normalize_base_url(a.kind, a.base_url)
             a.label = a.label.strip()
         active = self.active
 
@@ -688,6 +855,16 @@ class ProvidersPage(SettingsPage):
             settings.active_provider = active
 
         return apply
+
+
+def pick_model(current: str, models: list[str]) -> str:
+    """The model to use from a server's list: the current one if listed (also as Ollama's
+    "<name>:latest"), else the first."""
+    if current in models:
+        return current
+    if f"{current}:latest" in models:
+        return f"{current}:latest"
+    return models[0]
 
 
 def _attach_preset_menu(button: QPushButton, choose: Callable[[Preset], object]) -> None:

@@ -59,8 +59,10 @@ class SourceRow:
 def _has_scripts(folder: Any) -> bool:
     try:
         for path in folder.rglob("*"):
-            if path.is_file() and path.name != "SKILL.md" and (
-                path.suffix.lower() in SCRIPT_SUFFIXES or os.access(path, os.X_OK)
+            if (
+                path.is_file()
+                and path.name != "SKILL.md"
+                and (path.suffix.lower() in SCRIPT_SUFFIXES or os.access(path, os.X_OK))
             ):
                 return True
     except OSError:
@@ -116,8 +118,9 @@ def gather(runtime: Runtime) -> list[SourceRow]:
             )
             actions = [("untrust", "Untrust")] if record.trusted else []
             rows.append(
-                SourceRow(record.id, "mcp", f"the MCP server {name!r}", record.origin, state,
-                          actions)
+                SourceRow(
+                    record.id, "mcp", f"the MCP server {name!r}", record.origin, state, actions
+                )
             )
     try:
         skills = runtime.skills.discover()

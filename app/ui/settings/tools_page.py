@@ -1,6 +1,11 @@
 """The "Tools" page: which tools the assistant may use, the per-tool approval rule (Ask /
 Always allow with any arguments / Never — rules in rules.json, written on Save), and the
-folders file tools may touch."""
+folders file tools may touch.
+
+Tools are grouped by category under readable names (`app.core.tool_names`); the machine name
+is the second column. A search box filters by readable name, machine name, category and
+description. Keyboard: Down from the search box enters the list, Space turns the current tool
+(or category) on or off, Enter opens its approval choice, Esc in the search box clears it."""
 
 from __future__ import annotations
 
@@ -8,16 +13,20 @@ import fnmatch
 from pathlib import Path
 from typing import Any, Literal
 
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, QSize, Qt
+from PySide6.QtGui import QKeyEvent, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
     QFileDialog,
     QHBoxLayout,
     QHeaderView,
+    QLineEdit,
     QListWidget,
     QListWidgetItem,
     QPushButton,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -27,13 +36,14 @@ from PySide6.QtWidgets import (
 from app.core.rules import BUILTIN, Rule, RuleBook, RuleDecision, Scope
 from app.core.runtime import Runtime
 from app.core.settings import Settings
+from app.core.tool_names import category_title, tool_title
+from app.core.visible import one_line
 from app.ui.settings.page import Patch, SettingsPage
 from app.ui.settings.widgets import muted_label, plural, role_label
 from tools.spec import Operation, ToolManifest
 
 Choice = Literal["ask", "allow", "deny"]
 
-CATEGORY_TITLES = {"core": "Core", "fs": "Files"}
 OPERATION_ORDER = [o.value for o in Operation]
 RULE_LABELS: dict[Choice, str] = {
     "ask": "Ask",
@@ -43,12 +53,29 @@ RULE_LABELS: dict[Choice, str] = {
 READ_RULE_LABELS: dict[Choice, str] = {"allow": "Allow", "deny": "Never"}
 ORIGIN = "Settings → Tools"
 NAME_ROLE = Qt.ItemDataRole.UserRole
+#: What the search matches a tool or category against (folded to lower case).
+SEARCH_ROLE = Qt.ItemDataRole.UserRole + 1
+TITLE, NAME, APPROVAL = 0, 1, 2
+APPROVAL_WIDTH = 168
+#: The widest the title column starts (indent and check box not counted).
+TITLE_MAX = 170
 
 
-def _category_title(category: str) -> str:
-    if category.startswith("mcp:"):
-        return f"MCP: {category.removeprefix('mcp:')}"
-    return CATEGORY_TITLES.get(category, category.replace("_", " ").title())
+class _MutedDelegate(QStyledItemDelegate):
+    """Secondary text (the machine names) in the theme's muted colour, following the theme."""
+
+    def initStyleOption(
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> None:
+        super().initStyleOption(option, index)
+        palette = option.palette  # type: ignore[attr-defined]
+        muted = palette.color(QPalette.ColorRole.PlaceholderText)
+        palette.setColor(QPalette.ColorRole.Text, muted)
+
+
+def matches(words: list[str], haystack: str) -> bool:
+    """Every search word occurs in `haystack` (already folded)."""
+    return all(word in haystack for word in words)
 
 
 class ToolsPage(SettingsPage):
@@ -57,6 +84,7 @@ class ToolsPage(SettingsPage):
         "Choose which tools the assistant may use and when it must ask you first. "
         "“Never” wins over everything; narrower rules are in Settings → Rules."
     )
+    reports_edits = True
 
     def __init__(self, runtime: Runtime, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -74,21 +102,40 @@ class ToolsPage(SettingsPage):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(8)
+        self.search_edit = QLineEdit()
+        self.search_edit.setObjectName("toolsSearch")
+        self.search_edit.setPlaceholderText("Search tools by name, category or what they do")
+        self.search_edit.setClearButtonEnabled(True)
+        self.search_edit.setAccessibleName("Search tools")
+        self.search_edit.textChanged.connect(self.apply_filter)
+        self.search_edit.installEventFilter(self)
+        layout.addWidget(self.search_edit)
         self.tree = QTreeWidget()
-        self.tree.setColumnCount(4)
-        self.tree.setHeaderLabels(["Tool", "What it does", "Operations", "Approval"])
+        self.tree.setObjectName("toolsTree")
+        self.tree.setColumnCount(3)
+        self.tree.setHeaderLabels(["Tool", "Name", "Approval"])
         self.tree.setRootIsDecorated(True)
         self.tree.setUniformRowHeights(False)
-        self.tree.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
-        self.tree.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.tree.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.tree.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.tree.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.tree.setItemDelegateForColumn(NAME, _MutedDelegate(self.tree))
+        self.tree.installEventFilter(self)
+        self.tree.itemChanged.connect(self._item_changed)
         header = self.tree.header()
         header.setStretchLastSection(False)
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Fixed)
-        header.resizeSection(3, 176)
+        header.setSectionResizeMode(TITLE, QHeaderView.ResizeMode.Interactive)
+        header.setSectionResizeMode(NAME, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(APPROVAL, QHeaderView.ResizeMode.Fixed)
+        header.resizeSection(APPROVAL, APPROVAL_WIDTH)
         layout.addWidget(self.tree, 1)
+        self.no_match = muted_label("")
+        self.no_match.setObjectName("toolsNoMatch")
+        self.no_match.setTextFormat(Qt.TextFormat.PlainText)
+        self.no_match.setAlignment(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop)
+        self.no_match.hide()
+        layout.addWidget(self.no_match, 1)
         layout.addSpacing(10)
 
         layout.addWidget(role_label("Folders file tools may use", "section"))
@@ -121,53 +168,161 @@ class ToolsPage(SettingsPage):
         disabled = set(settings.tools.disabled)
         registry = self.runtime.registry
         for category in registry.categories():
-            infos = registry.infos(category)
-            cat_item = QTreeWidgetItem(self.tree, [_category_title(category)])
-            cat_item.setFlags(
-                Qt.ItemFlag.ItemIsEnabled
-                | Qt.ItemFlag.ItemIsUserCheckable
-                | Qt.ItemFlag.ItemIsAutoTristate
-            )
-            font = cat_item.font(0)
-            font.setBold(True)
-            cat_item.setFont(0, font)
-            cat_item.setText(1, plural(len(infos), "tool"))
-            cat_item.setFirstColumnSpanned(False)
-            for info in infos:
-                m = info.manifest
-                enabled = m.name not in disabled and category not in disabled
-                item = QTreeWidgetItem(cat_item)
-                item.setData(0, NAME_ROLE, m.name)
-                item.setText(0, m.name)
-                ops = sorted((o.value for o in m.operations), key=OPERATION_ORDER.index)
-                item.setText(2, ", ".join(ops))
-                summary = m.summary if info.available else (info.unavailable_reason or "")
-                item.setText(1, summary)
-                item.setToolTip(1, m.description if info.available else summary)
-                item.setToolTip(0, m.description)
-                flags = Qt.ItemFlag.ItemIsUserCheckable
-                if info.available:
-                    flags |= Qt.ItemFlag.ItemIsEnabled
-                item.setFlags(flags)
-                item.setCheckState(0, Qt.CheckState.Checked if enabled else Qt.CheckState.Unchecked)
-                self._items[m.name] = item
-                self._saved_enabled[m.name] = enabled
-                self._add_rule_combo(item, m, settings, enabled=info.available)
+            self._add_category(category, registry.infos(category), settings, disabled)
         self.tree.expandAll()
-        longest = max((len(n) for n in self._items), default=10)
-        width = self.tree.fontMetrics().horizontalAdvance("m" * 2 + "x" * longest)
-        self.tree.header().resizeSection(0, width + 64)  # + indent and check box
+        metrics = self.tree.fontMetrics()
+        widths = sorted(metrics.horizontalAdvance(i.text(TITLE)) for i in self._items.values())
+        # most titles whole (the rest elided, whole in the tooltip); the names keep room
+        typical = widths[len(widths) * 9 // 10] if widths else 120
+        self.tree.header().resizeSection(TITLE, min(typical, TITLE_MAX) + 72)
         self._saved_roots = list(settings.files.allowed_roots)
         self.roots_list.clear()
         for root in self._saved_roots:
             self._add_root_item(root)
         self._update_root_buttons()
+        self.apply_filter(self.search_edit.text())
+
+    def _add_category(
+        self, category: str, infos: list[Any], settings: Settings, disabled: set[str]
+    ) -> None:
+        title = category_title(category)
+        cat_item = QTreeWidgetItem(self.tree, [title])
+        cat_item.setFlags(
+            Qt.ItemFlag.ItemIsEnabled
+            | Qt.ItemFlag.ItemIsSelectable
+            | Qt.ItemFlag.ItemIsUserCheckable
+            | Qt.ItemFlag.ItemIsAutoTristate
+        )
+        font = cat_item.font(TITLE)
+        font.setBold(True)
+        cat_item.setFont(TITLE, font)
+        cat_item.setData(TITLE, SEARCH_ROLE, f"{title} {category}".casefold())
+        cat_item.setData(TITLE, NAME_ROLE, None)
+        cat_item.setToolTip(TITLE, f"Turn every {title} tool on or off")
+        for info in infos:
+            self._add_tool(cat_item, info, settings, disabled)
+        self._count_text(cat_item, len(infos), len(infos))
+
+    def _add_tool(
+        self, cat_item: QTreeWidgetItem, info: Any, settings: Settings, disabled: set[str]
+    ) -> None:
+        m: ToolManifest = info.manifest
+        enabled = m.name not in disabled and m.category not in disabled
+        item = QTreeWidgetItem(cat_item)
+        item.setData(TITLE, NAME_ROLE, m.name)
+        title = one_line(tool_title(m.name), 80)
+        item.setText(TITLE, title)
+        item.setText(NAME, m.name)
+        ops = sorted((o.value for o in m.operations), key=OPERATION_ORDER.index)
+        description = one_line(m.description, 600)
+        tip = f"{m.name}\n{description}\nOperations: {', '.join(ops)}"
+        if not info.available:
+            tip += f"\nNot available: {info.unavailable_reason or 'a package is missing'}"
+            item.setText(TITLE, f"{title} (not available)")
+        for column in (TITLE, NAME):
+            item.setToolTip(column, tip)
+        haystack = f"{title} {m.name} {cat_item.text(TITLE)} {m.category} {m.description}"
+        item.setData(TITLE, SEARCH_ROLE, haystack.casefold())
+        flags = Qt.ItemFlag.ItemIsUserCheckable | Qt.ItemFlag.ItemIsSelectable
+        if info.available:
+            flags |= Qt.ItemFlag.ItemIsEnabled
+        item.setFlags(flags)
+        item.setCheckState(TITLE, Qt.CheckState.Checked if enabled else Qt.CheckState.Unchecked)
+        self._items[m.name] = item
+        self._saved_enabled[m.name] = enabled
+        self._add_rule_combo(item, m, settings, enabled=info.available)
+
+    @staticmethod
+    def _count_text(cat_item: QTreeWidgetItem, shown: int, total: int) -> None:
+        text = plural(total, "tool") if shown == total else f"{shown} of {plural(total, 'tool')}"
+        cat_item.setText(NAME, text)
+
+    # -- search --
+
+    def apply_filter(self, text: str) -> None:
+        """Show the tools whose readable name, machine name, category or description hold
+        every word of `text`; a category shows all its tools when its own name matches."""
+        words = text.casefold().split()
+        any_shown = False
+        for i in range(self.tree.topLevelItemCount()):
+            cat_item = self.tree.topLevelItem(i)
+            whole = bool(words) and matches(words, cat_item.data(TITLE, SEARCH_ROLE))
+            shown = 0
+            for j in range(cat_item.childCount()):
+                child = cat_item.child(j)
+                visible = whole or matches(words, child.data(TITLE, SEARCH_ROLE))
+                child.setHidden(not visible)
+                shown += visible
+            cat_item.setHidden(shown == 0)
+            self._count_text(cat_item, shown, cat_item.childCount())
+            if shown and words:
+                cat_item.setExpanded(True)
+            any_shown = any_shown or shown > 0
+        self.tree.setVisible(any_shown)
+        self.no_match.setText("" if any_shown else f"No tools match “{one_line(text, 60)}”.")
+        self.no_match.setVisible(not any_shown)
+
+    def set_filter(self, text: str) -> None:
+        self.search_edit.setText(text)
+
+    def visible_tools(self) -> list[str]:
+        """The machine names of the tools the list shows now, in order."""
+        out = []
+        for i in range(self.tree.topLevelItemCount()):
+            cat_item = self.tree.topLevelItem(i)
+            for j in range(cat_item.childCount()):
+                child = cat_item.child(j)
+                if not cat_item.isHidden() and not child.isHidden():
+                    out.append(str(child.data(TITLE, NAME_ROLE)))
+        return out
+
+    # -- keyboard --
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent):
+            if watched is self.search_edit:
+                return self._search_key(event)
+            if watched is self.tree:
+                return self._tree_key(event)
+        return super().eventFilter(watched, event)
+
+    def _search_key(self, event: QKeyEvent) -> bool:
+        key = event.key()
+        if key == Qt.Key.Key_Escape and self.search_edit.text():
+            self.search_edit.clear()  # Esc clears; with nothing to clear it closes the dialog
+            return True
+        if key in (Qt.Key.Key_Down, Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            first = self._first_visible()
+            if first is not None:
+                self.tree.setFocus(Qt.FocusReason.TabFocusReason)
+                self.tree.setCurrentItem(first, TITLE)
+            return True
+        return False
+
+    def _tree_key(self, event: QKeyEvent) -> bool:
+        """Enter or F2 on a tool opens its approval choice."""
+        if event.key() not in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_F2):
+            return False
+        item = self.tree.currentItem()
+        name = item.data(TITLE, NAME_ROLE) if item is not None else None
+        combo = self._combos.get(name) if name else None
+        if combo is None or not combo.isEnabled():
+            return False
+        combo.showPopup()
+        return True
+
+    def _first_visible(self) -> QTreeWidgetItem | None:
+        names = self.visible_tools()
+        return self._items[names[0]] if names else None
 
     def _add_rule_combo(
         self, item: QTreeWidgetItem, m: ToolManifest, settings: Settings, *, enabled: bool
     ) -> None:
         combo = QComboBox()
         combo.setProperty("compact", True)
+        # reached from the list (Enter), not by tabbing through a hundred combos
+        combo.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        combo.setAccessibleName(f"Approval for {tool_title(m.name)}")
         combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         combo.setMinimumContentsLength(10)
         combo.view().setMinimumWidth(230)  # the list shows the choices in full
@@ -186,12 +341,13 @@ class ToolsPage(SettingsPage):
             combo.setEnabled(enabled)
         self._saved_rules[m.name] = choice
         self._combos[m.name] = combo
+        combo.currentIndexChanged.connect(lambda _: self.edited.emit())
         holder = QWidget()
         box = QHBoxLayout(holder)
         box.setContentsMargins(4, 0, 10, 0)
         box.addWidget(combo)
-        item.setSizeHint(3, QSize(176, 36))
-        self.tree.setItemWidget(item, 3, holder)
+        item.setSizeHint(APPROVAL, QSize(APPROVAL_WIDTH, 36))
+        self.tree.setItemWidget(item, APPROVAL, holder)
 
     # -- queries and edits (also used by tests) --
 
@@ -202,11 +358,11 @@ class ToolsPage(SettingsPage):
         return self._combos[name]
 
     def is_enabled(self, name: str) -> bool:
-        return self._items[name].checkState(0) == Qt.CheckState.Checked
+        return self._items[name].checkState(TITLE) == Qt.CheckState.Checked
 
     def set_enabled(self, name: str, enabled: bool) -> None:
         state = Qt.CheckState.Checked if enabled else Qt.CheckState.Unchecked
-        self._items[name].setCheckState(0, state)
+        self._items[name].setCheckState(TITLE, state)
 
     def rule(self, name: str) -> Choice:
         rule: Choice = self._combos[name].currentData()
@@ -241,7 +397,19 @@ class ToolsPage(SettingsPage):
         if folder:
             self.add_root(folder)
 
+    def _item_changed(self, item: QTreeWidgetItem, column: int) -> None:
+        if column == TITLE and item.data(TITLE, NAME_ROLE):  # a tool turned on or off
+            self.edited.emit()
+
+    def has_changes(self) -> bool:
+        return (
+            self._enabled_state() != self._saved_enabled
+            or self._rules() != self._saved_rules
+            or self.roots() != self._saved_roots
+        )
+
     def _update_root_buttons(self) -> None:
+        self.edited.emit()  # a folder was added or removed (or the list was loaded)
         self.remove_root_button.setEnabled(bool(self.roots_list.selectedItems()))
         self.roots_hint.setText(
             "No folder chosen yet: Deskhand asks at the next start which folders it may use."
@@ -351,8 +519,10 @@ def tool_choice(book: RuleBook, m: ToolManifest, source: str) -> tuple[Choice, R
 
 
 def _choice(decision: RuleDecision) -> Choice:
-    return "deny" if decision is RuleDecision.DENY else (
-        "allow" if decision is RuleDecision.ALLOW else "ask"
+    return (
+        "deny"
+        if decision is RuleDecision.DENY
+        else ("allow" if decision is RuleDecision.ALLOW else "ask")
     )
 
 

@@ -1,0 +1,290 @@
+"""The model picker in the chat header, against real servers: the scripted model server
+over HTTP, a closed port and a server that never answers (pytest-qt, offscreen, qasync)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Coroutine, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLineEdit, QVBoxLayout, QWidget
+
+from app.core.runtime import Runtime
+from app.core.secrets import SecretStore
+from app.core.settings import ProviderAccount
+from app.ui.model_picker import KIND_ROLE, MODEL_ROLE, ModelPicker
+from tests.fakellm import ScriptedLLM
+from tests.fixtures_keyring import MemoryKeyring
+from tests.fixtures_qt import wait_until
+
+pytestmark = pytest.mark.gui
+
+
+def run(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any]) -> Any:
+    return loop.run_until_complete(asyncio.wait_for(coro, timeout=30))
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A server that accepts connections and never answers."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield int(sock.getsockname()[1])
+
+
+def make_runtime(home: Path, *accounts: ProviderAccount, active: int = 0) -> Runtime:
+    rt = Runtime(home, entry_points=False)
+    rt.secrets = SecretStore(backend=MemoryKeyring(), home=home)
+
+    def add(settings: Any) -> None:
+        settings.providers = list(accounts)
+        settings.active_provider = accounts[active].id if accounts else None
+
+    rt.settings = rt.settings_store.update(add)
+    return rt
+
+
+@pytest.fixture
+def two_servers(home: Path, llm: ScriptedLLM, unused_port: int) -> Iterator[Runtime]:
+    rt = make_runtime(
+        home,
+        ProviderAccount(
+            id="ollama",
+            kind="openai",
+            label="Ollama",
+            base_url=llm.openai_base_url,
+            model="fake-model",
+        ),
+        ProviderAccount(
+            id="down",
+            kind="openai",
+            label="LM Studio",
+            base_url=f"http://127.0.0.1:{unused_port}/v1",
+        ),
+        ProviderAccount(id="claude", kind="anthropic", label="Claude", base_url=llm.base_url),
+    )
+    yield rt
+    rt.close()
+
+
+@pytest.fixture
+def window(qtbot: Any, qloop: Any) -> Iterator[QWidget]:
+    """A bare window with a line edit before the picker (to Tab from)."""
+    widget = QWidget()
+    widget.setLayout(QVBoxLayout())
+    widget.edit = QLineEdit()  # type: ignore[attr-defined]
+    widget.layout().addWidget(widget.edit)  # type: ignore[attr-defined]
+    qtbot.addWidget(widget)
+    yield widget
+
+
+def place(window: QWidget, picker: ModelPicker) -> ModelPicker:
+    window.layout().addWidget(picker)
+    window.show()
+    return picker
+
+
+def rows(picker: ModelPicker) -> list[tuple[str, str]]:
+    items = [picker.popup.list.item(i) for i in range(picker.popup.list.count())]
+    return [(str(i.data(KIND_ROLE)), i.text()) for i in items]
+
+
+def settled(picker: ModelPicker, *ids: str) -> bool:
+    return all((x := picker.listing(i)) is not None and not x.loading for i in ids)
+
+
+def test_lists_every_accounts_models_and_an_unreachable_one_says_why(
+    qtbot: Any, qloop: Any, window: QWidget, two_servers: Runtime, llm: ScriptedLLM
+) -> None:
+    picker = place(window, ModelPicker(two_servers))
+    assert picker.button.parts() == ("fake-model", "Ollama")  # the active account's
+    picker.open_popup()
+    assert picker.popup.isVisible()
+    run(qloop, wait_until(lambda: settled(picker, "ollama", "down", "claude"), what="lists"))
+    shown = rows(picker)
+    assert shown[:4] == [
+        ("header", "Ollama"),
+        ("model", "fake-model"),
+        ("model", "fake-model-large"),
+        ("header", "LM Studio"),
+    ]
+    kind, why = shown[4]
+    assert kind == "error" and why.startswith("Could not reach http://127.0.0.1:")
+    assert shown[5:] == [
+        ("header", "Claude"),
+        ("model", "fake-model"),
+        ("model", "fake-model-large"),
+        ("action", "Refresh the lists"),
+        ("action", "Connect a provider…"),
+    ]
+    # the model in use is selected, so Enter keeps it
+    assert picker.popup.list.currentItem().data(MODEL_ROLE) == "fake-model"
+    assert picker.popup.list.currentRow() == 1
+    assert [r.headers.get("anthropic-version") is not None for r in llm.requests].count(True) == 1
+
+
+def test_a_server_that_never_answers_does_not_hold_up_the_others(
+    qtbot: Any, qloop: Any, window: QWidget, home: Path, llm: ScriptedLLM, silent_port: int
+) -> None:
+    rt = make_runtime(
+        home,
+        ProviderAccount(
+            id="slow", kind="openai", label="Slow", base_url=f"127.0.0.1:{silent_port}"
+        ),
+        ProviderAccount(id="fast", kind="openai", label="Fast", base_url=llm.openai_base_url),
+    )
+    try:
+        picker = place(window, ModelPicker(rt))
+        picker.fetch_timeout = 1.0
+        picker.open_popup()
+        run(qloop, wait_until(lambda: settled(picker, "fast"), what="the fast server"))
+        assert not settled(picker, "slow")
+        assert ("note", "Loading models…") in rows(picker)
+        assert ("model", "fake-model-large") in rows(picker)
+        run(qloop, wait_until(lambda: settled(picker, "slow"), what="the time-out"))
+        assert picker.listing("slow").error == (  # type: ignore[union-attr]
+            "The server did not answer in time. Check the address."
+        )
+        assert ("error", "The server did not answer in time. Check the address.") in rows(picker)
+    finally:
+        rt.close()
+
+
+def test_keyboard_tab_enter_type_arrows_enter(
+    qtbot: Any, qloop: Any, window: QWidget, two_servers: Runtime
+) -> None:
+    picker = place(window, ModelPicker(two_servers))
+    chosen: list[tuple[str, str]] = []
+    picker.chosen.connect(lambda a, m: chosen.append((a, m)))
+    window.activateWindow()
+    window.edit.setFocus()  # type: ignore[attr-defined]
+    qtbot.keyClick(window.edit, Qt.Key.Key_Tab)  # type: ignore[attr-defined]
+    assert window.focusWidget() is picker.button  # Tab reaches it
+    assert picker.button.accessibleName() == "Model"
+    assert "fake-model from Ollama" in picker.button.accessibleDescription()
+
+    qtbot.keyClick(picker.button, Qt.Key.Key_Return)
+    assert picker.popup.isVisible()
+    run(qloop, wait_until(lambda: settled(picker, "ollama", "down", "claude"), what="lists"))
+    qtbot.keyClicks(picker.popup.filter, "LARGE")
+    assert [t for k, t in rows(picker) if k == "model"] == ["fake-model-large"] * 2
+    qtbot.keyClick(picker.popup.filter, Qt.Key.Key_Down)  # the second match: Claude's
+    qtbot.keyClick(picker.popup.filter, Qt.Key.Key_Return)
+    assert chosen == [("claude", "fake-model-large")]
+    assert not picker.popup.isVisible()
+    assert picker.choice() == ("claude", "fake-model-large")
+    assert picker.button.parts() == ("fake-model-large", "Claude")
+
+    qtbot.keyClick(picker.button, Qt.Key.Key_Space)  # Space opens too; Esc closes
+    assert picker.popup.isVisible()
+    assert picker.popup.filter.text() == ""
+    qtbot.keyClick(picker.popup.filter, Qt.Key.Key_Escape)
+    assert not picker.popup.isVisible()
+    assert chosen == [("claude", "fake-model-large")]
+
+
+def test_typing_on_the_button_opens_the_list_filtered(
+    qtbot: Any, qloop: Any, window: QWidget, two_servers: Runtime
+) -> None:
+    picker = place(window, ModelPicker(two_servers))
+    picker.button.setFocus()
+    qtbot.keyClicks(picker.button, "c")
+    assert picker.popup.isVisible() and picker.popup.filter.text() == "c"
+    qtbot.keyClicks(picker.popup.filter, "laude")
+    run(qloop, wait_until(lambda: settled(picker, "claude"), what="Claude's list"))
+    assert [t for k, t in rows(picker) if k in ("header", "model")] == [
+        "Claude",
+        "fake-model",
+        "fake-model-large",
+    ]
+    qtbot.keyClicks(picker.popup.filter, " nothing-like-this")
+    assert ("note", "No model matches “claude nothing-like-this”.") in rows(picker)
+
+
+def test_lists_are_kept_for_the_session_until_refresh(
+    qtbot: Any, qloop: Any, window: QWidget, two_servers: Runtime, llm: ScriptedLLM
+) -> None:
+    picker = place(window, ModelPicker(two_servers))
+    picker.open_popup()
+    run(qloop, wait_until(lambda: settled(picker, "ollama", "down", "claude"), what="lists"))
+    asked = len(llm.requests)
+    assert asked == 2  # Ollama and Claude (same server)
+    picker.popup.hide()
+    picker.open_popup()
+    assert settled(picker, "ollama", "claude") and len(llm.requests) == asked
+    llm.models = ("fresh-model",)
+    refresh = next(
+        picker.popup.list.item(i)
+        for i in range(picker.popup.list.count())
+        if picker.popup.list.item(i).text() == "Refresh the lists"
+    )
+    picker.popup.list.setCurrentItem(refresh)
+    qtbot.keyClick(picker.popup.filter, Qt.Key.Key_Return)
+    assert picker.popup.isVisible()  # stays open, loading again
+    run(qloop, wait_until(lambda: settled(picker, "ollama", "down", "claude"), what="again"))
+    assert len(llm.requests) == asked + 2
+    assert [t for k, t in rows(picker) if k == "model"] == ["fresh-model", "fresh-model"]
+
+
+def test_connect_a_provider_entry(qtbot: Any, qloop: Any, window: QWidget, home: Path) -> None:
+    rt = make_runtime(home)
+    try:
+        picker = place(window, ModelPicker(rt))
+        asked: list[bool] = []
+        picker.connectRequested.connect(lambda: asked.append(True))
+        assert picker.button.parts() == ("No model connected", "")
+        picker.open_popup()
+        assert rows(picker) == [
+            ("note", "No provider is set up yet."),
+            ("action", "Connect a provider…"),
+        ]
+        qtbot.keyClick(picker.popup.filter, Qt.Key.Key_Return)
+        assert asked == [True] and not picker.popup.isVisible()
+    finally:
+        rt.close()
+
+
+def test_set_choice_shows_it_without_emitting(
+    qtbot: Any, qloop: Any, window: QWidget, two_servers: Runtime
+) -> None:
+    picker = place(window, ModelPicker(two_servers))
+    chosen: list[Any] = []
+    picker.chosen.connect(lambda *a: chosen.append(a))
+    picker.set_choice("claude", "fake-model-large")
+    assert picker.choice() == ("claude", "fake-model-large")
+    assert picker.button.parts() == ("fake-model-large", "Claude")
+    picker.set_choice("claude", "")  # the account's own model: none saved
+    assert picker.button.parts() == ("default model", "Claude")
+    picker.set_choice(None, "")  # the active account
+    assert picker.button.parts() == ("fake-model", "Ollama")
+    picker.set_choice("removed-account", "x")  # gone: the active one is shown
+    assert picker.button.parts() == ("fake-model", "Ollama")
+    assert chosen == []
+
+
+def test_model_names_are_plain_text(qtbot: Any, qloop: Any, window: QWidget, home: Path) -> None:
+    hostile = "<b>bold</b>\u202eevil\x1b[31m"
+    with ScriptedLLM(models=(hostile,)) as server:
+        rt = make_runtime(
+            home,
+            ProviderAccount(
+                id="x", kind="openai", label="<i>X</i>", base_url=server.openai_base_url
+            ),
+        )
+        try:
+            picker = place(window, ModelPicker(rt))
+            picker.open_popup()
+            run(qloop, wait_until(lambda: settled(picker, "x"), what="the list"))
+            (model,) = [t for k, t in rows(picker) if k == "model"]
+            assert model == "<b>bold</b>⟨U+202E⟩evil⟨U+001B⟩[31m"
+            assert ("header", "<i>X</i>") in rows(picker)
+            qtbot.keyClick(picker.popup.filter, Qt.Key.Key_Return)
+            assert picker.choice() == ("x", hostile)  # the real id is what is chosen
+            assert picker.button.parts()[0] == model
+        finally:
+            rt.close()
