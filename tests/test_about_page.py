@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 from collections.abc import Iterator
 from pathlib import Path
@@ -90,3 +91,37 @@ def test_nothing_to_save(page: AboutPage, runtime: Runtime) -> None:
     page.patch()(runtime.settings)
     assert runtime.settings == before
     assert page.has_changes() is False
+
+
+def test_copy_diagnostics_writes_the_users_home_directory_as_a_tilde(
+    page: AboutPage, qtbot: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user_home = page.runtime.home.parent  # the data folder inside the user's home directory
+    monkeypatch.setenv("HOME", str(user_home))
+    monkeypatch.setenv("USERPROFILE", str(user_home))  # what Windows' Path.home() reads
+    program = user_home / ".venv" / "bin" / "python"
+    monkeypatch.setattr(about_page.sys, "executable", str(program))
+    QGuiApplication.clipboard().setText("")
+    qtbot.mouseClick(page.copy_button, Qt.MouseButton.LeftButton)
+    text = QGuiApplication.clipboard().text()
+
+    name = page.runtime.home.name
+    sep = os.sep
+    assert f"Home folder: ~{sep}{name}\n" in text
+    assert f"Settings file: ~{sep}{name}{sep}settings.json\n" in text
+    assert f"Logs: ~{sep}{name}{sep}logs\n" in text
+    assert f"Executable: ~{sep}.venv{sep}bin{sep}python\n" in text
+    assert str(user_home) not in text
+    assert "~" in page.copy_button.toolTip() and "home folder" in page.copy_button.toolTip()
+
+
+def test_tilde_leaves_other_paths_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    user_home = tmp_path / "al"
+    monkeypatch.setenv("HOME", str(user_home))
+    monkeypatch.setenv("USERPROFILE", str(user_home))
+    assert about_page.tilde(user_home) == "~"
+    assert about_page.tilde(tmp_path / "alice" / "x") == str(tmp_path / "alice" / "x")  # not ~ice
+    assert about_page.tilde(tmp_path / "elsewhere") == str(tmp_path / "elsewhere")
+    monkeypatch.setenv("HOME", "/")
+    monkeypatch.setenv("USERPROFILE", "/")
+    assert about_page.tilde(tmp_path) == str(tmp_path)  # a home of / hides nothing

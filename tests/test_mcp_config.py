@@ -408,8 +408,10 @@ def test_cli_lists_a_bad_entry_next_to_a_running_server_and_a_crashed_one(
         "  problem: timeout must be a number of seconds between 1 and 3600 (got 'fast')"
     )
     assert "socket  [not started: mcp.json entry is invalid]" in lines
-    assert "  problem: type must be one of stdio, http (also written streamable-http) or sse" \
+    assert (
+        "  problem: type must be one of stdio, http (also written streamable-http) or sse"
         " (got 'websocket')" in lines
+    )
     # failed, or already starting again (the runtime retries with backoff)
     crashy = lines.index(next(line for line in lines if line.startswith("crashy  [stdio]  ")))
     assert lines[crashy].split()[-1] in {"failed", "restarting", "starting"}
@@ -474,3 +476,130 @@ def test_cli_import_names_the_entries_it_left_out(
     assert main(["mcp", "import", str(source), "--json", "--overwrite"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["added"] == ["fs"] and [p["name"] for p in report["invalid"]] == ["web"]
+
+
+# ---- names and secrets the keyring cannot take (review 17b) ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "code"),
+    [
+        ("gh\u0000", "U+0000"),
+        ("gh\u001b[31m", "U+001B"),
+        ("g\u200bh", "U+200B"),
+        ("gh\u202e", "U+202E"),
+        ("gh\u2028x", "U+2028"),
+        ("gh\ud800", "U+D800"),
+    ],
+)
+def test_a_name_with_an_invisible_or_control_character_is_refused(name: str, code: str) -> None:
+    ((field, message),) = problems_of({"command": "npx"}, name)
+    assert field is None
+    assert message.endswith(
+        f"the name holds an invisible or control character ({code}); type the name again without it"
+    )
+    assert "\u202e" not in message and "\u0000" not in message  # the name is escaped
+
+
+def test_names_in_any_script_are_fine() -> None:
+    config = parse_servers({n: {"command": "npx"} for n in ("café", "日本語", "my server", "🙂")})
+    assert config.problems == [] and len(config.servers) == 4
+
+
+def test_every_unprintable_character_of_a_key_part_is_escaped() -> None:
+    from app.core.mcp.config import keyring_key
+
+    assert keyring_key("gh", "TOK\u0000EN") == "mcp/gh/TOK%00EN"
+    assert keyring_key("gh", "A\u200bB") == "mcp/gh/A%E2%80%8BB"
+    assert keyring_key("gh", "A\u00a0B") == "mcp/gh/A%C2%A0B"  # not the ambiguous %A0
+    assert keyring_key("café", "K") == "mcp/café/K"  # printable text stays readable
+    names = ["a b", "a%20b", "a/b", "a%2Fb", "a\u3000b", "a%E3%80%80b", "a\u2028b", "x\ud800"]
+    keys = [keyring_key(n, "K") for n in names]
+    assert len(set(keys)) == len(names)  # reversible: no two names share a key
+    assert all(k.isprintable() and not any(c.isspace() for c in k) for k in keys)
+    assert all(k.count("/") == 2 for k in keys)
+
+
+def test_a_server_whose_secret_the_keyring_refuses_is_not_imported(tmp_path: Path) -> None:
+    other = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    source = write_config(
+        tmp_path,
+        {
+            "gh": {"command": "npx", "env": {"GITHUB_TOKEN": GITHUB_TOKEN}},
+            "fs": {"command": "npx", "args": [f"--token={other}"]},
+        },
+    )
+    (tmp_path / "home").mkdir()
+    target = write_config(tmp_path / "home", {"gh": {"command": "old-gh"}})
+    stored: dict[str, str] = {}
+
+    def refuse_gh(ref: str, value: str) -> None:
+        if ref.startswith("mcp/gh/"):
+            raise RuntimeError("Could not save it to the system keyring: the keyring is locked.")
+        stored[ref] = value
+
+    report = import_servers(target, source, set_secret=refuse_gh, overwrite=True)
+    assert report.added == ["fs"] and report.moved_to_keyring == ["fs.args[0]"]
+    (problem,) = report.invalid
+    assert (problem.name, problem.field) == ("gh", "env.GITHUB_TOKEN")
+    assert problem.message == (
+        "server 'gh': could not store its secret in the keyring: could not save it to the "
+        "system keyring: the keyring is locked; nothing was written for it"
+    )
+    written = target.read_text("utf-8")
+    assert GITHUB_TOKEN not in written and other not in written
+    assert read_servers_block(target)["gh"] == {"command": "old-gh"}  # not replaced
+    assert list(stored.values()) == [other]
+
+
+def test_a_refusal_never_quotes_the_secret(tmp_path: Path) -> None:
+    source = write_config(tmp_path, {"gh": {"command": "npx", "env": {"TOKEN": GITHUB_TOKEN}}})
+
+    def leaky(ref: str, value: str) -> None:
+        raise ValueError(f"bad value {value!r}\nsecond line")
+
+    target = tmp_path / "home" / "mcp.json"
+    report = import_servers(target, source, set_secret=leaky)
+    (problem,) = report.invalid
+    assert GITHUB_TOKEN not in problem.message and "\n" not in problem.message
+    assert "bad value '…' second line" in problem.message
+    assert not target.exists()
+
+
+def test_cli_import_refuses_a_server_the_keyring_cannot_take(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.cli import main
+    from app.core.secrets import SecretStore, SecretStoreError
+
+    def locked(self: SecretStore, key: str, value: str) -> None:
+        raise SecretStoreError(f"Could not save '{key}' to the system keyring: it is locked.")
+
+    monkeypatch.setattr(SecretStore, "set", locked)
+    source = write_config(
+        tmp_path,
+        {"fs": {"command": "fs-server"}, "gh": {"command": "npx", "env": {"TOKEN": GITHUB_TOKEN}}},
+    )
+    assert main(["mcp", "import", str(source)]) == 1
+    said = capsys.readouterr()
+    assert "  + fs" in said.out and "gh" not in said.out
+    assert (
+        "not imported: server 'gh': could not store its secret in the keyring: it is locked; "
+        "nothing was written for it"
+    ) in said.err
+    assert GITHUB_TOKEN not in (home / "mcp.json").read_text("utf-8")
+    assert read_servers_block(home / "mcp.json") == {"fs": {"command": "fs-server"}}
+
+
+def test_an_oauth_client_secret_moves_to_the_keyring_too(tmp_path: Path) -> None:
+    secret = "cs-9f8e7d6c5b4a3210"
+    auth = {"clientId": "deskhand", "clientSecret": secret, "issuer": "https://id.example"}
+    source = write_config(tmp_path, {"wiki": {"url": "https://wiki.example/mcp", "auth": auth}})
+    target = tmp_path / "home" / "mcp.json"
+    stored: dict[str, str] = {}
+    report = import_servers(target, source, set_secret=stored.__setitem__)
+    assert report.moved_to_keyring == ["wiki.auth.clientSecret"]
+    assert secret not in target.read_text("utf-8")
+    wiki = ServerConfig.from_json("wiki", read_servers_block(target)["wiki"])
+    assert wiki.credential_values() == []
+    assert wiki.resolved(stored.get).auth.client_secret == secret

@@ -22,9 +22,11 @@ from app.core.mcp.status import ServerState, Status
 from app.core.paths import mcp_path
 from app.core.rules import RuleDecision, rule_from_legacy_pattern
 from app.core.runtime import Runtime
+from app.core.secrets import SecretStore
 from app.ui.settings import mcp_page, mcp_signin
 from app.ui.settings.mcp_page import McpPage
 from tests import test_settings_dialog as base
+from tests.fixtures_keyring import MemoryKeyring
 from tests.fixtures_qt import wait_until
 from tests.test_settings_dialog import run
 
@@ -273,8 +275,7 @@ def test_import_claude_desktop_config(
         monkeypatch.setattr(sys, "platform", "linux")
         monkeypatch.setenv("XDG_CONFIG_HOME", str(config_home))
         await page.import_from(None)
-        assert "Imported 0 servers" in page.message.text()
-        assert "kept existing files, gh" in page.message.text()
+        assert page.message.text() == "No server was imported; kept existing files, gh."
 
         # a broken file is reported, nothing changes
         source.write_text("{not json")
@@ -767,6 +768,87 @@ def test_with_no_server_the_page_explains_and_adds_from_pasted_json(
         assert page.main_view.isVisible() and not page.empty_view.isVisible()
         assert page.current_name() == "notes"
         assert "Imported 1 server" in page.message.text()
+
+    run(qloop, body())
+
+
+class _RefusingKeyring(MemoryKeyring):
+    """Refuses the secrets of the server named `gh` (as a locked or picky keyring would)."""
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        if username.startswith("mcp/gh/"):
+            raise RuntimeError("the keyring refused the item")
+        super().set_password(service, username, password)
+
+
+def test_a_pasted_server_whose_secret_the_keyring_refuses_is_not_added_and_the_text_stays(
+    page: McpPage, qloop: Any, runtime: Runtime
+) -> None:
+    runtime.secrets = SecretStore(backend=_RefusingKeyring())
+    pasted = json.dumps({"gh": {"command": "npx", "env": {"GITHUB_TOKEN": TOKEN}}})
+
+    async def body() -> None:
+        assert not await page.import_text(pasted)
+        assert page.empty_view.isVisible()  # nothing was added
+        assert page.empty_paste.edit.toPlainText() == pasted  # nothing pasted is lost
+        shown = page.empty_paste.error_label.text()
+        assert shown.startswith("Not added:\n• Server 'gh': could not store its secret in the")
+        assert shown.endswith("; nothing was written for it.")
+        assert TOKEN not in shown
+        assert not mcp_path(runtime.home).exists()
+        assert not page.empty_message.isVisible()  # said once, under the box
+
+        # one good, one refused: the good one is added, the text stays in the box in view
+        both = json.dumps(
+            {
+                "notes": {"command": "npx", "env": {"API_TOKEN": TOKEN}},
+                "gh": {"command": "npx", "env": {"GITHUB_TOKEN": TOKEN}},
+            }
+        )
+        page.empty_paste.edit.setPlainText(both)
+        assert not await page.import_text(both)
+        assert list(mcp_json(runtime)) == ["notes"]
+        assert TOKEN not in mcp_path(runtime.home).read_text("utf-8")
+        assert page.main_view.isVisible() and page.paste_panel.isVisible()
+        assert page.paste_panel.edit.toPlainText() == both
+        assert "Server 'gh': could not store" in page.paste_panel.error_label.text()
+        assert page.message.text() == (
+            "Imported 1 server; 1 secret moved to the keyring. Some were not added: see the "
+            "pasted text above."
+        )
+        assert page.message.property("role") == "error"
+
+    run(qloop, body())
+
+
+def test_an_imported_file_whose_secret_the_keyring_refuses_says_what_was_not_added(
+    page: McpPage, qloop: Any, runtime: Runtime, tmp_path: Path
+) -> None:
+    runtime.secrets = SecretStore(backend=_RefusingKeyring())
+    source = tmp_path / "claude_desktop_config.json"
+    servers = {"gh": {"command": "npx", "env": {"GITHUB_TOKEN": TOKEN}}}
+    source.write_text(json.dumps({"mcpServers": servers}), "utf-8")
+    run(qloop, page.import_from(source))
+    said = page.empty_message.text()
+    assert said.startswith("No server was imported.\nNot added:\n• Server 'gh': could not")
+    assert "the keyring refused the item" in said and TOKEN not in said
+    assert page.empty_message.property("role") == "error"
+    assert not mcp_path(runtime.home).exists()
+
+
+def test_a_pasted_name_with_a_control_character_is_refused_in_plain_words(
+    page: McpPage, qloop: Any, runtime: Runtime
+) -> None:
+    pasted = json.dumps({"gh\u0000\u202e": {"command": "npx", "env": {"GITHUB_TOKEN": TOKEN}}})
+
+    async def body() -> None:
+        page.empty_paste.edit.setPlainText(pasted)
+        assert not await page.import_text(pasted)
+        shown = page.empty_paste.error_label.text()
+        assert "invisible or control character (U+0000)" in shown
+        assert "\u202e" not in shown and "\x00" not in shown
+        assert page.empty_paste.edit.toPlainText() == pasted
+        assert not mcp_path(runtime.home).exists()
 
     run(qloop, body())
 

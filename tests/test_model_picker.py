@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QLineEdit, QVBoxLayout, QWidget
 from app.core.runtime import Runtime
 from app.core.secrets import SecretStore
 from app.core.settings import ProviderAccount
-from app.ui.model_picker import KIND_ROLE, MODEL_ROLE, ModelPicker
+from app.ui.model_picker import KIND_ROLE, MODEL_ROLE, NEEDS_KEY, ModelPicker
 from tests.fakellm import ScriptedLLM
 from tests.fixtures_keyring import MemoryKeyring
 from tests.fixtures_qt import wait_until
@@ -288,3 +288,137 @@ def test_model_names_are_plain_text(qtbot: Any, qloop: Any, window: QWidget, hom
             assert picker.button.parts()[0] == model
         finally:
             rt.close()
+
+
+def test_a_long_list_shows_a_hundred_models_and_finds_the_rest_by_typing(
+    qtbot: Any, qloop: Any, window: QWidget, home: Path
+) -> None:
+    """OpenRouter-sized lists: 100 rows per account, a note for the rest, which typing
+    finds; the model in use is shown even when it is not among the first 100."""
+    names = tuple(f"m{i}" for i in range(500))
+    with ScriptedLLM(models=names) as server:
+        rt = make_runtime(
+            home,
+            ProviderAccount(
+                id="x", kind="openai", label="X", base_url=server.openai_base_url, model="m450"
+            ),
+        )
+        try:
+            picker = place(window, ModelPicker(rt))
+            picker.open_popup()
+            run(qloop, wait_until(lambda: settled(picker, "x"), what="the list"))
+            models = [t for k, t in rows(picker) if k == "model"]
+            assert models == [f"m{i}" for i in range(100)] + ["m450"]
+            assert ("note", "399 more: type to filter.") in rows(picker)
+            assert picker.popup.list.currentItem().data(MODEL_ROLE) == "m450"
+            assert picker.popup.list.height() <= 380
+            qtbot.keyClicks(picker.popup.filter, "m49")
+            assert [t for k, t in rows(picker) if k == "model"] == ["m49"] + [
+                f"m{i}" for i in range(490, 500)
+            ]
+            assert not any(t.endswith("type to filter.") for _, t in rows(picker))
+        finally:
+            rt.close()
+
+
+class KeyedServer:
+    """GET /v1/models: 401 without `Bearer <key>`, the models with it."""
+
+    def __init__(self, key: str) -> None:
+        import json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        owner = self
+        self.auth: list[str | None] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                got = self.headers.get("Authorization")
+                owner.auth.append(got)
+                ok = got == f"Bearer {key}"
+                body = json.dumps(
+                    {"data": [{"id": "secret-model"}]} if ok else {"error": {"message": "no"}}
+                ).encode()
+                self.send_response(200 if ok else 401)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_401_without_a_key_asks_the_keyring_once_more(
+    qtbot: Any, qloop: Any, window: QWidget, home: Path, monkeypatch: Any
+) -> None:
+    """The index of names lost the account's key (another process, an old bug): the
+    request goes without it, the server says 401, the keyring is asked once, and the
+    list comes with the key it had."""
+    from app.core.secrets import secret_key
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server = KeyedServer("sk-found-again-123")
+    rt = make_runtime(home, ProviderAccount(id="x", kind="openai", label="X", base_url=server.url))
+    try:
+        backend = rt.secrets._backend
+        assert isinstance(backend, MemoryKeyring)
+        backend.items[("deskhand", secret_key("provider", "x", "api_key"))] = "sk-found-again-123"
+        picker = place(window, ModelPicker(rt))
+        picker.open_popup()
+        run(qloop, wait_until(lambda: settled(picker, "x"), what="the list"))
+        assert server.auth == [None, "Bearer sk-found-again-123"]
+        assert [t for k, t in rows(picker) if k == "model"] == ["secret-model"]
+    finally:
+        server.close()
+        rt.close()
+
+
+def test_a_401_with_no_key_anywhere_says_so_once(
+    qtbot: Any, qloop: Any, window: QWidget, home: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server = KeyedServer("sk-nobody-has-it")
+    rt = make_runtime(home, ProviderAccount(id="x", kind="openai", label="X", base_url=server.url))
+    try:
+        picker = place(window, ModelPicker(rt))
+        picker.open_popup()
+        run(qloop, wait_until(lambda: settled(picker, "x"), what="the list"))
+        assert server.auth == [None]
+        assert ("error", NEEDS_KEY) in rows(picker)
+    finally:
+        server.close()
+        rt.close()
+
+
+def test_the_provider_host_is_shown_in_its_ascii_form(
+    qtbot: Any, qloop: Any, window: QWidget, home: Path
+) -> None:
+    """A look-alike host ("аpi.openai.com" with a Cyrillic а) shows as the punycode name
+    it really is."""
+    rt = make_runtime(
+        home,
+        ProviderAccount(
+            id="x", kind="openai", label="OpenAI", base_url="https://\u0430pi.openai.com/v1"
+        ),
+    )
+    try:
+        picker = place(window, ModelPicker(rt))
+        tip = picker.button.toolTip()
+        assert "https://xn--pi-6kc.openai.com" in tip
+        assert "\u0430pi" not in tip
+    finally:
+        rt.close()

@@ -53,6 +53,14 @@ def run(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any]) -> Any:
         ("openai", "https://openrouter.ai/api/v1/chat/completions", "https://openrouter.ai/api/v1"),
         ("openai", "http://box:8000/v1/models", "http://box:8000/v1"),
         ("openai", "http://gpu.lan:9000/openai/", "http://gpu.lan:9000/openai"),
+        ("openai", "192.168.1.20:8000", "http://192.168.1.20:8000/v1"),
+        ("openai", "gpu-box:8000", "http://gpu-box:8000/v1"),
+        ("openai", "ollama.local:11434", "http://ollama.local:11434/v1"),
+        ("openai", "[::1]:8080", "http://[::1]:8080/v1"),
+        # a public host without a scheme: https, so a key never crosses the internet in clear
+        ("openai", "llm.example.com/v1", "https://llm.example.com/v1"),
+        ("openai", "8.8.8.8:8000", "https://8.8.8.8:8000/v1"),
+        ("openai", "http://llm.example.com/v1", "http://llm.example.com/v1"),
         ("anthropic", "api.anthropic.com", "https://api.anthropic.com"),
         ("anthropic", "https://api.anthropic.com/v1/", "https://api.anthropic.com"),
         ("anthropic", "https://api.anthropic.com/v1/messages", "https://api.anthropic.com"),
@@ -497,3 +505,117 @@ def test_a_key_stored_by_another_process_is_found(home: Path, llm: ScriptedLLM) 
         assert rt.provider_config().api_key == KEY
     finally:
         rt.close()
+
+
+# ---- review 17b: where keys go, stale results, plain text --------------------------------
+
+
+def saved_account(runtime: Runtime, url: str, key: str | None = KEY) -> ProviderAccount:
+    account = ProviderAccount(id="acc", kind="openai", label="A", base_url=url)
+
+    def add(settings: Any) -> None:
+        settings.providers = [account]
+        settings.active_provider = account.id
+
+    runtime.settings = runtime.settings_store.update(add)
+    if key:
+        runtime.secrets.set(secret_key("provider", "acc", "api_key"), key)
+    return account
+
+
+def retype(qtbot: Any, edit: Any, text: str) -> None:
+    edit.selectAll()
+    qtbot.keyClick(edit, Qt.Key.Key_Backspace)
+    qtbot.keyClicks(edit, text)
+
+
+def test_a_url_moved_to_another_server_says_the_stored_key_stays(
+    qtbot: Any, qloop: Any, runtime: Runtime, llm: ScriptedLLM
+) -> None:
+    """Next to the key: the stored key is for the saved server; pasting it again sends it
+    to the new one. The same server typed differently keeps the key."""
+    saved_account(runtime, "https://llm.example.com/v1")
+    page = ProvidersPage(runtime)
+    qtbot.addWidget(page)
+    page.show()
+    run(qloop, page.load_key_states())
+    assert page.key_status.text().startswith("✓ A key is stored")
+    retype(qtbot, page.url_edit, "llm.example.com:443/v1/")  # the same server
+    assert page.key_status.text().startswith("✓ A key is stored")
+    retype(qtbot, page.url_edit, llm.openai_base_url)
+    assert page.key_status.text() == (
+        f"The stored key is for https://llm.example.com; paste it again to use it with "
+        f"http://127.0.0.1:{llm.port}."
+    )
+    run(qloop, page._ask_server(page.current(), "…", page._fetch))  # type: ignore[arg-type]
+    assert llm.requests[-1].headers.get("authorization") is None
+    qtbot.keyClicks(page.key_edit, KEY)  # pasted again: it goes
+    run(qloop, page._ask_server(page.current(), "…", page._fetch))  # type: ignore[arg-type]
+    assert llm.requests[-1].headers.get("authorization") == f"Bearer {KEY}"
+
+
+def test_a_url_with_a_user_name_or_password_is_refused(
+    qtbot: Any, qloop: Any, page: ProvidersPage, llm: ScriptedLLM
+) -> None:
+    for url in ("http://admin:hunter2@gpu.lan:8000/v1", "https://api.openai.com@evil.example/v1"):
+        assert url_problem(url) == "Put the key in the API key field, not in the address."
+    add_account(qtbot, page, f"user:pw@127.0.0.1:{llm.port}")
+    result = run(qloop, click_test(qtbot, page))
+    assert result == ""
+    assert page.field_error("url") == "Put the key in the API key field, not in the address."
+    assert llm.requests == []
+
+
+def test_a_look_alike_host_is_listed_in_its_ascii_form(qtbot: Any, page: ProvidersPage) -> None:
+    from app.ui.settings.account_list import DETAIL_ROLE
+
+    page.add_account(OTHER)
+    typed = "https://\u0430pi.openai.com/v1"  # Cyrillic а (QTest types Latin-1 only)
+    page.url_edit.setText(typed)
+    page.url_edit.textEdited.emit(typed)
+    item = page.account_list.currentItem()
+    assert item.data(DETAIL_ROLE) == "OpenAI-compatible · xn--pi-6kc.openai.com"
+    assert "https://xn--pi-6kc.openai.com/v1" in item.toolTip()
+
+
+def test_editing_the_url_or_key_clears_the_last_result_and_the_url_its_models(
+    qtbot: Any, qloop: Any, page: ProvidersPage, llm: ScriptedLLM
+) -> None:
+    add_account(qtbot, page, llm.openai_base_url)
+    llm.add(text("OK"))
+    assert run(qloop, click_test(qtbot, page)).startswith("✓ Connected")
+    assert models_shown(page) == ["fake-model", "fake-model-large"]
+    qtbot.keyClicks(page.key_edit, "sk-new")
+    assert page.test_result.text() == ""
+    assert models_shown(page) == ["fake-model", "fake-model-large"]  # same server
+    llm.add(text("OK"))
+    assert run(qloop, click_test(qtbot, page)).startswith("✓ Connected")
+    qtbot.keyClick(page.url_edit, Qt.Key.Key_Backspace)
+    assert page.test_result.text() == ""
+    assert models_shown(page) == []
+    assert page.model_combo.currentText() == "fake-model"  # the name typed stays
+    page.account_list.setCurrentRow(0)  # and nothing comes back on the next visit
+    assert page.test_result.text() == "" and models_shown(page) == []
+
+
+def test_a_key_for_a_plain_http_server_elsewhere_gets_a_note(
+    qtbot: Any, page: ProvidersPage
+) -> None:
+    add_account(qtbot, page, "http://llm.example.com/v1")
+    assert page.url_note.isHidden()  # no key: nothing to send
+    qtbot.keyClicks(page.key_edit, KEY)
+    assert page.url_note.isVisible()
+    assert page.url_note.text() == "This key would be sent unencrypted (http://)."
+    for local in ("http://192.168.1.20:8000/v1", "gpu-box:8000", "https://llm.example.com/v1"):
+        retype(qtbot, page.url_edit, local)
+        assert page.url_note.isHidden(), local
+    retype(qtbot, page.url_edit, "http://8.8.8.8:8000/v1")
+    assert page.url_note.isVisible()
+
+
+def test_setup_card_shows_a_servers_names_as_they_are(qtbot: Any, card: SetupCard) -> None:
+    """An "&" in a button's text would mark a shortcut key (and vanish); control characters
+    are escaped."""
+    card.show_servers([LocalServer("R&D box", "http://127.0.0.1:1/v1", ["a&b\x1b[31m"])])
+    (button,) = card.buttons
+    assert button.text() == "Use R&&D box (1 model — a&&b⟨U+001B⟩[31m)"

@@ -639,3 +639,85 @@ def test_backoff_honours_retry_after_and_caps_with_jitter() -> None:
     assert all(1.0 <= d <= 2.0 for d in delays)  # 0.5 s * 2**2, jittered down to half
     assert len(delays) > 1
     assert _http.retry_delay(10, None, cap=4) <= 4
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_huge_model_list_is_capped(kind: str) -> None:
+    """A server may list anything: each name once, none over 200 characters, 2,000 at most
+    (the picker and the settings keep the whole list)."""
+    names = ("x" * 201, "dup", "dup", *(f"m{i}" for i in range(2_500)))
+    with ScriptedLLM(models=names) as server:
+
+        async def models() -> list[str]:
+            provider = make_provider(make_config(server, kind))
+            try:
+                return await provider.list_models()
+            finally:
+                await provider.aclose()
+
+        listed = run(models())
+    assert len(listed) == _http.MAX_MODELS == 2_000
+    assert listed[:3] == ["dup", "m0", "m1"]
+    assert all(len(name) <= 200 for name in listed)
+
+
+class _FloodServer:
+    """Answers every GET with an endless JSON-looking body (Content-Length: 1 GB)."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from threading import Thread
+
+        owner = self
+        self.sent = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(1 << 30))
+                self.end_headers()
+                chunk = b'{"data": [' + b" " * (64 * 1024)
+                try:
+                    while owner.sent < (1 << 30):
+                        self.wfile.write(chunk)
+                        owner.sent += len(chunk)
+                except OSError:
+                    return  # the client stopped reading
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_model_list_body_over_4_mb_is_refused(kind: str) -> None:
+    flood = _FloodServer()
+    try:
+        base = f"{flood.url}/v1" if kind == "openai" else flood.url
+        config = ProviderConfig(kind, base, "", max_retries=0)  # type: ignore[arg-type]
+
+        async def models() -> list[str]:
+            provider = make_provider(config)
+            try:
+                return await provider.list_models()
+            finally:
+                await provider.aclose()
+
+        with pytest.raises(BadRequestError, match="more than 4 MB") as caught:
+            run(models())
+        assert "Is the base URL right?" in str(caught.value)
+        assert flood.sent < 64 * 1024 * 1024  # it stopped reading, not at the end
+    finally:
+        flood.close()

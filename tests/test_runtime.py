@@ -43,6 +43,59 @@ def test_flags_win_over_the_active_account(runtime, monkeypatch):
     assert "sk-ant-from-env-123" in runtime.secrets.known_values()
 
 
+def test_the_environment_key_is_only_for_its_own_cloud(runtime, monkeypatch):
+    """`deskhand ask --base-url <local server>` with OPENAI_API_KEY exported: the key is
+    for api.openai.com and is not sent to the local server (nor to any other)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-from-env-456")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-from-env-123")
+    assert runtime.provider_config(base_url="http://127.0.0.1:8/v1").api_key is None
+    assert runtime.provider_config("anthropic", "http://127.0.0.1:8").api_key is None
+    assert runtime.provider_config(base_url="https://openrouter.ai/api/v1").api_key is None
+    official = runtime.provider_config(base_url="https://api.openai.com/v1")
+    assert official.api_key == "sk-openai-from-env-456"
+    assert runtime.provider_config("anthropic").api_key == "sk-ant-from-env-123"
+    # a saved account on a local server, no key of its own
+    local = ProviderAccount(id="lan", kind="openai", label="LAN", base_url="gpu.lan:8000")
+    cloud = ProviderAccount(id="oai", kind="openai", label="OpenAI", base_url="api.openai.com")
+    runtime.settings.providers += [local, cloud]
+    assert runtime.account_provider_config("lan").api_key is None
+    assert runtime.account_provider_config("oai").api_key == "sk-openai-from-env-456"
+
+
+def test_an_accounts_stored_key_is_not_sent_to_another_base_url(runtime):
+    """`--base-url` naming another server than the active account's: that account's key
+    stays home."""
+    from app.core.secrets import SecretStore, secret_key
+    from tests.fixtures_keyring import MemoryKeyring
+
+    runtime.secrets = SecretStore(backend=MemoryKeyring(), home=runtime.home)
+    account = ProviderAccount(
+        kind="openai", label="Work", base_url="https://llm.example.com/v1", model="big"
+    )
+    runtime.settings.providers.append(account)
+    runtime.settings.active_provider = account.id
+    runtime.secrets.set(secret_key("provider", account.id, "api_key"), "sk-work-key-789")
+    assert runtime.provider_config().api_key == "sk-work-key-789"
+    same = runtime.provider_config(base_url="llm.example.com:443/v1/")
+    assert same.api_key == "sk-work-key-789"
+    assert runtime.provider_config(base_url="http://127.0.0.1:8/v1").api_key is None
+
+
+def test_a_recheck_asks_the_keyring_for_a_key_the_index_lost(runtime):
+    """The server answered 401 to a request without a key: `recheck_key` asks the keyring
+    even though the index of names lists no key for the account."""
+    from app.core.secrets import SecretStore, secret_key
+    from tests.fixtures_keyring import MemoryKeyring
+
+    backend = MemoryKeyring()
+    runtime.secrets = SecretStore(backend=backend, home=runtime.home)
+    account = ProviderAccount(id="acc", kind="openai", label="A", base_url="http://x:1/v1")
+    runtime.settings.providers.append(account)
+    backend.items[("deskhand", secret_key("provider", "acc", "api_key"))] = "sk-lost-key-000"
+    assert runtime.account_provider_config("acc").api_key is None
+    assert runtime.account_provider_config("acc", recheck_key=True).api_key == "sk-lost-key-000"
+
+
 def test_an_unusable_keyring_is_a_warning_not_a_failure(runtime, monkeypatch, caplog):
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
     import keyring
@@ -68,8 +121,14 @@ def test_old_per_tool_lists_become_rules_once_and_the_user_is_told(home):
     from app.core.runtime import Runtime
 
     (home / "settings.json").write_text(
-        json.dumps({"approvals": {"always_allow": ["fs_write_file", "category:docker"],
-                                  "deny": ["mcp__github__delete_repo"]}})
+        json.dumps(
+            {
+                "approvals": {
+                    "always_allow": ["fs_write_file", "category:docker"],
+                    "deny": ["mcp__github__delete_repo"],
+                }
+            }
+        )
     )
     first = Runtime(home)
     rules = {(r.tool, r.source, r.decision.value) for r in first.rules.rules()}

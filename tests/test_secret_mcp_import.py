@@ -104,15 +104,25 @@ def test_every_secret_looking_value_moves_and_resolves_back_exactly(tmp_path: Pa
     assert db_cfg.resolved(stored.get) == ServerConfig.from_json("db", SERVERS["db"])
 
 
-def test_a_keyring_failure_keeps_the_value_and_says_so(tmp_path: Path) -> None:
+def test_a_keyring_failure_refuses_the_server_and_says_so(tmp_path: Path) -> None:
+    """A secret the keyring refuses is never kept in mcp.json: its server is not imported
+    and the report says why (review 17b; it used to keep the literal value)."""
+
     def broken(ref: str, value: str) -> None:
-        raise RuntimeError("keyring locked")
+        raise RuntimeError(f"keyring locked (was given {value})")
 
     target = tmp_path / "mcp.json"
     report = import_servers(target, _source(tmp_path), set_secret=broken)
-    assert report.moved_to_keyring == []
-    assert "db.env.NOTE" in report.kept_in_file and "remote.url" in report.kept_in_file
-    assert read_servers_block(target) == SERVERS  # nothing lost
+    assert report.added == [] and report.moved_to_keyring == [] and report.kept_in_file == []
+    assert not target.exists()  # nothing was written
+    assert [(p.name, p.field) for p in report.invalid] == [
+        ("db", "env.NOTE"),
+        ("remote", "headers.X-Debug"),
+    ]
+    for problem in report.invalid:
+        assert problem.detail.startswith("could not store its secret in the keyring: keyring")
+        assert problem.detail.endswith("; nothing was written for it")
+        assert not any(secret in problem.message for secret in SECRETS)
 
 
 def test_literal_configs_tell_the_tripwire_their_secret_parts() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import uuid
+from pathlib import Path
 
 import pytest
 from keyring.backend import KeyringBackend
@@ -15,18 +16,20 @@ from keyring.errors import KeyringLocked
 from app.core.secrets import (
     SecretStore,
     SecretStoreError,
+    env_api_key,
     known_secret_values,
     secret_key,
 )
 from app.core.settings import ProviderAccount
+from tests.fixtures_keyring import MemoryKeyring
 
 
 def _value() -> str:
     return f"sk-{uuid.uuid4().hex}"
 
 
-def _account(kind: str = "openai") -> ProviderAccount:
-    return ProviderAccount(kind=kind, label="test", base_url="http://127.0.0.1:1/v1")
+def _account(kind: str = "openai", url: str = "http://127.0.0.1:1/v1") -> ProviderAccount:
+    return ProviderAccount(kind=kind, label="test", base_url=url)
 
 
 class _Raising(KeyringBackend):
@@ -126,22 +129,89 @@ def test_api_key_for_prefers_keyring_over_env(
     assert store.api_key_for(account) == stored
 
 
+OFFICIAL = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+
+
 @pytest.mark.keyring
 @pytest.mark.parametrize(
     ("kind", "var"), [("openai", "OPENAI_API_KEY"), ("anthropic", "ANTHROPIC_API_KEY")]
 )
-def test_api_key_for_falls_back_to_env_by_kind(
+def test_api_key_for_falls_back_to_env_for_its_own_cloud(
     keyring_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, kind: str, var: str
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     store = SecretStore()
-    assert store.api_key_for(_account(kind)) is None
+    official = _account(kind, OFFICIAL[kind])
+    assert store.api_key_for(official) is None
 
     env_value = _value()
     monkeypatch.setenv(var, env_value)
-    assert store.api_key_for(_account(kind)) == env_value
+    assert store.api_key_for(official) == env_value
     assert env_value in store.known_values()
+    # typed without a scheme, or with the default port: the same server
+    bare = OFFICIAL[kind].removeprefix("https://")
+    assert store.api_key_for(_account(kind, bare)) == env_value
+    host = bare.split("/")[0]
+    assert store.api_key_for(_account(kind, f"https://{host}:443")) == env_value
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:11434/v1",  # a local server
+        "https://openrouter.ai/api/v1",  # another cloud
+        "http://api.openai.com/v1",  # the right host, but unencrypted
+        "https://api.openai.com:8443/v1",  # another port
+        "https://api.openai.com.evil.example/v1",  # a look-alike name
+        "https://evil.example/api.openai.com/v1",
+        "https://api.openai.com@evil.example/v1",
+        "https://user:pw@api.openai.com/v1",
+        "https://xn--pi-6kc.openai.com/v1",
+        "https://аpi.openai.com/v1",  # Cyrillic а
+        "",
+    ],
+)
+def test_the_environment_key_goes_to_its_own_cloud_only(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, url: str
+) -> None:
+    """OPENAI_API_KEY is a key for api.openai.com: an account for any other server (an
+    Ollama, a LAN box, another cloud, a look-alike) never gets it."""
+    env_value = _value()
+    monkeypatch.setenv("OPENAI_API_KEY", env_value)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", env_value)
+    store = SecretStore(backend=MemoryKeyring(), home=tmp_path)
+    for kind in ("openai", "anthropic"):
+        assert store.api_key_for(_account(kind, url)) is None, (kind, url)
+    assert env_api_key(url) is None
+
+
+def test_the_environment_key_is_not_sent_in_place_of_a_stored_key_for_another_host(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`url`: the request goes somewhere else than the account's base URL."""
+    env_value = _value()
+    monkeypatch.setenv("OPENAI_API_KEY", env_value)
+    store = SecretStore(backend=MemoryKeyring(), home=tmp_path)
+    account = _account("openai", OFFICIAL["openai"])
+    assert store.api_key_for(account) == env_value
+    assert store.api_key_for(account, "http://127.0.0.1:8080/v1") is None
+
+
+def test_a_recheck_finds_a_key_the_index_lost(tmp_path: Path) -> None:
+    """A key in the keyring whose name the index does not list is not asked for (no
+    unlock prompt for a local server), except on a recheck (the server answered 401);
+    the name goes back into the index."""
+    backend = MemoryKeyring()
+    account = _account("openai")
+    name = secret_key("provider", account.id, "api_key")
+    value = _value()
+    backend.items[("deskhand", name)] = value
+    store = SecretStore(backend=backend, home=tmp_path)
+    assert store.api_key_for(account) is None
+    assert store.api_key_for(account, recheck=True) == value
+    assert name in store.stored_names()
+    assert store.api_key_for(account) == value
 
 
 # ---- failures ---------------------------------------------------------------------------
@@ -194,7 +264,7 @@ def test_error_text_never_carries_the_value() -> None:
 
 def test_api_key_for_uses_env_when_keyring_is_unusable(monkeypatch: pytest.MonkeyPatch) -> None:
     store = SecretStore(backend=fail.Keyring())
-    account = _account("anthropic")
+    account = _account("anthropic", OFFICIAL["anthropic"])
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(SecretStoreError):  # no key anywhere: say why the keyring failed
         store.api_key_for(account)
@@ -208,3 +278,35 @@ def test_malformed_keys_are_rejected(key: str) -> None:
     store = SecretStore(backend=fail.Keyring())
     with pytest.raises(ValueError, match="<integration>/<account_id>/<field>"):
         store.get(key)
+
+
+def test_a_key_deleted_while_secrets_load_stays_deleted(tmp_path: Path) -> None:
+    """The start-up load only removes the names it found missing and adds those it found
+    extra: a key the user removed meanwhile does not come back into the index."""
+    import threading
+
+    first, second = "provider/a/api_key", "provider/b/api_key"
+
+    class Slow(MemoryKeyring):
+        def __init__(self) -> None:
+            super().__init__()
+            self.entered, self.release = threading.Event(), threading.Event()
+
+        def get_password(self, service: str, username: str) -> str | None:
+            if username == second:  # read after `first`
+                self.entered.set()
+                self.release.wait(10)
+            return super().get_password(service, username)
+
+    backend = Slow()
+    store = SecretStore(backend=backend, home=tmp_path)
+    store.set(first, _value())
+    store.set(second, _value())
+    store._touched.clear()  # as if stored by an earlier session
+    store.start_loading()
+    assert backend.entered.wait(10)
+    store.delete(first)  # Settings → Forget, after the load read it
+    backend.release.set()
+    assert store.wait_loaded(10)
+    assert store.stored_names() == {second}
+    assert SecretStore(backend=backend, home=tmp_path).stored_names() == {second}

@@ -166,8 +166,7 @@ def test_failed_replace_leaves_old_file_intact(home: Path, monkeypatch: pytest.M
         b"",
         b"\xff\xfe garbage",
         b'["a list"]',
-        b'{"general": {"theme": "purple"}}',
-        b'{"max_steps": "many"}',
+        b'"just text"',
     ],
 )
 def test_corrupt_file_is_kept_aside_and_defaults_used(
@@ -333,7 +332,109 @@ def test_a_number_out_of_range_in_the_file_gets_its_default(
     assert s.shell.timeout == 120
     assert (s.general.theme, s.browser.headless, s.shell.sandbox) == ("dark", False, "off")
     assert not list(home.glob("*.corrupt-*"))  # the rest of the file is kept
+    assert not list(home.glob("*.repaired-*"))  # a number lost is no loss worth a copy
     assert any("max_steps is out of range" in r.getMessage() for r in caplog.records)
+
+
+ACCOUNT = {"id": "a1", "kind": "openai", "label": "Mine", "base_url": "http://x/v1"}
+
+
+@pytest.mark.parametrize(
+    ("section", "value", "read"),
+    [
+        ("general", {"theme": "Dark"}, lambda s: s.general.theme == "system"),
+        ("general", {"font_size": "big"}, lambda s: s.general.font_size == 0),
+        ("general", {"send_key": None}, lambda s: s.general.send_key == "enter"),
+        ("general", "dark", lambda s: s.general == Settings().general),
+        ("max_steps", "many", lambda s: s.max_steps == 25),
+        ("files", {"allowed_roots": "/srv/one"}, lambda s: s.files.allowed_roots == []),
+        ("browser", {"headless": [1], "idle_close_seconds": 60}, lambda s: s.browser.headless),
+        ("active_provider", 7, lambda s: s.active_provider is None),
+        ("providers", {"a1": ACCOUNT}, lambda s: s.providers == []),
+    ],
+)
+def test_a_wrong_field_in_the_file_gets_its_default_and_the_rest_loads(
+    home: Path, section: str, value: Any, read: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = paths.settings_path(home)
+    data: dict[str, Any] = {"providers": [ACCOUNT], "active_provider": "a1", "max_steps": 9}
+    data["shell"] = {"sandbox": "off"}
+    data[section] = value
+    original = json.dumps(data).encode()
+    path.write_bytes(original)
+    with caplog.at_level(logging.WARNING, logger="app.core.settings"):
+        s = _store(home).load()
+
+    assert read(s)
+    assert s.shell.sandbox == "off"  # the rest of the file is kept
+    if section != "providers":
+        assert [a.label for a in s.providers] == ["Mine"]
+    if section != "max_steps":
+        assert s.max_steps == 9
+    if section == "browser":
+        assert s.browser.idle_close_seconds == 60  # the section's other fields too
+    warned = " ".join(r.getMessage() for r in caplog.records)
+    assert "is not valid" in warned and "using its default" in warned
+    assert path.read_bytes() == original  # not set aside
+    assert not list(home.glob("*.corrupt-*"))
+    copies = list(home.glob("settings.json.repaired-*"))
+    assert [c.read_bytes() for c in copies] == [original]  # what the next save rewrites
+    _store(home).load()
+    assert len(list(home.glob("settings.json.repaired-*"))) == 1  # once per content
+
+
+def test_a_wrong_choice_names_the_field_in_the_warning(
+    home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    paths.settings_path(home).write_text(json.dumps({"general": {"theme": "Dark"}}))
+    with caplog.at_level(logging.WARNING, logger="app.core.settings"):
+        _store(home).load()
+    notes = [r.getMessage() for r in caplog.records if "general.theme" in r.getMessage()]
+    assert len(notes) == 1 and "'Dark'" in notes[0]  # once, with what was there
+
+
+def test_a_bad_provider_account_is_left_out_named_and_the_others_kept(
+    home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    good = dict(ACCOUNT)
+    odd_format = {**ACCOUNT, "id": "a2", "label": "Odd", "tool_format": "json"}
+    gemini = {**ACCOUNT, "id": "a3", "label": "Gemini", "kind": "gemini"}
+    numbered = {**ACCOUNT, "id": 4, "label": "Numbered"}  # a new id would lose its key
+    path = paths.settings_path(home)
+    original = json.dumps({"providers": [good, gemini, odd_format, "x", numbered]}).encode()
+    path.write_bytes(original)
+    with caplog.at_level(logging.WARNING, logger="app.core.settings"):
+        s = _store(home).load()
+
+    assert [(a.id, a.label, a.tool_format) for a in s.providers] == [
+        ("a1", "Mine", "auto"),
+        ("a2", "Odd", "auto"),
+    ]
+    warned = [r.getMessage() for r in caplog.records]
+    dropped = [m for m in warned if "it was left out" in m]
+    assert len(dropped) == 3
+    assert any("providers[1]" in m and "'Gemini'" in m and "'a3'" in m for m in dropped)
+    assert any("providers[3]" in m for m in dropped)
+    assert any("providers[4]" in m and "'Numbered'" in m for m in dropped)
+    assert any("'Odd'" in m and "tool_format" in m and "default" in m for m in warned)
+    copies = list(home.glob("settings.json.repaired-*"))
+    assert [c.read_bytes() for c in copies] == [original]  # the dropped accounts are in it
+    assert any(str(copies[0]) in m for m in warned)
+
+
+def test_a_bad_item_of_a_list_of_folders_is_left_out(home: Path) -> None:
+    paths.settings_path(home).write_text(
+        json.dumps({"files": {"allowed_roots": ["/srv/a", 3, "/srv/b"], "folders_chosen": True}})
+    )
+    s = _store(home).load()
+    assert s.files.allowed_roots == ["/srv/a", "/srv/b"] and s.files.folders_chosen
+
+
+def test_the_form_still_sees_a_wrong_choice_as_an_error() -> None:
+    with pytest.raises(ValidationError):
+        Settings.model_validate({"general": {"theme": "Dark"}}, context=STRICT)
+    with pytest.raises(ValidationError):
+        Settings.model_validate({"providers": [{"kind": "gemini"}]}, context=STRICT)
 
 
 def test_an_older_file_loads_unchanged(home: Path) -> None:

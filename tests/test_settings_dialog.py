@@ -545,6 +545,123 @@ def test_a_problem_keeps_the_window_open_and_marks_its_page(
     assert saved_json(runtime)["general"]["font_size"] == 12
 
 
+def _unwritable(runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    """settings.json cannot be written (a full disk, a read-only folder)."""
+    path = str(runtime.settings_store.path)
+
+    def refuse(settings: Any) -> None:
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr(runtime.settings_store, "save", refuse)
+
+
+def _save_and_wait(qtbot: Any, qloop: Any, dialog: SettingsDialog) -> None:
+    async def body() -> None:
+        qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
+        await wait_until(lambda: dialog.message.text(), what="the message")
+        await wait_until(dialog.save_button.isEnabled, what="the save to end")
+
+    run(qloop, body())
+
+
+def test_keys_stored_before_settings_json_failed_are_named_not_nothing_saved(
+    qtbot: Any, qloop: Any, open_dialog: Any, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dialog = open_dialog(runtime)
+    page = dialog.providers
+    account = page.add_account(OPENAI)
+    qtbot.keyClicks(page.key_edit, KEY)
+    _unwritable(runtime, monkeypatch)
+    _save_and_wait(qtbot, qloop, dialog)
+
+    said = dialog.message.text()
+    assert "Nothing was saved" not in said
+    assert said.startswith(
+        "The API keys were updated in the keyring, but the other settings were not saved."
+    )
+    assert f"Permission denied ({runtime.settings_store.path})." in said
+    assert runtime.secrets.get(secret_key("provider", account.id, "api_key")) == KEY
+    assert not runtime.settings_store.path.exists() and runtime.settings.providers == []
+    assert dialog.isVisible() and dialog.save_button.isEnabled()  # the user may try again
+
+
+def test_settings_json_failing_with_no_key_change_says_nothing_was_saved(
+    qtbot: Any, qloop: Any, open_dialog: Any, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dialog = open_dialog(runtime, page="general")
+    dialog.general.font_spin.setValue(14)
+    _unwritable(runtime, monkeypatch)
+    _save_and_wait(qtbot, qloop, dialog)
+    assert dialog.message.text() == (
+        "Nothing was saved: the settings file could not be written. "
+        f"Permission denied ({runtime.settings_store.path})."
+    )
+
+
+class _RefusingSecondKey(MemoryKeyring):
+    """Takes the first key it is given and refuses the others."""
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        if self.items:
+            raise RuntimeError("the collection is read-only")
+        super().set_password(service, username, password)
+
+
+def test_a_key_the_keyring_refuses_after_another_was_stored_says_which_part_stayed(
+    qtbot: Any, qloop: Any, open_dialog: Any, runtime: Runtime
+) -> None:
+    backend = _RefusingSecondKey()
+    runtime.secrets = SecretStore(backend=backend)
+    dialog = open_dialog(runtime)
+    page = dialog.providers
+    for _ in range(2):
+        page.add_account(OPENAI)
+        qtbot.keyClicks(page.key_edit, KEY)
+    _save_and_wait(qtbot, qloop, dialog)
+
+    said = dialog.message.text()
+    assert said.startswith(
+        "The settings were not saved: the keyring refused an API key change. Could not save"
+    )
+    assert said.endswith("Key changes made before it are kept in the keyring.")
+    assert KEY not in said
+    assert len(backend.items) == 1 and not runtime.settings_store.path.exists()
+
+
+def test_a_single_key_refused_says_nothing_was_saved(
+    qtbot: Any, qloop: Any, open_dialog: Any, runtime: Runtime
+) -> None:
+    backend = _RefusingSecondKey()
+    backend.items[("other", "x")] = "taken"  # so that even the first key is refused
+    runtime.secrets = SecretStore(backend=backend)
+    dialog = open_dialog(runtime)
+    page = dialog.providers
+    page.add_account(OPENAI)
+    qtbot.keyClicks(page.key_edit, KEY)
+    _save_and_wait(qtbot, qloop, dialog)
+    assert dialog.message.text().startswith("Nothing was saved. Could not save")
+    assert not runtime.settings_store.path.exists()
+
+
+def test_rules_that_cannot_be_written_after_the_settings_say_what_was_saved(
+    qtbot: Any, qloop: Any, open_dialog: Any, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dialog = open_dialog(runtime, page="general")
+    dialog.general.font_spin.setValue(14)
+
+    def refuse() -> None:
+        raise PermissionError(13, "Permission denied", "rules.json")
+
+    monkeypatch.setattr(dialog.mcp, "commit", refuse)
+    _save_and_wait(qtbot, qloop, dialog)
+    assert dialog.message.text() == (
+        "The settings were saved, but the approval rules were not: Permission denied "
+        "(rules.json). Press Save to try the rules again."
+    )
+    assert saved_json(runtime)["general"]["font_size"] == 14
+    assert runtime.settings.general.font_size == 14  # what is saved is in use
+
+
 @pytest.mark.parametrize("answer", ["cancel", "discard", "save"])
 def test_closing_with_unsaved_changes_asks(
     qtbot: Any,

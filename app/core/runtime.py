@@ -17,7 +17,7 @@ from app.core.agent import Agent, Conversation
 from app.core.approval import Approver
 from app.core.paths import db_path, deskhand_home, mcp_path, settings_path
 from app.core.providers.base import ProviderConfig
-from app.core.providers.urls import normalize_base_url
+from app.core.providers.urls import normalize_base_url, origin
 from app.core.secrets import SecretStore, SecretStoreError, remember_secret
 from app.core.settings import ProviderAccount, Settings, SettingsStore
 from tools.registry import ToolRegistry
@@ -488,7 +488,11 @@ class Runtime:
         url = base_url or (account.base_url if account else None) or DEFAULT_BASE_URLS[kind]
         if account is None:
             account = ProviderAccount(id="cli", kind=kind, label="command line", base_url=url)
-        api_key = self._api_key(account)
+        # The account's stored key is for its own server, not for another --base-url.
+        keyed = account
+        if origin(url) != origin(account.base_url or DEFAULT_BASE_URLS[kind]):
+            keyed = ProviderAccount(id="cli", kind=kind, label="command line", base_url=url)
+        api_key = self._api_key(keyed, url)
         return ProviderConfig(
             kind=kind,  # type: ignore[arg-type]
             base_url=normalize_base_url(kind, url),
@@ -498,9 +502,11 @@ class Runtime:
         )
 
     def account_provider_config(
-        self, account_id: str | None, model: str | None = None
+        self, account_id: str | None, model: str | None = None, *, recheck_key: bool = False
     ) -> ProviderConfig:
-        """A saved provider account's config (a scheduled task's); the active one for None."""
+        """A saved provider account's config (a scheduled task's); the active one for None.
+        `recheck_key`: the server answered 401 to a request without a key; ask the keyring
+        even if the index of names lists no key for the account (it may have lost one)."""
         providers = self.settings.providers
         account = (
             next((p for p in providers if p.id == account_id), None)
@@ -514,22 +520,22 @@ class Runtime:
                     "add the account again in Settings → Providers"
                 )
             raise ConfigError("no model provider is configured: add one in Settings → Providers")
+        url = account.base_url or DEFAULT_BASE_URLS[account.kind]
         return ProviderConfig(
             kind=account.kind,  # type: ignore[arg-type]
-            base_url=normalize_base_url(
-                account.kind, account.base_url or DEFAULT_BASE_URLS[account.kind]
-            ),
+            base_url=normalize_base_url(account.kind, url),
             model=model or account.model,
-            api_key=self._api_key(account),
+            api_key=self._api_key(account, url, recheck=recheck_key),
             tool_format=account.tool_format,
         )
 
-    def _api_key(self, account: ProviderAccount) -> str | None:
-        """Keyring, else environment. Local servers need no key, so an unusable keyring
-        is a warning here; a server that wants a key answers with a clear auth error.
-        An account with no key stored (the index of names says so) never asks the keyring."""
+    def _api_key(self, account: ProviderAccount, url: str, *, recheck: bool = False) -> str | None:
+        """Keyring, else the environment's key when `url` is that key's own cloud API.
+        Local servers need no key, so an unusable keyring is a warning here; a server that
+        wants a key answers with a clear auth error. An account with no key stored (the
+        index of names says so) never asks the keyring, unless `recheck`."""
         try:
-            return self.secrets.api_key_for(account)
+            return self.secrets.api_key_for(account, url, recheck=recheck)
         except SecretStoreError as exc:
             log.warning("%s; continuing without an API key", exc)
             return None

@@ -53,6 +53,12 @@ INDEX_FILE = "secrets-index.json"
 #: Shorter values are not remembered for redaction: they would mask ordinary text.
 MIN_KNOWN_LENGTH = 4
 ENV_API_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+#: The one server each environment key is for: it is never sent anywhere else (not to a
+#: local server, a proxy or another cloud), and only over https on the default port.
+ENV_KEY_ORIGINS = {
+    "OPENAI_API_KEY": ("https", "api.openai.com", 443),
+    "ANTHROPIC_API_KEY": ("https", "api.anthropic.com", 443),
+}
 
 _known: set[str] = set()
 _known_lock = threading.Lock()
@@ -165,6 +171,8 @@ class SecretStore:
         self._loading_lock = threading.Lock()
         self._loader: threading.Thread | None = None
         self._loaded = threading.Event()
+        #: Names set or deleted since the background load began: it leaves them alone.
+        self._touched: set[str] = set()
         #: Why the background load could not read every stored secret (for the user).
         self.load_error: str | None = None
 
@@ -199,6 +207,7 @@ class SecretStore:
             kr.set_password(self.service, key, value)
 
         self._call(save, f"save '{key}' to", hide=value)
+        self._touched.add(key)
         self._index.add(key)
 
     def delete(self, key: str) -> None:
@@ -214,6 +223,7 @@ class SecretStore:
                 return
 
         self._call(remove, f"delete '{key}' from")
+        self._touched.add(key)
         self._index.discard(key)
 
     def _call(self, fn: Callable[[KeyringBackend], T], action: str, hide: str | None = None) -> T:
@@ -321,7 +331,9 @@ class SecretStore:
                 self.get(name)
             except (SecretStoreError, ValueError):
                 extra.discard(name)
-        self._index.replace((names - missing) | extra)
+        # Only what was found: a key saved or deleted meanwhile (Settings → Save) stays as is.
+        touched = set(self._touched)
+        self._index.update(remove=missing - touched, add=extra - touched)
         from tools.redact import compile_secrets
 
         compile_secrets(known_secret_values())  # the first redaction need not build it
@@ -353,27 +365,32 @@ class SecretStore:
             return True
         return key in self._index.names(fresh=True)
 
-    def api_key_for(self, account: ProviderAccount) -> str | None:
-        """The account's API key: keyring `provider/<id>/api_key`, else the environment
-        (`OPENAI_API_KEY` / `ANTHROPIC_API_KEY` by kind).
+    def api_key_for(
+        self, account: ProviderAccount, url: str | None = None, *, recheck: bool = False
+    ) -> str | None:
+        """The account's API key: keyring `provider/<id>/api_key`, else the environment's
+        key for the account's server (`env_api_key`). `url`: where the request goes, when
+        not the account's own base URL.
 
         An account with no key stored — a local server — never touches the keyring (no
-        unlock prompt): the index of names says so. An unusable keyring only raises when
-        the environment has no key either.
+        unlock prompt): the index of names says so; `recheck` asks the keyring anyway (the
+        server said it needs a key) and puts a key it finds back in the index. An unusable
+        keyring only raises when the environment has no key either.
         """
         failure: SecretStoreError | None = None
         value: str | None = None
         key = secret_key("provider", account.id, "api_key")
         try:
-            if self.might_hold(key):
+            if recheck or self.might_hold(key):
                 value = self.get(key)
         except SecretStoreError as exc:
             value, failure = None, exc
         if value:
+            if recheck:
+                self._index.add(key)
             return value
-        env_value = os.environ.get(ENV_API_KEYS[account.kind]) or None
+        env_value = env_api_key(account.base_url if url is None else url)
         if env_value:
-            remember_secret(env_value)
             return env_value
         if failure is not None:
             raise failure
@@ -387,6 +404,27 @@ class SecretStore:
         import keyring  # ~86 ms; only paid when a secret is first needed
 
         return keyring.get_keyring()
+
+
+def env_api_key(url: str) -> str | None:
+    """`OPENAI_API_KEY` for https://api.openai.com, `ANTHROPIC_API_KEY` for
+    https://api.anthropic.com, from the environment; None for any other server (the key is
+    for that cloud only) or a URL with a user name in it."""
+    from urllib.parse import urlsplit
+
+    from app.core.providers.urls import origin, with_scheme
+
+    try:
+        if "@" in urlsplit(with_scheme(url)).netloc:
+            return None
+    except ValueError:
+        return None
+    where = origin(url)
+    var = next((v for v, o in ENV_KEY_ORIGINS.items() if o == where), None)
+    value = os.environ.get(var) if var else None
+    if value:
+        remember_secret(value)
+    return value or None
 
 
 def _is_encrypted_file(backend: KeyringBackend) -> bool:
@@ -457,12 +495,13 @@ class SecretIndex:
     def add(self, key: str) -> None:
         self._change(lambda names: names | {key})
 
+    def update(self, *, remove: Iterable[str] = (), add: Iterable[str] = ()) -> None:
+        """Remove then add names, on the file as it is now (not on an earlier read)."""
+        gone, new = set(remove), set(add)
+        self._change(lambda names: (names - gone) | new)
+
     def discard(self, key: str) -> None:
         self._change(lambda names: names - {key})
-
-    def replace(self, names: Iterable[str]) -> None:
-        fresh = set(names)
-        self._change(lambda _names: fresh)
 
     def _change(self, how: Callable[[set[str]], set[str]]) -> None:
         with _index_file_lock:

@@ -7,6 +7,7 @@ Settings never hold a secret: API keys and passwords live in the OS keyring
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import logging
 import os
@@ -17,7 +18,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -39,48 +40,122 @@ def _short_id() -> str:
 
 #: Validation context of the settings form: out-of-range numbers are errors to show the user.
 STRICT = {"strict_ranges": True}
-#: Errors a hand-edited file may have without being set aside (the field gets its default).
-_FORGIVEN = frozenset({"greater_than_equal", "less_than_equal", "value_error"})
+#: Errors of a number out of its range (their warning says so).
+_OUT_OF_RANGE = frozenset({"greater_than_equal", "less_than_equal", "greater_than", "less_than"})
 #: `json_schema_extra` keys the settings form reads: {"ui": False} hides a field;
 #: "labels"/"help" name and explain a choice's options; "suffix", "zero_label", "step",
 #: "multiline", "path" ("file"/"folder") and "placeholder" shape its input.
 UI = "ui"
+#: Context key under which `SettingsStore.load` collects what it repaired.
+REPAIRS = "repairs"
 
 
 class _Model(BaseModel):
     # Unknown keys are ignored so an older Deskhand can read a newer settings file.
     model_config = ConfigDict(extra="ignore", validate_assignment=True)
+    #: Fields a hand-edited file may not get wrong: the entry holding them is left out
+    #: instead (a new random `id` would lose the account's key in the keyring).
+    _unforgiving: ClassVar[frozenset[str]] = frozenset()
 
     @model_validator(mode="wrap")
     @classmethod
-    def _forgive_out_of_range(
+    def _forgive_bad_fields(
         cls, data: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo
     ) -> Any:
-        """A number out of its range in settings.json falls back to the field's default
-        (with a warning) instead of the whole file being set aside; the form (STRICT) shows
+        """A field of settings.json that is wrong (out of range, not one of the choices, the
+        wrong type) falls back to its default, and a bad item of a list is left out, each
+        with a warning, instead of the whole file being set aside; the form (STRICT) shows
         the error instead."""
         try:
             return handler(data)
         except ValidationError as exc:
             strict = bool(info.context and info.context.get("strict_ranges"))
-            errors = exc.errors()
-            if strict or not isinstance(data, dict) or not all(map(cls._forgivable, errors)):
+            if strict or not isinstance(data, dict):
                 raise
-            forgiven = {str(e["loc"][0]) for e in errors}
-            for name in sorted(forgiven):
-                log.warning(
-                    "settings: %s.%s is out of range; using its default", cls.__name__, name
-                )
-            return handler({k: v for k, v in data.items() if k not in forgiven})
+            repaired = cls._repaired(data, exc.errors())
+            if repaired is None:
+                raise
+            fixed, notes = repaired
+            repairs = info.context.get(REPAIRS) if info.context else None
+            for kind, note in notes:
+                if isinstance(repairs, list):
+                    if (kind, note) in repairs:  # a section validated again by its parent
+                        continue
+                    repairs.append((kind, note))
+                log.warning("settings: %s", note)
+            return handler(fixed)
 
     @classmethod
-    def _forgivable(cls, error: Any) -> bool:
-        loc = error["loc"]
-        return len(loc) == 1 and error["type"] in _FORGIVEN and loc[0] in cls.model_fields
+    def _repaired(
+        cls, data: dict[str, Any], errors: list[Any]
+    ) -> tuple[dict[str, Any], list[tuple[str, str]]] | None:
+        """`data` without its bad fields and list items, and a note on each ("range",
+        "default" or "dropped"); None when an error cannot be repaired here."""
+        fixed = dict(data)
+        drop: dict[str, set[int]] = {}
+        notes: list[tuple[str, str]] = []
+        where = cls._place(data)
+        for error in errors:
+            loc = error["loc"]
+            name = str(loc[0]) if loc else ""
+            items = data.get(name)
+            if len(loc) > 1 and isinstance(loc[1], int) and isinstance(items, list):
+                if loc[1] not in drop.setdefault(name, set()):  # one note per item
+                    drop[name].add(loc[1])
+                    item = f"{where}{name}[{loc[1]}] {_describe_item(items[loc[1]])}"
+                    why = _why(error, loc[2:])
+                    notes.append(("dropped", f"{item} is not valid ({why}); it was left out"))
+                continue
+            field = cls.model_fields.get(name)
+            if field is None or field.is_required() or name in cls._unforgiving:
+                return None
+            if name not in fixed:
+                continue  # noted already
+            del fixed[name]
+            if _out_of_range(error):
+                notes.append(("range", f"{where}{name} is out of range; using its default"))
+            else:
+                why = _why(error, loc[1:])
+                notes.append(("default", f"{where}{name} is not valid ({why}); using its default"))
+        for name, gone in drop.items():
+            fixed[name] = [v for i, v in enumerate(data[name]) if i not in gone]
+        return fixed, notes
+
+    @classmethod
+    def _place(cls, data: dict[str, Any]) -> str:
+        """How a warning names this model's fields: "general." for `general.theme`."""
+        return next(
+            (f"{name}." for name, f in Settings.model_fields.items() if f.annotation is cls), ""
+        )
+
+
+def _out_of_range(error: Any) -> bool:
+    """A number outside its limits (a field validator's ValueError on a number counts)."""
+    number = isinstance(error["input"], int | float) and not isinstance(error["input"], bool)
+    return error["type"] in _OUT_OF_RANGE or (error["type"] == "value_error" and number)
+
+
+def _why(error: Any, inner: tuple[Any, ...]) -> str:
+    """Pydantic's message for one error, with where inside the field and what was there."""
+    at = ".".join(str(part) for part in inner)
+    got = repr(error["input"])
+    got = got if len(got) <= 40 else got[:39] + "…"
+    return f"{at + ': ' if at else ''}{error['msg']}, got {got}"
+
+
+def _describe_item(item: Any) -> str:
+    """A list item as the user would recognise it: a provider account by label and id."""
+    if isinstance(item, dict):
+        named = [f"{k} {item[k]!r}" for k in ("label", "id") if isinstance(item.get(k), str)]
+        return f"({', '.join(named)})" if named else "(an object)"
+    shown = repr(item)
+    return f"({shown if len(shown) <= 40 else shown[:39] + '…'})"
 
 
 class ProviderAccount(_Model):
     """A configured model provider. Its API key is in the keyring at `provider/<id>/api_key`."""
+
+    _unforgiving = frozenset({"id"})
 
     id: str = Field(default_factory=_short_id)
     kind: Literal["openai", "anthropic"]
@@ -90,6 +165,10 @@ class ProviderAccount(_Model):
     #: OpenAI-compatible only: "auto" also reads tool calls models write into the text;
     #: "native" trusts only the `tool_calls` field; "none" never offers tools.
     tool_format: Literal["auto", "native", "none"] = "auto"
+
+    @classmethod
+    def _place(cls, data: dict[str, Any]) -> str:
+        return f"the provider account {_describe_item(data)}: "
 
 
 class FileSettings(_Model):
@@ -379,16 +458,21 @@ class SettingsStore:
     def load(self) -> Settings:
         """The saved settings; defaults if the file is missing or unreadable.
 
-        A corrupt or invalid file is renamed to `settings.json.corrupt-<timestamp>`
-        (so nothing the user wrote is lost) and a warning is logged.
+        A file that is not JSON, or not an object, is renamed to
+        `settings.json.corrupt-<timestamp>` (so nothing the user wrote is lost) and a
+        warning is logged. A wrong field gets its default and a bad list item (a provider
+        account) is left out, each with a warning; the rest loads. Unless all that was wrong
+        is a number out of range, a copy of the file as it was is kept first
+        (`settings.json.repaired-<timestamp>`), since the next save rewrites it.
         """
         with self._lock:
             try:
                 raw = self.path.read_bytes()
             except FileNotFoundError:
                 return Settings()
+            repairs: list[tuple[str, str]] = []
             try:
-                return Settings.model_validate(json.loads(raw))
+                settings = Settings.model_validate(json.loads(raw), context={REPAIRS: repairs})
             except (ValueError, ValidationError) as exc:  # JSONDecodeError is a ValueError
                 kept = self._set_aside()
                 log.warning(
@@ -398,6 +482,9 @@ class SettingsStore:
                     kept,
                 )
                 return Settings()
+            if any(kind != "range" for kind, _ in repairs):
+                self._keep_copy(raw)
+            return settings
 
     def save(self, settings: Settings) -> None:
         """Write atomically (temp file in the same folder, fsync, `os.replace`), mode 0o600.
@@ -425,6 +512,24 @@ class SettingsStore:
                 settings = result
             self.save(settings)
             return settings
+
+    def _keep_copy(self, raw: bytes) -> None:
+        """Keep `raw` (the file before its repair) beside it, once per distinct content."""
+        prefix = f"{self.path.name}.repaired-"
+        for kept in self.path.parent.glob(f"{glob.escape(prefix)}*"):
+            with contextlib.suppress(OSError):
+                if kept.read_bytes() == raw:
+                    return
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        for target in _candidates(self.path.with_name(f"{prefix}{stamp}")):
+            if not target.exists():
+                try:
+                    atomic_write(target, raw, mode=0o600)
+                except OSError as exc:
+                    log.warning("settings: could not keep a copy of %s: %s", self.path, exc)
+                    return
+                log.warning("settings: kept the file as it was in %s", target)
+                return
 
     def _set_aside(self) -> Path:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")

@@ -10,8 +10,10 @@ messages are plain text, drawn by the delegate, never rich text.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal
 
 import shiboken6
@@ -52,10 +54,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.providers.urls import normalize_base_url
+from app.core.providers.base import AuthError, ProviderConfig
+from app.core.providers.urls import display_origin, normalize_base_url
 from app.core.settings import ProviderAccount
 from app.core.visible import one_line
-from app.ui.settings.connection import classify_failure, connected
+from app.ui.settings.connection import classify_failure, connected, plain_tooltip
 from app.ui.settings.page import in_thread
 
 log = logging.getLogger(__name__)
@@ -64,9 +67,14 @@ log = logging.getLogger(__name__)
 FETCH_TIMEOUT = 8.0
 POPUP_WIDTH = 400
 POPUP_MAX_LIST_HEIGHT = 380
+#: Model rows shown per account; the rest are found by typing (a server may list 2,000).
+SHOWN_PER_ACCOUNT = 100
 NO_PROVIDER = "No model connected"
+NEEDS_KEY = "This server needs an API key: add it in Settings → Model providers."
 
 Kind = Literal["header", "note", "error", "model", "action"]
+#: kind, text shown, account id, model (or action), tooltip (plain text; "" for none)
+Row = tuple[Kind, str, str, str, str]
 KIND_ROLE = Qt.ItemDataRole.UserRole + 1
 ACCOUNT_ROLE = Qt.ItemDataRole.UserRole + 2
 MODEL_ROLE = Qt.ItemDataRole.UserRole + 3
@@ -88,6 +96,11 @@ def account_label(account: ProviderAccount) -> str:
     return one_line(account.label.strip() or "Unnamed", 60)
 
 
+def account_where(account: ProviderAccount) -> str:
+    """The account's server as `scheme://host:port`, a non-ASCII host in punycode."""
+    return display_origin(account.base_url) if account.base_url.strip() else "default server"
+
+
 class ModelPicker(QWidget):
     """A compact header control: shows the conversation's model and provider; opens a
     searchable list of the models of every configured provider account.
@@ -107,13 +120,16 @@ class ModelPicker(QWidget):
         self._choice: tuple[str | None, str] = (None, "")
         self._listings: dict[str, Listing] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        #: account id → the number of the fetch whose answer is wanted (older ones are not)
+        self._fetching: dict[str, int] = {}
+        self._fetch_ids = itertools.count(1)
         self.button = _PickerButton(self)
         self.button.clicked.connect(self.open_popup)
         self.button.typed.connect(self._open_with_text)
         self.setFocusProxy(self.button)
         self.popup = _Popup(self)
         self.popup.activated.connect(self._activate)
-        self.popup.filter.textChanged.connect(lambda _: self._rebuild())
+        self.popup.filter.textChanged.connect(lambda _: self._rebuild(keep=False))
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.button)
@@ -134,9 +150,7 @@ class ModelPicker(QWidget):
 
     def refresh(self) -> None:
         """Forget the fetched lists and re-read the accounts; an open list fetches again."""
-        for task in self._tasks.values():
-            task.cancel()
-        self._tasks.clear()
+        self.cancel()
         self._listings.clear()
         self._update_button()
         if self.popup.isVisible():
@@ -181,7 +195,10 @@ class ModelPicker(QWidget):
             shown = one_line(model, 80) or "default model"
             self.button.set_parts(shown, account_label(account))
             self.button.setToolTip(
-                f"Model: {shown}\nProvider: {account_label(account)}\nClick to choose another"
+                plain_tooltip(
+                    f"Model: {shown}\nProvider: {account_label(account)} "
+                    f"({account_where(account)})\nClick to choose another"
+                )
             )
             description = (
                 f"{shown} from {account_label(account)}. Press Enter to choose another model."
@@ -205,73 +222,114 @@ class ModelPicker(QWidget):
             if known is not None and known.where == self._where(account):
                 continue
             self._listings[account.id] = Listing(self._where(account), loading=True)
+            if (running := self._tasks.pop(account.id, None)) is not None:
+                running.cancel()  # it asked the server the account no longer names
             try:
-                task = asyncio.ensure_future(self._fetch(account))
+                fetch = next(self._fetch_ids)
+                task = asyncio.ensure_future(self._fetch(account, fetch))
             except RuntimeError:  # no event loop (the app is closing)
                 return
             self._tasks[account.id] = task
+            self._fetching[account.id] = fetch
 
-    async def _fetch(self, account: ProviderAccount) -> None:
+    async def _fetch(self, account: ProviderAccount, fetch: int) -> None:
         """Ask the account's server for its models. The config (and the key, if the
         account has one: local servers never touch the keyring) is read in a worker
-        thread; the server gets `fetch_timeout` seconds and no retries."""
+        thread; the server gets `fetch_timeout` seconds and no retries. A 401 to a request
+        without a key asks the keyring once more (the index of names may have lost it)."""
         where = self._where(account)
         key: str | None = None
         try:
-            config = await in_thread(self.runtime.account_provider_config, account.id)
+            config = await self._config(account, recheck=False)
             key = config.api_key
-            config.connect_timeout = min(config.connect_timeout, self.fetch_timeout)
-            config.read_timeout = self.fetch_timeout
-            config.max_retries = 0
-            async with connected(config) as provider:
-                models = await asyncio.wait_for(provider.list_models(), self.fetch_timeout)
+            try:
+                models = await self._ask(config)
+            except AuthError:
+                if key:
+                    raise
+                config = await self._config(account, recheck=True)
+                if not config.api_key:
+                    raise
+                key = config.api_key
+                models = await self._ask(config)
             listing = Listing(where, models=models)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             listing = Listing(where, error=_why(exc, key))
         finally:
-            if shiboken6.isValid(self):
+            mine = shiboken6.isValid(self) and self._fetching.get(account.id) == fetch
+            if mine:
+                del self._fetching[account.id]
                 self._tasks.pop(account.id, None)
-        if not shiboken6.isValid(self):
+        if not mine:  # refreshed or cancelled meanwhile: a newer fetch owns the entry
             return
         self._listings[account.id] = listing
         if self.popup.isVisible():
-            self._rebuild()
+            self._rebuild(keep=True)
+
+    async def _config(self, account: ProviderAccount, *, recheck: bool) -> ProviderConfig:
+        config: ProviderConfig = await in_thread(
+            partial(self.runtime.account_provider_config, account.id, recheck_key=recheck)
+        )
+        config.connect_timeout = min(config.connect_timeout, self.fetch_timeout)
+        config.read_timeout = self.fetch_timeout
+        config.max_retries = 0
+        return config
+
+    async def _ask(self, config: ProviderConfig) -> list[str]:
+        async with connected(config) as provider:
+            return await asyncio.wait_for(provider.list_models(), self.fetch_timeout)
 
     # -- the list --
 
-    def _rebuild(self) -> None:
+    def _rebuild(self, *, keep: bool = False) -> None:
+        """Fill the list for the search terms. `keep`: a list arrived, the terms did not
+        change: the highlighted model stays highlighted (Enter must pick what was seen)."""
         terms = self.popup.filter.text().lower().split()
         current_account, current_model = self.resolved()
-        rows: list[tuple[Kind, str, str, str]] = []  # kind, text, account id, model
-        for account in self._accounts():
-            label = account_label(account)
-            listing = self._listings.get(account.id)
-            models = listing.models if listing else []
-            label_hit = all(t in account.label.lower() for t in terms)
-            shown = [m for m in models if label_hit or all(t in m.lower() for t in terms)]
-            group: list[tuple[Kind, str, str, str]] = []
-            if listing is None or listing.loading:
-                group.append(("note", "Loading models…", account.id, ""))
-            elif listing.error:
-                group.append(("error", listing.error, account.id, ""))
-            elif not models:
-                group.append(("note", "This server lists no models.", account.id, ""))
-            group += [("model", one_line(m, 120), account.id, m) for m in shown]
-            if terms and not shown and not label_hit:
-                continue
-            rows.append(("header", label, account.id, ""))
-            rows += group
-        if terms and not any(kind == "model" for kind, *_ in rows):
-            rows.append(("note", f"No model matches “{one_line(' '.join(terms), 40)}”.", "", ""))
-        if not self._accounts():
-            rows.append(("note", "No provider is set up yet.", "", ""))
-        if self._accounts():
-            rows.append(("action", "Refresh the lists", "", REFRESH))
-        rows.append(("action", "Connect a provider…", "", CONNECT))
         current = (current_account.id if current_account else None, current_model)
-        self.popup.show_rows(rows, current)
+        rows: list[Row] = []
+        for account in self._accounts():
+            rows += self._group(account, terms, current)
+        if terms and not any(kind == "model" for kind, *_ in rows):
+            missing = f"No model matches “{one_line(' '.join(terms), 40)}”."
+            rows.append(("note", missing, "", "", ""))
+        if not self._accounts():
+            rows.append(("note", "No provider is set up yet.", "", "", ""))
+        if self._accounts():
+            rows.append(("action", "Refresh the lists", "", REFRESH, ""))
+        rows.append(("action", "Connect a provider…", "", CONNECT, ""))
+        self.popup.show_rows(rows, current, keep=keep)
+
+    def _group(
+        self, account: ProviderAccount, terms: list[str], current: tuple[str | None, str]
+    ) -> list[Row]:
+        """One account's rows: its heading, a note, and the models that match `terms`
+        (at most SHOWN_PER_ACCOUNT, the one in use among them; a note says how many more)."""
+        listing = self._listings.get(account.id)
+        models = listing.models if listing else []
+        label_hit = all(t in account.label.lower() for t in terms)
+        matches = models if label_hit else [m for m in models if all(t in m.lower() for t in terms)]
+        if terms and not matches and not label_hit:
+            return []
+        shown = matches[:SHOWN_PER_ACCOUNT]
+        in_use = current[1] if current[0] == account.id else None
+        if in_use and in_use not in shown and in_use in matches:
+            shown.append(in_use)
+        label = account_label(account)
+        group: list[Row] = [("header", label, account.id, "", f"{label}\n{account_where(account)}")]
+        if listing is None or listing.loading:
+            group.append(("note", "Loading models…", account.id, "", ""))
+        elif listing.error:
+            group.append(("error", listing.error, account.id, "", listing.error))
+        elif not models:
+            group.append(("note", "This server lists no models.", account.id, "", ""))
+        group += [("model", one_line(m, 120), account.id, m, "") for m in shown]
+        if len(matches) > len(shown):
+            more = len(matches) - len(shown)
+            group.append(("note", f"{more:,} more: type to filter.", account.id, "", ""))
+        return group
 
     def _activate(self, kind: str, account_id: str, value: str) -> None:
         if kind == "action" and value == REFRESH:
@@ -292,6 +350,7 @@ class ModelPicker(QWidget):
         for task in self._tasks.values():
             task.cancel()
         self._tasks.clear()
+        self._fetching.clear()
 
 
 def _why(exc: Exception, key: str | None) -> str:
@@ -299,6 +358,8 @@ def _why(exc: Exception, key: str | None) -> str:
 
     if isinstance(exc, ConfigError):
         return one_line(str(exc), 300)
+    if isinstance(exc, AuthError) and not key:
+        return NEEDS_KEY
     return classify_failure(exc, stage="list", key=key).text
 
 
@@ -436,13 +497,19 @@ class _Popup(QFrame):
 
     # -- content --
 
-    def show_rows(self, rows: list[tuple[Kind, str, str, str]], current: tuple[Any, str]) -> None:
-        """Fill the list. The selection stays where the user moved it; otherwise it is
-        on the model in use, else the first model shown."""
-        keep = self._selected_key() if self._moved else None
+    def show_rows(self, rows: list[Row], current: tuple[Any, str], *, keep: bool = False) -> None:
+        """Fill the list. The selection stays where the user moved it. Otherwise it is on
+        the model in use, else — `keep`: only a list arrived — on the model highlighted
+        before (a late list must not make Enter pick a model that was never highlighted),
+        else on the first model shown."""
+        before = self._selected_key()
+        if not (self._moved or (keep and before is not None and before[0] == "model")):
+            before = None
+        self.list.setUpdatesEnabled(False)
         self.list.clear()
-        select: QListWidgetItem | None = None
-        for kind, text, account_id, value in rows:
+        in_use: QListWidgetItem | None = None
+        kept: QListWidgetItem | None = None
+        for kind, text, account_id, value, tip in rows:
             item = QListWidgetItem(text)
             item.setData(KIND_ROLE, kind)
             item.setData(ACCOUNT_ROLE, account_id)
@@ -455,18 +522,22 @@ class _Popup(QFrame):
                 if choosable
                 else Qt.ItemFlag.NoItemFlags
             )
-            if kind == "error":
-                item.setToolTip(text)
+            if tip:
+                item.setToolTip(plain_tooltip(tip))
             self.list.addItem(item)
-            if (kind, account_id, value) == keep or (is_current and keep is None):
-                select = item
-        choosable = self._choosable()
-        models = [i for i in choosable if i.data(KIND_ROLE) == "model"]
+            if is_current:
+                in_use = item
+            if (kind, account_id, value) == before:
+                kept = item
+        select = (kept or in_use) if self._moved else (in_use or kept)
         if select is None:
-            select = next(iter(models or choosable), None)
+            choosable_items = self._choosable()
+            models = [i for i in choosable_items if i.data(KIND_ROLE) == "model"]
+            select = next(iter(models or choosable_items), None)
         if select is not None:
             self.list.setCurrentItem(select)
             self.list.scrollToItem(select)
+        self.list.setUpdatesEnabled(True)
         self._fit()
 
     def _forget_move(self) -> None:
@@ -483,8 +554,13 @@ class _Popup(QFrame):
         return [i for i in items if i.flags() & Qt.ItemFlag.ItemIsSelectable]
 
     def _fit(self) -> None:
+        """As tall as the rows, up to POPUP_MAX_LIST_HEIGHT (rows past it are not measured)."""
         self.list.doItemsLayout()
-        height = sum(self.list.sizeHintForRow(i) for i in range(self.list.count())) + 4
+        height = 4
+        for row in range(self.list.count()):
+            height += self.list.sizeHintForRow(row)
+            if height >= POPUP_MAX_LIST_HEIGHT:
+                break
         self.list.setFixedHeight(min(height, POPUP_MAX_LIST_HEIGHT))
         self.adjustSize()
 
@@ -499,6 +575,7 @@ class _Popup(QFrame):
         self.move(below)
         self._moved = False
         self.show()
+        self._fit()  # again: wrapped notes measure by the list's width, known once shown
         self.filter.setFocus()
 
     # -- keys and clicks --

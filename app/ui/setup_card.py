@@ -19,9 +19,10 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.local_servers import LocalServer
+from app.core.visible import one_line
 from app.ui.settings.connection import TEST_DEADLINE, classify_failure, list_models, probe_config
 from app.ui.settings.presets import host, preset_for, url_problem
-from app.ui.settings.widgets import role_label
+from app.ui.settings.widgets import plural, role_label
 
 NO_MODELS = "The server lists no models. Load or download one there, then Connect again."
 NEEDS_KEY = "This server wants an API key: add it in Providers settings."
@@ -161,8 +162,10 @@ class SetupCard(QFrame):
         self._fit_labels()
         for server in servers:
             models = len(server.models)
-            first = f" — {server.models[0]}" if server.models else ""
-            button = QPushButton(f"Use {server.name} ({models} models{first})")
+            first = f" — {one_line(server.models[0], 60)}" if server.models else ""
+            # a button's text is plain, but "&" marks a shortcut key: show it as itself
+            shown = f"Use {one_line(server.name, 60)} ({plural(models, 'model')}{first})"
+            button = QPushButton(shown.replace("&", "&&"))
             button.setObjectName("primaryButton")
             button.clicked.connect(lambda _=False, s=server: self.useServerRequested.emit(s))
             self._servers.addWidget(button)

@@ -23,7 +23,22 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from keyring.backend import KeyringBackend
 from PySide6.QtWidgets import QApplication
 
-PAGES = ("providers", "tools", "rules", "sources", "general")
+PAGES = (
+    "providers",
+    "integrations",
+    "tools",
+    "terminal",
+    "browser",
+    "rules",
+    "mcp",
+    "sources",
+    "skills",
+    "memory",
+    "general",
+    "instructions",
+    "security",
+    "about",
+)
 
 
 class MemoryKeyring(KeyringBackend):
@@ -114,7 +129,9 @@ async def wait_for(predicate: object, timeout: float = 10.0) -> None:
         await asyncio.sleep(0.02)
 
 
-async def shoot(app: QApplication, page: str, dark: bool, out: Path, account: str) -> None:
+async def shoot(
+    app: QApplication, page: str, dark: bool, out: Path, account: str, size: tuple[int, int]
+) -> None:
     from app.core.runtime import Runtime
     from app.core.secrets import SecretStore
     from app.ui.settings.dialog import SettingsDialog
@@ -134,14 +151,17 @@ async def shoot(app: QApplication, page: str, dark: bool, out: Path, account: st
             dialog.general.theme_combo.blockSignals(True)  # keep the --dark choice
             dialog.general.theme_combo.setCurrentIndex(2 if dark else 1)
             dialog.general.theme_combo.blockSignals(False)
+            dialog.resize(*size)
             dialog.show()
             await dialog.key_states
             labels = [a.label for a in dialog.providers.accounts]
             dialog.providers.account_list.setCurrentRow(labels.index(account))
             if page == "providers" and account == "Ollama":  # the only one that answers
                 llm.add(text("OK"))
+                done: list[bool] = []
+                dialog.providers.tested.connect(lambda _id, ok: done.append(ok))
                 dialog.providers.test_button.click()
-                await wait_for(lambda: dialog.providers.test_result.text().startswith(("✓", "✗")))
+                await wait_for(lambda: bool(done), timeout=15)
             await asyncio.sleep(0.2)  # let the key states and layout settle
             dialog.grab().save(str(out))
             print(f"wrote {out}")
@@ -156,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--page", choices=PAGES, default="providers")
     parser.add_argument("--dark", action="store_true")
+    parser.add_argument("--width", type=int, default=860)
+    parser.add_argument("--height", type=int, default=620)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument(
         "--account",
@@ -173,7 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     with loop:
-        loop.run_until_complete(shoot(app, args.page, args.dark, out, args.account))
+        loop.run_until_complete(
+            shoot(app, args.page, args.dark, out, args.account, (args.width, args.height))
+        )
     return 0
 
 

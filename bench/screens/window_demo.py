@@ -4,7 +4,8 @@ card and a write awaiting approval. Grabs a PNG (for docs/ and for looking at it
 
 Scenes (`--scene`): `approval` (the above), `actions` (a regenerated answer with its
 version switch and hover actions, a selection, a denied call and a Stopped turn), `new` (a
-new chat with its starter prompts).
+new chat with its starter prompts), `picker` (the model picker open; needs a real X server
+such as Xvfb with QT_QPA_PLATFORM=xcb, since the list is a window of its own).
 
 Run (offscreen or under Xvfb):
   .venv/bin/python bench/screens/window_demo.py --out docs/window-light.png
@@ -128,7 +129,26 @@ async def drive_new(window, llm, root: Path) -> None:
     window.new_chat()
 
 
-SCENES = {"approval": drive, "actions": drive_actions, "new": drive_new}
+async def drive_picker(window, llm, root: Path) -> None:
+    """The header's model picker open over a finished answer, filtered by a typed word."""
+    from tests.fakellm import text
+    from tests.fixtures_qt import wait_until
+
+    llm.add(text("Lisbon in May: warm days, few crowds, and the jacaranda trees in bloom."))
+    window.send("When is the best time to visit Lisbon?", [])
+    await wait_until(lambda: not window.controller.busy, what="answer")
+    picker = window.model_picker
+    picker.open_popup()
+    await wait_until(
+        lambda: all(not (x := picker.listing(a.id)) or not x.loading for a in picker._accounts()),
+        what="the model lists",
+    )
+    picker.refresh()
+    picker.open_popup()
+    await asyncio.sleep(0.3)
+
+
+SCENES = {"approval": drive, "actions": drive_actions, "new": drive_new, "picker": drive_picker}
 
 
 def main() -> None:
@@ -157,7 +177,8 @@ def main() -> None:
     qapp = QApplication(sys.argv)
     loop = qasync.QEventLoop(qapp)
     asyncio.set_event_loop(loop)
-    with ScriptedLLM(models=("llama3.1:8b",)) as llm:
+    models = ("llama3.1:8b", "qwen2.5-coder:7b", "mistral-small:24b", "phi4:14b")
+    with ScriptedLLM(models=models) as llm, ScriptedLLM(models=("gemma-3-12b",)) as studio:
         from app.core.settings import Settings, SettingsStore
 
         store = SettingsStore(work / "deskhand" / "settings.json")
@@ -167,6 +188,9 @@ def main() -> None:
             kind="openai", label="Ollama", base_url=llm.openai_base_url, model="llama3.1:8b"
         )
         settings.providers.append(account)
+        settings.providers.append(
+            ProviderAccount(kind="openai", label="LM Studio", base_url=studio.openai_base_url)
+        )
         settings.active_provider = account.id
         settings.files.allowed_roots = [str(root)]
         settings.general.theme = "dark" if args.dark else "light"
@@ -186,7 +210,11 @@ def main() -> None:
             deadline = time.monotonic() + 0.5
             while time.monotonic() < deadline:
                 qapp.processEvents()
-            app.window.grab().save(args.out)
+            if args.scene == "picker":  # the list is a window of its own: grab the screen
+                area = app.window.frameGeometry()
+                app.window.screen().grabWindow(0).copy(area).save(args.out)
+            else:
+                app.window.grab().save(args.out)
             print(f"saved {args.out}", flush=True)
             if args.hold:
                 loop.run_until_complete(asyncio.sleep(args.hold))

@@ -5,7 +5,8 @@ string (an argument, the URL, part of a header) a secret may stand as
 `${keyring:mcp/<server>/<name>}`. Both are resolved only when a server starts. Importing
 a config moves every secret-looking value to the keyring: values under credential-looking
 names, and values that look like credentials whatever their name (token formats, URLs with
-a password, private keys, `--token=…` / `--api-key …` arguments).
+a password, private keys, `--token=…` / `--api-key …` arguments), and an OAuth client
+secret; a server one of whose secrets the keyring refuses is not imported at all.
 
 Each entry is checked on its own (`read_config`): a bad entry is reported with its name and
 field, and the others still load. Imports nothing heavier than pydantic.
@@ -19,6 +20,7 @@ import os
 import re
 import sys
 import tempfile
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -152,8 +154,9 @@ class ServerConfig:
             url=resolve_text("url", self.url, get_secret) if self.url else self.url,
             auth=replace(
                 self.auth,
-                client_secret=resolve_text("auth.client_secret", self.auth.client_secret,
-                                           get_secret),
+                client_secret=resolve_text(
+                    "auth.client_secret", self.auth.client_secret, get_secret
+                ),
             )
             if self.auth.client_secret
             else self.auth,
@@ -308,6 +311,16 @@ def check_entry(name: str, raw: Any) -> ServerConfig | list[EntryProblem]:
     """One `mcpServers` entry as a ServerConfig, or every reason it cannot be used."""
     if not str(name).strip():
         return [EntryProblem(name, None, "the server has an empty name; give it a name")]
+    hidden = _hidden_character(str(name))
+    if hidden is not None:
+        return [
+            EntryProblem(
+                name,
+                None,
+                f"the name holds an invisible or control character ({hidden}); "
+                "type the name again without it",
+            )
+        ]
     if not isinstance(raw, dict):
         what = "an object with a 'command' (a local server) or a 'url' (a remote one)"
         return [EntryProblem(name, None, f"must be {what} (got {_kind(raw)})")]
@@ -316,6 +329,19 @@ def check_entry(name: str, raw: Any) -> ServerConfig | list[EntryProblem]:
     except ValidationError as exc:
         return [_problem(name, error) for error in exc.errors(include_url=False)]
     return _build(name, raw, entry)
+
+
+#: Characters a server name may not hold: controls, invisible format characters (bidi
+#: overrides, zero-width joiners), lone surrogates, line and paragraph separators.
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def _hidden_character(name: str) -> str | None:
+    """The first character of `name` that cannot be seen or typed, as `U+XXXX`."""
+    for ch in name:
+        if unicodedata.category(ch) in _HIDDEN_CATEGORIES:
+            return f"U+{ord(ch):04X}"
+    return None
 
 
 def _build(name: str, raw: dict[str, Any], entry: ServerEntry) -> ServerConfig | list[EntryProblem]:
@@ -423,9 +449,7 @@ _MUST_BE = {
     "url": "an http:// or https:// address",
     "serverUrl": "an http:// or https:// address",
     "disabled": "true or false",
-    "timeout": (
-        f"a number of seconds between {TIMEOUT_RANGE[0]:g} and {TIMEOUT_RANGE[1]:g}"
-    ),
+    "timeout": f"a number of seconds between {TIMEOUT_RANGE[0]:g} and {TIMEOUT_RANGE[1]:g}",
     "auth": 'an object like {"type": "oauth"}, or "none"',
 }
 #: What each field of `auth` must be, in plain words.
@@ -619,11 +643,19 @@ def keyring_key(server: str, name: str) -> str:
 
 def _key_part(text: str) -> str:
     """One part of a keyring key, reversible so two names never share a key ("a/b", "a b"
-    and "a_b" differ): `%`, `/` and whitespace are percent-escaped."""
+    and "a_b" differ): `%`, `/`, whitespace and every character that is not printable
+    (controls, NUL, format characters, which a keyring may refuse) are percent-escaped as
+    their UTF-8 bytes."""
     stripped = text.strip()
     if not stripped:
         return "_"
-    return re.sub(r"[%/\s]", lambda m: f"%{ord(m.group()):02X}", stripped)
+    return "".join(_escaped(ch) for ch in stripped)
+
+
+def _escaped(ch: str) -> str:
+    if ch not in "%/" and ch.isprintable() and not ch.isspace():
+        return ch
+    return "".join(f"%{byte:02X}" for byte in ch.encode("utf-8", "surrogatepass"))
 
 
 def resolve_secrets(values: Mapping[str, str], get_secret: SecretGetter) -> dict[str, str]:
@@ -715,8 +747,10 @@ def _url_spans(url: str, start: int) -> list[tuple[int, int]]:
             name, sep, value = pair.partition("=")
             value_start = offset + len(name) + 1
             plain = unquote(value.replace("+", " "))
-            if sep and _literal(value) and (
-                is_credential_key(unquote(name)) or looks_like_credential_value(plain)
+            if (
+                sep
+                and _literal(value)
+                and (is_credential_key(unquote(name)) or looks_like_credential_value(plain))
             ):
                 spans.append((value_start, value_start + len(value)))
             offset += len(pair) + 1
@@ -762,9 +796,11 @@ class ImportReport:
     added: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     moved_to_keyring: list[str] = field(default_factory=list)
-    #: Secrets that could not be moved (the keyring failed) and stay in mcp.json.
+    #: Always empty: a server whose secret the keyring refuses is not imported (it is in
+    #: `invalid`), so no secret is ever kept in mcp.json. Kept for `mcp import --json`.
     kept_in_file: list[str] = field(default_factory=list)
-    #: Entries of the source that are not valid, and why; they are not imported.
+    #: Entries of the source that are not imported, and why: not valid, or a secret of
+    #: theirs could not be stored in the keyring (then nothing was written for them).
     invalid: list[EntryProblem] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -790,9 +826,10 @@ def import_servers(
 ) -> ImportReport:
     """Merge the `mcpServers` block of `source` (default: Claude Desktop's config) into
     `target`. Existing servers are kept unless `overwrite`. With `set_secret`, every
-    secret-looking value moves to the keyring and is replaced by a reference. Invalid
-    entries are left out and listed in `report.invalid`; when no entry is valid, nothing
-    changes and EntryError says why."""
+    secret-looking value moves to the keyring and is replaced by a reference; a server one
+    of whose secrets the keyring refuses is not imported (never written with the secret in
+    clear). Invalid and refused entries are left out and listed in `report.invalid`; when no
+    entry is valid, nothing changes and EntryError says why."""
     source = source or claude_desktop_config_path()
     if not source.exists():
         raise McpConfigError(f"{source} does not exist")
@@ -824,7 +861,11 @@ def import_block(
             continue
         entry = json.loads(json.dumps(raw))
         if set_secret is not None:
-            _move_secrets(name, entry, set_secret, report)
+            try:
+                report.moved_to_keyring += _move_secrets(name, entry, set_secret)
+            except _NotStored as refused:
+                report.invalid.append(refused.problem)
+                continue
         current[name] = entry
         report.added.append(name)
     if report.added:
@@ -832,26 +873,39 @@ def import_block(
     return report
 
 
+class _NotStored(Exception):
+    """A secret of the server being imported could not be stored in the keyring."""
+
+    def __init__(self, problem: EntryProblem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
 class _Mover:
-    """Moves one server's secrets to the keyring, noting what moved and what could not."""
+    """Moves one server's secrets to the keyring, noting what moved; raises _NotStored
+    when one cannot be stored (the server is then not imported at all)."""
 
-    def __init__(self, server: str, set_secret: SecretSetter, report: ImportReport) -> None:
-        self.server, self.set_secret, self.report = server, set_secret, report
+    def __init__(self, server: str, set_secret: SecretSetter) -> None:
+        self.server, self.set_secret = server, set_secret
+        self.moved: list[str] = []
 
-    def store(self, where: str, name: str, value: str) -> str | None:
-        """The reference to `value` once stored, or None (it stays where it was)."""
+    def store(self, where: str, name: str, value: str) -> str:
+        """The reference to `value`, once stored."""
         ref = keyring_key(self.server, name)
         if ref == keyring_key(self.server, "oauth"):  # the server's sign-in record lives there
             ref = keyring_key(self.server, f"{name}_value")
         try:
             self.set_secret(ref, value)
-        except Exception as exc:  # keep the literal value rather than lose it
+        except Exception as exc:
+            reason = _plain_reason(exc, value)
             log.warning(
-                "could not move %s of MCP server %s to the keyring: %s", where, self.server, exc
+                "could not move %s of MCP server %r to the keyring: %s", where, self.server, reason
             )
-            self.report.kept_in_file.append(f"{self.server}.{where}")
-            return None
-        self.report.moved_to_keyring.append(f"{self.server}.{where}")
+            detail = (
+                f"could not store its secret in the keyring: {reason}; nothing was written for it"
+            )
+            raise _NotStored(EntryProblem(self.server, where, detail)) from None
+        self.moved.append(f"{self.server}.{where}")
         return ref
 
     def replace_spans(self, where: str, name: str, text: str, spans: list[tuple[int, int]]) -> str:
@@ -859,15 +913,29 @@ class _Mover:
         for n, (a, b) in enumerate(sorted(spans, reverse=True)):
             key = name if len(spans) == 1 else f"{name}_{len(spans) - n}"
             ref = self.store(where, key, text[a:b])
-            if ref is not None:
-                text = f"{text[:a]}${{{KEYRING_PREFIX}{ref}}}{text[b:]}"
+            text = f"{text[:a]}${{{KEYRING_PREFIX}{ref}}}{text[b:]}"
         return text
 
 
-def _move_secrets(
-    server: str, entry: dict[str, Any], set_secret: SecretSetter, report: ImportReport
-) -> None:
-    mover = _Mover(server, set_secret, report)
+_STORE_PREFIX = re.compile(r"^could not save '[^']*' to the [^:]{1,40}: (?=.)", re.IGNORECASE)
+
+
+def _plain_reason(exc: Exception, secret: str) -> str:
+    """Why the keyring refused, in its own words (the store's errors are written for the
+    user), on one line, never quoting the secret."""
+    text = str(exc).replace(secret, "…") if secret else str(exc)
+    text = visible(" ".join(text.split()), keep_newlines=False).strip().rstrip(".")
+    text = _STORE_PREFIX.sub("", text)  # "Could not save '<key>' to the system keyring: "
+    if not text:
+        return "the keyring refused it"
+    text = text if len(text) <= 300 else text[:299] + "…"
+    return text[0].lower() + text[1:] if text[:2] != text[:2].upper() else text
+
+
+def _move_secrets(server: str, entry: dict[str, Any], set_secret: SecretSetter) -> list[str]:
+    """Move the secrets of one entry (changed in place) to the keyring; where each was
+    (`server.env.NAME`). Raises _NotStored when the keyring refuses one."""
+    mover = _Mover(server, set_secret)
     for section in ("env", "headers"):
         values = entry.get(section)
         if not isinstance(values, dict):
@@ -878,9 +946,7 @@ def _move_secrets(
             where = f"{section}.{key}"
             spans = [(0, len(value))] if is_credential_key(key) else secret_spans(value)
             if spans == [(0, len(value))]:
-                ref = mover.store(where, key, value)
-                if ref is not None:
-                    values[key] = KEYRING_PREFIX + ref
+                values[key] = KEYRING_PREFIX + mover.store(where, key, value)
             elif spans:  # a password inside a URL, a token inside a longer value
                 values[key] = mover.replace_spans(where, key, value, spans)
     args = entry.get("args")
@@ -891,3 +957,10 @@ def _move_secrets(
     url = entry.get("url")
     if isinstance(url, str) and (spans := secret_spans(url)):
         entry["url"] = mover.replace_spans("url", "url", url, spans)
+    auth = entry.get("auth")
+    for key in ("client_secret", "clientSecret") if isinstance(auth, dict) else ():
+        value = auth.get(key)
+        if isinstance(value, str) and _literal(value):
+            ref = mover.store(f"auth.{key}", "client_secret", value)
+            auth[key] = f"${{{KEYRING_PREFIX}{ref}}}"
+    return mover.moved

@@ -48,6 +48,14 @@ BACKOFF_BASE = 0.5
 #: Errors worth another attempt: the request itself was fine, the server or network was not.
 RETRYABLE = (RateLimitError, ServerError, UnreachableError)
 CUT_OFF = "The model's reply was cut off before it finished"
+#: A model list is kept to this many names, each at most MAX_MODEL_NAME characters long;
+#: longer names are dropped (no real model has one; they would only fill the lists).
+MAX_MODELS = 2_000
+MAX_MODEL_NAME = 200
+#: The most of a `/models` answer that is read (a few hundred KB for the biggest real lists).
+MAX_MODELS_BYTES = 4 * 1024 * 1024
+#: The most of an error response that is read (its message is cut to 300 characters).
+ERROR_BODY_BYTES = 64 * 1024
 
 
 # ---- messages ----------------------------------------------------------------
@@ -285,7 +293,11 @@ async def open_event_stream(
 async def _raise_for_status(response: httpx.Response, *, url: str, secret: str | None) -> None:
     if response.status_code < 400:
         return
-    body = await response.aread()
+    body = b""
+    async for chunk in response.aiter_bytes():  # enough for a message, not a flood
+        body += chunk
+        if len(body) >= ERROR_BODY_BYTES:
+            break
     raise error_from_status(response.status_code, response.headers, body, url=url, secret=secret)
 
 
@@ -295,34 +307,59 @@ async def get_json(
     *,
     headers: Mapping[str, str],
     config: ProviderConfig,
+    max_bytes: int | None = None,
 ) -> Any:
-    """GET a JSON document, with retries and typed errors."""
+    """GET a JSON document, with retries and typed errors. `max_bytes`: read no more of
+    the body than this (a larger one is an error, not a memory hog)."""
     secret = config.api_key
 
     async def once() -> Any:
         try:
-            response = await client.get(url, headers=dict(headers), timeout=timeouts(config))
+            async with client.stream(
+                "GET", url, headers=dict(headers), timeout=timeouts(config)
+            ) as response:
+                await _raise_for_status(response, url=url, secret=secret)
+                body = await _read_capped(response, max_bytes, url=url)
         except httpx.TransportError as exc:
             raise error_from_transport(exc, url=url, secret=secret) from exc
-        await _raise_for_status(response, url=url, secret=secret)
         try:
-            return response.json()
+            return json.loads(body)
         except ValueError as exc:
             raise BadRequestError(f"{host_of(url)} did not answer with JSON.") from exc
 
     return await call_with_retries(once, config)
 
 
+async def _read_capped(response: httpx.Response, max_bytes: int | None, *, url: str) -> bytes:
+    if max_bytes is None:
+        return await response.aread()
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > max_bytes:
+            raise BadRequestError(
+                f"{host_of(url)} sent more than {max_bytes // (1024 * 1024)} MB for its list "
+                "of models; Deskhand stopped reading. Is the base URL right?",
+                status=200,
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def model_ids(data: Any, *, url: str) -> list[str]:
-    """The ids of a `/models` answer (`{"data": [{"id": ...}, ...]}`, both APIs). Any
-    other JSON means the base URL points at something that is not a model API."""
+    """The ids of a `/models` answer (`{"data": [{"id": ...}, ...]}`, both APIs): each
+    once, none empty or longer than MAX_MODEL_NAME, at most MAX_MODELS. Any other JSON
+    means the base URL points at something that is not a model API."""
     items = data.get("data") if isinstance(data, dict) else None
     if not isinstance(items, list):
         raise BadRequestError(
             f"{host_of(url)} answered, but not with a list of models. Is the base URL right?",
             status=200,
         )
-    return [str(item["id"]) for item in items if isinstance(item, dict) and "id" in item]
+    ids = (str(item["id"]) for item in items if isinstance(item, dict) and "id" in item)
+    kept = (i for i in dict.fromkeys(ids) if i and len(i) <= MAX_MODEL_NAME)
+    return list(itertools.islice(kept, MAX_MODELS))
 
 
 def parse_json_data(data: str) -> Any:

@@ -297,6 +297,7 @@ class AnthropicProvider:
             f"{self._base}/v1/models?limit=1000",
             headers=self._headers(),
             config=self.config,
+            max_bytes=_http.MAX_MODELS_BYTES,
         )
         return _http.model_ids(data, url=self._base)
 

@@ -324,7 +324,11 @@ class OpenAICompatProvider:
 
     async def list_models(self) -> list[str]:
         data = await _http.get_json(
-            self._client, f"{self._base}/models", headers=self._headers(), config=self.config
+            self._client,
+            f"{self._base}/models",
+            headers=self._headers(),
+            config=self.config,
+            max_bytes=_http.MAX_MODELS_BYTES,
         )
         return _http.model_ids(data, url=self._base)
 

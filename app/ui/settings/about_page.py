@@ -1,9 +1,10 @@
 """The "About" page: which Deskhand this is (version, Python, Qt, PySide6, platform), its home
-folder with a button to open it, and "Copy diagnostics" — versions, platform and paths only,
-never a setting's value, a key or an address."""
+folder with a button to open it, and "Copy diagnostics" — versions, platform and paths only
+(the user's home directory as `~`), never a setting's value, a key or an address."""
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 from pathlib import Path
@@ -55,18 +56,38 @@ def versions() -> list[tuple[str, str]]:
 
 
 def diagnostics(home: Path) -> str:
-    """Plain text to paste into a bug report: versions, platform and Deskhand's paths."""
+    """Plain text to paste into a bug report: versions, platform and Deskhand's paths, with
+    the user's home directory shown as `~` (it usually holds the user's name)."""
     lines = [f"{name}: {value}" for name, value in versions()]
     app = QGuiApplication.instance()
     if isinstance(app, QGuiApplication):
         lines.append(f"Qt platform: {app.platformName()}")
     lines += [
-        f"Executable: {sys.executable}",
-        f"Home folder: {home}",
-        f"Settings file: {paths.settings_path(home)}",
-        f"Logs: {paths.logs_dir(home)}",
+        f"Executable: {tilde(sys.executable)}",
+        f"Home folder: {tilde(home)}",
+        f"Settings file: {tilde(paths.settings_path(home))}",
+        f"Logs: {tilde(paths.logs_dir(home))}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def tilde(path: str | Path) -> str:
+    """`path` with the user's home directory replaced by `~` (`~/.local/share/deskhand`);
+    a path elsewhere is shown as it is."""
+    path = Path(path)
+    try:
+        home = Path.home()
+    except (KeyError, RuntimeError):  # no home directory known
+        return str(path)
+    for base in dict.fromkeys((home, home.resolve())):
+        if base == Path(base.anchor):
+            continue  # a home of "/" would turn every path into ~
+        try:
+            inside = path.relative_to(base)
+        except ValueError:
+            continue
+        return "~" if inside == Path() else f"~{os.sep}{inside}"
+    return str(path)
 
 
 def open_folder(path: Path) -> bool:
@@ -111,8 +132,9 @@ class AboutPage(SettingsPage):
         self.copy_button = QPushButton("Copy diagnostics")
         self.copy_button.setAutoDefault(False)
         self.copy_button.setToolTip(
-            "Versions, platform and Deskhand's folders, for a bug report. "
-            "No settings, keys or conversations."
+            "Copies Deskhand's, Python's and Qt's versions, the platform, and where the "
+            "program and Deskhand's folders are (your home folder written as ~), for a bug "
+            "report. No settings, keys, addresses or conversations."
         )
         self.copy_button.clicked.connect(self.copy_diagnostics)
         buttons = QWidget()

@@ -332,16 +332,30 @@ class SettingsDialog(QDialog):
 
         self._show_message("")
         self.save_button.setEnabled(False)
+        key_changes = self.providers.pending_key_changes()
         try:
-            await self.providers.store_keys()
-            saved = await in_thread(self.runtime.settings_store.update, apply)
-            await in_thread(self._commit_rules)
-        except (SecretStoreError, SecretInSettingsError) as exc:
-            self._show_message(f"Nothing was saved. {exc}")
-            return False
-        except OSError as exc:
-            self._show_message(f"Could not write the settings or rules file: {exc}")
-            return False
+            try:
+                await self.providers.store_keys()
+            except SecretStoreError as exc:
+                self._show_message(keys_refused_message(str(exc), key_changes))
+                return False
+            try:
+                saved = await in_thread(self.runtime.settings_store.update, apply)
+            except (SecretInSettingsError, OSError) as exc:
+                self._show_message(settings_not_written_message(exc, key_changes))
+                return False
+            try:
+                await in_thread(self._commit_rules)
+            except OSError as exc:
+                # settings.json (and the keys) are saved: use them; the rules stay pending
+                self.runtime.settings = saved
+                self.settingsChanged.emit()
+                self._show_message(
+                    f"{'The settings and API keys were' if key_changes else 'The settings were'}"
+                    f" saved, but the approval rules were not: {file_reason(exc)} "
+                    "Press Save to try the rules again."
+                )
+                return False
         finally:
             self.save_button.setEnabled(True)
         self.runtime.settings = saved
@@ -415,6 +429,37 @@ class SettingsDialog(QDialog):
             self.skills.cancel_tasks()
             self.terminal.cancel_tasks()
         super().done(result)
+
+
+def keys_refused_message(reason: str, key_changes: int) -> str:
+    """The keyring refused a key change: settings.json was not written. Changes made
+    before the refused one (there is an order) are kept in the keyring."""
+    if key_changes <= 1:
+        return f"Nothing was saved. {reason}"
+    return (
+        f"The settings were not saved: the keyring refused an API key change. {reason} "
+        "Key changes made before it are kept in the keyring."
+    )
+
+
+def settings_not_written_message(exc: Exception, key_changes: int) -> str:
+    """settings.json could not be written, after the key changes (if any) were made."""
+    reason = file_reason(exc) if isinstance(exc, OSError) else str(exc)
+    if key_changes:
+        return (
+            "The API keys were updated in the keyring, but the other settings were not "
+            f"saved. {reason}"
+        )
+    if isinstance(exc, OSError):
+        return f"Nothing was saved: the settings file could not be written. {reason}"
+    return f"Nothing was saved. {reason}"
+
+
+def file_reason(exc: OSError) -> str:
+    """A file error in plain words: what the system said, and the file."""
+    what = exc.strerror or str(exc) or "the file could not be written"
+    where = f" ({exc.filename})" if exc.filename else ""
+    return f"{what[:1].upper()}{what[1:]}{where}."
 
 
 def _with_header(page: SettingsPage) -> tuple[QWidget, QLabel]:

@@ -51,6 +51,7 @@ from PySide6.QtWidgets import (
 from app.core.mcp.config import (
     KEYRING_PREFIX,
     EntryError,
+    EntryProblem,
     McpConfigError,
     ServerConfig,
     check_entry,
@@ -833,6 +834,12 @@ class ServerEditor(QWidget):
         return True
 
 
+def left_out_text(problems: list[EntryProblem]) -> str:
+    """What an import left out and why, one server a line (names made visible)."""
+    lines = "\n".join(f"• {sentence(p.message)}" for p in problems)
+    return f"Not added:\n{lines}"
+
+
 def sentence(text: str) -> str:
     """Text that someone else wrote (a server, the config checker) as one readable sentence:
     control characters made visible, a capital first letter, a full stop."""
@@ -1533,8 +1540,9 @@ class McpPage(SettingsPage):
             return
         await self._imported(report)
 
-    async def _imported(self, report: Any) -> None:
-        """mcp.json now holds what an import added: tell the manager and say what happened."""
+    async def _imported(self, report: Any, *, left_out_shown: bool = False) -> None:
+        """mcp.json now holds what an import added: tell the manager and say what happened
+        (what was left out too, unless the paste box already says it)."""
         servers = await in_thread(read_servers_block, self.path)
         await in_thread(self._reload_manager, servers, set())
         await self._written(servers)
@@ -1542,22 +1550,30 @@ class McpPage(SettingsPage):
         for name in report.added:
             self.rules.setdefault(name, current_rule(name, book))
             self._saved_rules.setdefault(name, self.rules[name])
-        parts = [f"Imported {plural(len(report.added), 'server')}"]
+        parts = [
+            f"Imported {plural(len(report.added), 'server')}"
+            if report.added
+            else "No server was imported"
+        ]
         if report.skipped:
             kept = ", ".join(visible(n, keep_newlines=False) for n in report.skipped)
             parts.append(f"kept existing {kept}")
         if report.moved_to_keyring:
             parts.append(f"{plural(len(report.moved_to_keyring), 'secret')} moved to the keyring")
-        if report.invalid:
-            count = len(report.invalid)
-            parts.append(f"left out {count} invalid {'entry' if count == 1 else 'entries'}")
         self._fill(select=report.added[0] if report.added else None)
-        self.set_message("; ".join(parts) + ".")
+        message = "; ".join(parts) + "."
+        if report.invalid and not left_out_shown:
+            message += "\n" + left_out_text(report.invalid)
+        elif report.invalid:
+            message += " Some were not added: see the pasted text above."
+        self.set_message(message, error=bool(report.invalid))
         self.edited.emit()
 
     async def import_text(self, text: str) -> bool:
         """Add the servers of pasted JSON (as importing a file does: existing names are
-        kept, secrets go to the keyring). Problems are shown under the box."""
+        kept, secrets go to the keyring). Problems are shown under the box, and when a
+        server was left out the box keeps the text, so nothing pasted is lost. True when
+        every server was added."""
         panels = [self.empty_paste, self.paste_panel]
         try:
             servers = servers_from_text(text)
@@ -1583,11 +1599,20 @@ class McpPage(SettingsPage):
             for panel in panels:
                 panel.show_error(f"Could not add them: {os_reason(exc)}")
             return False
-        for panel in panels:
-            panel.edit.clear()
-        self.paste_panel.hide()
-        await self._imported(report)
-        return True
+        if report.added or report.skipped:
+            await self._imported(report, left_out_shown=True)
+        if not report.invalid:
+            for panel in panels:
+                panel.edit.clear()
+            self.paste_panel.hide()
+            return True
+        for panel in panels:  # the box that shows now keeps the text
+            if panel.edit.toPlainText() != text:
+                panel.edit.setPlainText(text)
+            panel.show_error(left_out_text(report.invalid))
+        if not self.main_view.isHidden():
+            self.show_paste()
+        return False
 
     # -- the dialog's Save: approval rules --
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
 
-from app.core.providers.urls import with_scheme
+from app.core.providers.urls import display_host, with_scheme
 
 KIND_LABELS = {"openai": "OpenAI-compatible", "anthropic": "Anthropic"}
 
@@ -39,6 +39,8 @@ def url_problem(url: str) -> str | None:
     parts = urlsplit(with_scheme(url))
     if parts.scheme not in ("http", "https") or not parts.hostname or " " in url:
         return f"“{url}” is not a valid URL: it must look like host:port or http://host:port/path."
+    if "@" in parts.netloc:  # user:password@host, or api.openai.com@evil.example
+        return "Put the key in the API key field, not in the address."
     try:
         _ = parts.port
     except ValueError:
@@ -47,9 +49,9 @@ def url_problem(url: str) -> str | None:
 
 
 def host(url: str) -> str:
-    """The `host:port` part of a URL, to name the server in a list."""
-    parts = urlsplit(url.strip())
-    return parts.netloc or url
+    """The `host:port` part of a URL, to name the server in a list: a non-ASCII host name
+    in its punycode form, so a lookalike of a known name shows as different."""
+    return display_host(url)
 
 
 def same_url(a: str, b: str) -> bool:

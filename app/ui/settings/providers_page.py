@@ -29,10 +29,17 @@ from qasync import asyncSlot
 from app.core.local_servers import DEFAULTS as LOCAL_CANDIDATES
 from app.core.local_servers import Candidate, detect_local_servers
 from app.core.providers.base import ProviderConfig
-from app.core.providers.urls import normalize_base_url
+from app.core.providers.urls import (
+    display_origin,
+    display_url,
+    is_local_host,
+    normalize_base_url,
+    origin,
+)
 from app.core.runtime import Runtime
-from app.core.secrets import SecretStoreError, secret_key
+from app.core.secrets import SecretStoreError, env_api_key, secret_key
 from app.core.settings import ProviderAccount, Settings
+from app.core.visible import one_line
 from app.ui.settings.account_list import ACTIVE_ROLE, DETAIL_ROLE, AccountDelegate
 from app.ui.settings.connection import (
     TEST_DEADLINE,
@@ -42,6 +49,7 @@ from app.ui.settings.connection import (
     classify_failure,
     connected,
     ping,
+    plain_tooltip,
     probe_config,
 )
 from app.ui.settings.page import Patch, SettingsPage, in_thread
@@ -186,6 +194,7 @@ class ProvidersPage(SettingsPage):
         self.detect_button.clicked.connect(self.detect_servers)
         left.addWidget(self.detect_button)
         self.detect_result = muted_label("")
+        self.detect_result.setTextFormat(Qt.TextFormat.PlainText)
         self.detect_result.hide()
         left.addWidget(self.detect_result)
         root.addWidget(left_box)
@@ -236,6 +245,10 @@ class ProvidersPage(SettingsPage):
         self.preset_button.setFixedWidth(SIDE_BUTTON_WIDTH)
         form.addRow(form_label("Base URL"), field_row(self.url_edit, self.preset_button))
         self.url_error = self._error_row(form, self.url_edit)
+        self.url_note = muted_label("")  # a key about to cross the internet unencrypted
+        self.url_note.setTextFormat(Qt.TextFormat.PlainText)
+        form.addRow("", self.url_note)
+        form.setRowVisible(self.url_note, False)
 
         self.key_edit = QLineEdit()
         self.key_edit.setEchoMode(QLineEdit.EchoMode.Password)
@@ -247,6 +260,7 @@ class ProvidersPage(SettingsPage):
         form.addRow(form_label("API key"), field_row(self.key_edit, self.forget_button))
         self.key_error = self._error_row(form, self.key_edit)
         self.key_status = muted_label("")
+        self.key_status.setTextFormat(Qt.TextFormat.PlainText)
         form.addRow("", self.key_status)
 
         self.model_combo = QComboBox()
@@ -286,6 +300,7 @@ class ProvidersPage(SettingsPage):
         self.cancel_button.clicked.connect(self.cancel_test)
         self.cancel_button.hide()
         self.test_result = QLabel("")
+        self.test_result.setTextFormat(Qt.TextFormat.PlainText)  # holds a server's model name
         self.test_result.setWordWrap(True)
         self.test_result.setMinimumHeight(ROW_HEIGHT)
         self.test_result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -298,6 +313,7 @@ class ProvidersPage(SettingsPage):
         form.addRow("", test_row)
 
         self.error_label = role_label("", "error", wrap=True)
+        self.error_label.setTextFormat(Qt.TextFormat.PlainText)
         self.error_label.hide()
         form.addRow("", self.error_label)
         self._errors: dict[Field, QLabel] = {
@@ -328,6 +344,12 @@ class ProvidersPage(SettingsPage):
     def _snapshot(self) -> tuple[list[dict[str, Any]], str | None]:
         return [a.model_dump() for a in self.accounts], self.active
 
+    def pending_key_changes(self) -> int:
+        """How many keyring changes `store_keys` is about to make: keys typed, keys to
+        forget, stored keys of removed accounts (for the dialog's save message)."""
+        removed = [a for a in self._removed if self._key_stored.get(a)]
+        return len(self._new_keys) + len(self._forget_keys) + len(removed)
+
     def has_changes(self) -> bool:
         """Accounts edited, added or removed, or a key typed or to be forgotten."""
         return self._snapshot() != self._saved or bool(self._new_keys or self._forget_keys)
@@ -350,7 +372,7 @@ class ProvidersPage(SettingsPage):
         item.setText(account.label.strip() or "Unnamed")
         item.setData(DETAIL_ROLE, f"{KIND_LABELS[account.kind]} · {host(account.base_url)}")
         item.setData(ACTIVE_ROLE, account.id == self.active)
-        item.setToolTip(f"{item.text()}\n{account.base_url}")
+        item.setToolTip(plain_tooltip(f"{item.text()}\n{display_url(account.base_url)}"))
 
     def _refill_list(self, select: int = 0) -> None:
         self._loading = True
@@ -448,6 +470,35 @@ class ProvidersPage(SettingsPage):
         self.test_result.setText(text)
         set_role(self.test_result, "ok" if ok else "error")
 
+    def moved_from(self, account: ProviderAccount) -> str | None:
+        """The saved base URL of `account` when the one typed names another server
+        (scheme, host or port differ): its stored key is for that one. None otherwise."""
+        saved = next((a for a in self._saved[0] if a.get("id") == account.id), None)
+        saved_url = str(saved.get("base_url") or "") if saved else ""
+        if not saved_url or origin(saved_url) == origin(account.base_url):
+            return None
+        return saved_url
+
+    def _key_moved_note(self, account: ProviderAccount) -> str:
+        saved_url = self.moved_from(account)
+        if saved_url is None:
+            return ""
+        return (
+            f"The stored key is for {display_origin(saved_url)}; paste it again to use it "
+            f"with {display_origin(account.base_url)}."
+        )
+
+    def _show_url_note(self, account: ProviderAccount) -> None:
+        """Under the URL: a key is set and the URL is http:// to a server that is not on
+        this computer or the local network (not refused: some networks are trusted)."""
+        where = origin(account.base_url)
+        stored = bool(self._key_stored.get(account.id)) and account.id not in self._forget_keys
+        has_key = account.id in self._new_keys or (stored and self.moved_from(account) is None)
+        plain = where is not None and where[0] == "http" and not is_local_host(where[1])
+        note = "This key would be sent unencrypted (http://)." if has_key and plain else ""
+        self.url_note.setText(note)
+        self._form.setRowVisible(self.url_note, bool(note))
+
     def _show_key_state(self, account: ProviderAccount) -> None:
         stored = self._key_stored.get(account.id)
         preset = preset_for(account.base_url)
@@ -458,6 +509,9 @@ class ProvidersPage(SettingsPage):
         elif account.id in self._forget_keys:
             status = "The stored key will be removed from the keyring when you save."
             placeholder = "No key"
+        elif stored and (moved := self._key_moved_note(account)):
+            status = moved
+            placeholder = "Paste the key for this server"
         elif stored:
             status = "✓ A key is stored in the system keyring. Type a new one to replace it."
             placeholder = "•••••••• stored in keyring"
@@ -470,6 +524,7 @@ class ProvidersPage(SettingsPage):
         self.key_edit.setPlaceholderText(placeholder)
         self.key_status.setText(status)
         self.forget_button.setEnabled(bool(stored) and account.id not in self._forget_keys)
+        self._show_url_note(account)
 
     def _show_error(self, text: str) -> None:
         self.error_label.setText(text)
@@ -494,6 +549,7 @@ class ProvidersPage(SettingsPage):
         ):
             account.base_url = DEFAULT_PRESET[kind].base_url
             self.url_edit.setText(account.base_url)
+        self._forget_results(account, models=True)
         self._update_item(account)
         self._show_tool_format(account)
 
@@ -509,8 +565,30 @@ class ProvidersPage(SettingsPage):
             account.base_url = text.strip()
             self._set_field_error(account, "url", "")
             self.error_label.hide()
+            self._forget_results(account, models=True)
             self._update_item(account)
             self._show_key_state(account)
+
+    def _forget_results(self, account: ProviderAccount, *, models: bool) -> None:
+        """The address or key changed: the last Test's "✓ Connected…" / "✗ …" line no
+        longer says anything about it; `models`: nor does the server's model list."""
+        self._results.pop(account.id, None)
+        if models and self._models.pop(account.id, None) is not None:
+            self._set_field_error(account, "model", "")
+            if self.current() is account:
+                self._refill_models(account)
+        if self.current() is account:
+            self._show_result(True, "")
+
+    def _refill_models(self, account: ProviderAccount) -> None:
+        """The model drop-down's list, keeping the name typed in it."""
+        self._loading = True
+        try:
+            self.model_combo.clear()
+            self.model_combo.addItems(self._models.get(account.id, []))
+            self.model_combo.setEditText(account.model)
+        finally:
+            self._loading = False
 
     def _on_key_edited(self, text: str) -> None:
         account = self.current()
@@ -522,6 +600,7 @@ class ProvidersPage(SettingsPage):
         else:
             self._new_keys.pop(account.id, None)
         self._set_field_error(account, "key", "")
+        self._forget_results(account, models=False)
         self._show_key_state(account)
 
     def _on_model_changed(self, text: str) -> None:
@@ -560,6 +639,7 @@ class ProvidersPage(SettingsPage):
             return
         account.kind = preset.kind
         account.base_url = preset.base_url
+        self._forget_results(account, models=True)
         self._load_form()
         self._update_item(account)
 
@@ -587,6 +667,7 @@ class ProvidersPage(SettingsPage):
             self._forget_keys.add(account.id)
             self._new_keys.pop(account.id, None)
             self.key_edit.clear()
+            self._forget_results(account, models=False)
             self._show_key_state(account)
 
     # -- async work --
@@ -628,11 +709,15 @@ class ProvidersPage(SettingsPage):
                     self._show_key_state(current)
 
     async def _api_key(self, account: ProviderAccount) -> str | None:
-        """The key as typed, else the stored one (or the environment's)."""
+        """The key as typed, else the stored one (or the environment's for its own cloud
+        API). The stored key is for the saved server: not sent to another one typed but
+        not saved (`moved_from`)."""
         if account.id in self._new_keys:
             return self._new_keys[account.id]
         if account.id in self._forget_keys:
             return None
+        if self.moved_from(account) is not None:
+            return env_api_key(account.base_url)
         try:
             return await in_thread(self.runtime.secrets.api_key_for, account)
         except SecretStoreError:
@@ -776,7 +861,8 @@ class ProvidersPage(SettingsPage):
                 self._load_form()
             self._stage[account.id] = "ping"
             await ping(provider)
-        return f"✓ Connected: {plural(len(models), 'model')} available; “{account.model}” answered"
+        name = one_line(account.model, 80)
+        return f"✓ Connected: {plural(len(models), 'model')} available; “{name}” answered"
 
     @asyncSlot()
     async def detect_servers(self) -> None:
