@@ -317,7 +317,7 @@ def test_opening_the_window_imports_no_heavy_module(tmp_path: Path):
         gui = App(app, sys.argv[1])
         gui.show()
         app.processEvents()
-        heavy = ("docker", "kubernetes", "playwright", "caldav")
+        heavy = ("docker", "kubernetes", "playwright", "caldav", "mcp", "httpx")
         loaded = sorted({m.split(".")[0] for m in sys.modules if m.split(".")[0] in heavy})
         impls = sorted(m for m in sys.modules if m.startswith("tools.") and m.count(".") >= 2
                        and not m.endswith(".manifest"))

@@ -252,7 +252,7 @@ class BrowserSettings(_Model):
     )
     idle_close_seconds: int = Field(
         300,
-        ge=10,
+        ge=1,
         le=86_400,
         title="Close the browser after",
         description="Seconds without use; the next browser tool opens it again.",

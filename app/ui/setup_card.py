@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.local_servers import LocalServer
 from app.core.visible import one_line
 from app.ui.settings.connection import TEST_DEADLINE, classify_failure, list_models, probe_config
 from app.ui.settings.presets import host, preset_for, url_problem
@@ -145,6 +144,8 @@ class SetupCard(QFrame):
             return
         preset = preset_for(config.base_url)
         name = preset.name if preset is not None else host(config.base_url)
+        from app.core.local_servers import LocalServer  # httpx: off the start-up path
+
         self.useServerRequested.emit(LocalServer(name, config.base_url, models))
 
     def show_servers(self, servers: list[Any]) -> None:

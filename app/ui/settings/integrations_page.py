@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QShowEvent
+from PySide6.QtGui import QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QFormLayout,
     QHBoxLayout,
@@ -57,6 +57,7 @@ from integrations.spec import Account, IntegrationField, IntegrationSpec
 log = logging.getLogger(__name__)
 
 LIST_WIDTH = 220
+NARROW_LIST_WIDTH = 150  # at 800×600 and below
 SIDE_BUTTON_WIDTH = 96
 LABEL_WIDTH = 150
 SET_PLACEHOLDER = "•••••••• set"
@@ -276,6 +277,12 @@ class IntegrationsPage(SettingsPage):
 
     # -- layout --
 
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """In a small dialog the list narrows first, so the accounts keep their width."""
+        super().resizeEvent(event)
+        width = event.size().width()
+        self.integration_list.setFixedWidth(max(NARROW_LIST_WIDTH, min(LIST_WIDTH, width // 4)))
+
     def _build(self) -> None:
         root = QHBoxLayout(self)
         root.setContentsMargins(0, 0, 0, 0)
@@ -333,15 +340,20 @@ class IntegrationsPage(SettingsPage):
         for b in (self.add_button, self.edit_button, self.remove_button, self.active_button):
             row.addWidget(b)
         row.addStretch(1)
-        row.addWidget(self.test_button)
         layout.addLayout(row)
 
         self.test_result = QLabel("")
+        self.test_result.setTextFormat(Qt.TextFormat.PlainText)  # may hold a server's words
         self.test_result.setWordWrap(True)
         self.test_result.setMinimumHeight(ROW_HEIGHT)
+        self.test_result.setMinimumWidth(120)  # wraps rather than widening the page
         self.test_result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.test_result.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-        layout.addWidget(self.test_result)
+        self.test_result.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        test_row = QHBoxLayout()  # on its own row: five buttons in one do not fit 800×600
+        test_row.setSpacing(12)
+        test_row.addWidget(self.test_button, 0, Qt.AlignmentFlag.AlignTop)
+        test_row.addWidget(self.test_result, 1)
+        layout.addLayout(test_row)
         self.error_label = role_label("", "error", wrap=True)
         self.error_label.hide()
         layout.addWidget(self.error_label)

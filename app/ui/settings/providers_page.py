@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
@@ -80,6 +81,8 @@ log = logging.getLogger(__name__)
 
 LIST_WIDTH = 250
 SIDE_BUTTON_WIDTH = 132  # buttons right of a field share one width so the fields line up
+#: Their widths in a small dialog (800×600 and below).
+NARROW_LIST_WIDTH, NARROW_SIDE_BUTTON_WIDTH = 150, 96
 
 
 #: The "Tool calls" choices (OpenAI-compatible accounts): ProviderAccount.tool_format.
@@ -167,7 +170,7 @@ class ProvidersPage(SettingsPage):
         root.setContentsMargins(0, 0, 0, 0)
         root.setSpacing(18)
 
-        left_box = QWidget()
+        left_box = self.left_box = QWidget()
         left_box.setFixedWidth(LIST_WIDTH)
         left = QVBoxLayout(left_box)
         left.setContentsMargins(0, 0, 0, 0)
@@ -208,6 +211,16 @@ class ProvidersPage(SettingsPage):
         self.details.addWidget(self.empty_hint)
         self.details.addWidget(self._build_form())
         root.addWidget(self.details, 1)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """At the dialog's smallest sizes the list and the side buttons narrow first, so
+        the form's fields keep a usable width and nothing scrolls sideways."""
+        super().resizeEvent(event)
+        width = event.size().width()
+        self.left_box.setFixedWidth(max(NARROW_LIST_WIDTH, min(LIST_WIDTH, int(width * 0.26))))
+        side = SIDE_BUTTON_WIDTH if width >= 700 else NARROW_SIDE_BUTTON_WIDTH
+        for button in (self.preset_button, self.forget_button, self.refresh_button):
+            button.setFixedWidth(side)
 
     def _build_form(self) -> QWidget:
         box = QWidget()
@@ -274,7 +287,7 @@ class ProvidersPage(SettingsPage):
         assert line is not None
         line.setPlaceholderText("Type a name, or refresh")
         self.model_combo.currentTextChanged.connect(self._on_model_changed)
-        self.refresh_button = QPushButton("Refresh models")
+        self.refresh_button = QPushButton("Refresh list")
         self.refresh_button.clicked.connect(self.refresh_models)
         self.refresh_button.setFixedWidth(SIDE_BUTTON_WIDTH)
         form.addRow(form_label("Model"), field_row(self.model_combo, self.refresh_button))
@@ -304,7 +317,8 @@ class ProvidersPage(SettingsPage):
         self.test_result.setWordWrap(True)
         self.test_result.setMinimumHeight(ROW_HEIGHT)
         self.test_result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.test_result.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self.test_result.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.test_result.setMinimumWidth(120)  # wraps rather than widening the page
         test_row = QHBoxLayout()
         test_row.setSpacing(12)
         test_row.addWidget(self.test_button, 0, Qt.AlignmentFlag.AlignTop)
