@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,17 @@ _guard_lines: list[str] = []
 
 def pytest_configure(config: pytest.Config) -> None:
     PROGRAMS.start()
+    # blocking core work called on the window's thread fails the test (app.core.threads)
+    os.environ["DESKHAND_STRICT_THREADS"] = "1"
+
+
+@pytest.fixture(autouse=True)
+def _no_gui_thread_left() -> Iterator[None]:
+    """A window marks its thread as the GUI's; the next test starts without one."""
+    yield
+    from app.core.threads import forget_gui_thread
+
+    forget_gui_thread()
 
 
 @pytest.hookimpl(hookwrapper=True)

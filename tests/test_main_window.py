@@ -16,6 +16,7 @@ from app.core.events import TextDelta
 from app.core.providers.base import ChatMessage
 from app.core.runtime import Runtime
 from app.core.settings import ProviderAccount
+from app.core.threads import GuiThreadError
 from app.ui.icons import app_icon
 from app.ui.main_window import MainWindow
 from app.ui.tray import Tray
@@ -347,9 +348,42 @@ def test_opening_the_window_imports_no_heavy_module(tmp_path: Path):
 def test_the_header_shows_the_accounts_tools_act_on(window, qtbot, qloop, monkeypatch, tmp_path):
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
     monkeypatch.delenv("DOCKER_HOST", raising=False)
-    window.refresh_accounts()
+    qloop.run_until_complete(window.refresh_accounts())
     assert window.accounts_label.text() == ""  # only the local Docker: nothing to choose
     added = window.runtime.accounts.add("docker", "build box", {"host": "ssh://me@build"})
     window.runtime.accounts.set_active("docker", added.id)
-    window.refresh_accounts()
+    qloop.run_until_complete(window.refresh_accounts())  # read in a worker thread
     assert window.accounts_label.text() == "Docker: build box"
+    # reading them on the window's thread (YAML, contexts) is what the guard refuses
+    with pytest.raises(GuiThreadError):
+        window.runtime.accounts.active_summary()
+
+
+def test_the_thread_guard_logs_instead_of_failing_for_users(monkeypatch, caplog):
+    from app.core.threads import forget_gui_thread, mark_gui_thread, off_gui_thread
+
+    calls: list[int] = []
+
+    @off_gui_thread
+    def blocking(x: int) -> int:
+        calls.append(x)
+        return x * 2
+
+    mark_gui_thread()
+    try:
+        monkeypatch.setenv("DESKHAND_STRICT_THREADS", "0")
+        assert blocking(2) == 4 and blocking(3) == 6  # works, and says so once
+        assert sum("ran on the GUI thread" in r.message for r in caplog.records) == 1
+        monkeypatch.setenv("DESKHAND_STRICT_THREADS", "1")
+        with pytest.raises(GuiThreadError, match="blocking"):
+            blocking(4)
+        assert calls == [2, 3]
+        import threading
+
+        done: list[int] = []
+        worker = threading.Thread(target=lambda: done.append(blocking(5)))
+        worker.start()
+        worker.join()
+        assert done == [10]  # any other thread is fine
+    finally:
+        forget_gui_thread()

@@ -10,6 +10,7 @@ import logging
 from typing import Any
 
 from app.core.secrets import SecretStore, SecretStoreError, secret_key
+from app.core.threads import off_gui_thread
 from integrations.registry import SPECS
 from integrations.spec import Account, IntegrationSpec
 
@@ -95,6 +96,7 @@ class AccountDirectory:
             raise AccountError(f"no {title} account is set up; add one in Settings → Accounts")
         return self.with_secrets(account)
 
+    @off_gui_thread  # reads kubeconfig YAML, Docker contexts, the store
     def active_summary(self) -> list[tuple[str, str]]:
         """(integration title, active account label) where the choice matters: the
         integration has several accounts, or the user picked an added one."""

@@ -7,6 +7,7 @@ import base64
 import contextlib
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QByteArray, QSize, Qt, QTimer, QUrl, Signal
@@ -42,9 +43,11 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from shiboken6 import isValid
 
 from app.core.events import Error, Notice, ToolCallFinished, TurnFinished
 from app.core.runtime import Runtime
+from app.core.threads import mark_gui_thread
 from app.core.visible import visible
 from app.ui.chat.elicitation_form import ElicitationPanel
 from app.ui.chat.view import ChatView
@@ -65,6 +68,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 #: Link schemes a click in the conversation hands to the system (the text is untrusted).
 SAFE_LINK_SCHEMES = frozenset({"http", "https", "mailto"})
+#: Reads the active accounts (kubeconfig YAML, Docker contexts) off the GUI thread.
+_ACCOUNTS_READER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deskhand-accounts")
 UNDO_SECONDS = 10
 #: The smallest window in which nothing is clipped (sidebar shown).
 MIN_WIDTH, MIN_HEIGHT = 720, 500
@@ -164,6 +169,7 @@ class MainWindow(QMainWindow):
         self.tray = tray
         self.state_path = runtime.home / "ui_state.json"
         self.ui_state = UiState.load(self.state_path)
+        mark_gui_thread()  # blocking core work called from here is caught (app.core.threads)
         self.controller = ChatController(runtime, self)
         self.setWindowTitle("Deskhand")
         self.resize(1100, 760)
@@ -469,16 +475,40 @@ class MainWindow(QMainWindow):
         """The header shows the open conversation's model (its own, else the default)."""
         self.model_picker.set_choice(*self.controller.model_choice())
 
-    def refresh_accounts(self) -> None:
-        """Shows which accounts tools act on (e.g. "Kubernetes: prod"), where it matters."""
+    def refresh_accounts(self) -> asyncio.Future[None] | None:
+        """Shows which accounts tools act on (e.g. "Kubernetes: prod"), where it matters.
+        Reading them parses kubeconfig YAML and Docker contexts, so it runs in a worker
+        thread and the header follows when it is done; the future says when (None without
+        an event loop)."""
         try:
-            summary = self.runtime.accounts.active_summary()
+            loop = asyncio.get_event_loop()
+        except RuntimeError:
+            return None
+        if loop.is_closed():
+            return None
+        # a plain Python thread, not qasync's QThread executor: a QThread still reading when
+        # the app quits aborts the process
+        read = loop.run_in_executor(_ACCOUNTS_READER, self._read_active_accounts)
+        done: asyncio.Future[None] = loop.create_future()
+
+        def show(future: asyncio.Future[list[tuple[str, str]]]) -> None:
+            summary = [] if future.cancelled() or future.exception() else future.result()
+            if isValid(self.accounts_label):
+                text = "  ·  ".join(f"{title}: {label}" for title, label in summary)
+                self.accounts_label.setText(text)
+                self.accounts_label.setVisible(bool(text))
+            if not done.done():
+                done.set_result(None)
+
+        read.add_done_callback(show)
+        return done
+
+    def _read_active_accounts(self) -> list[tuple[str, str]]:
+        try:
+            return self.runtime.accounts.active_summary()
         except Exception as exc:  # the header must never break the window
             log.warning("could not read the active accounts: %s", exc)
-            summary = []
-        text = "  ·  ".join(f"{title}: {label}" for title, label in summary)
-        self.accounts_label.setText(text)
-        self.accounts_label.setVisible(bool(text))
+            return []
 
     def show_setup(self, visible: bool) -> None:
         self.chat_stack.setCurrentIndex(1 if visible else 0)
