@@ -11,13 +11,13 @@ from PySide6.QtWidgets import QLineEdit
 
 from app.core.providers.base import ChatMessage
 from app.core.store import HIGHLIGHT_END, HIGHLIGHT_START, Store
+from app.ui.plain_text import plain_tooltip
 from app.ui.sidebar import (
     DETAIL_ROLE,
     SPANS_ROLE,
     TITLE_ROLE,
     Sidebar,
     highlight_parts,
-    plain_tooltip,
 )
 
 pytestmark = pytest.mark.gui

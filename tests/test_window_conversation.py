@@ -263,3 +263,23 @@ def test_the_chat_text_size_setting_reaches_the_conversation_and_composer(window
     assert window.chat_view.chat_delegate.theme.font.pointSizeF() == 9
     choose(0)
     assert window.chat_view.chat_delegate.theme.font.pointSizeF() == default
+
+
+def test_switching_chats_keeps_the_fetched_model_lists(window, qtbot, qloop):
+    picker = window.model_picker
+    account = window.runtime.settings.active_provider_account()
+
+    async def body():
+        picker.open_popup()
+        await wait_until(
+            lambda: (x := picker.listing(account.id)) is not None and not x.loading,
+            what="the model list",
+        )
+        picker.popup.hide()
+
+    qloop.run_until_complete(body())
+    fetched = picker.listing(account.id)
+    window.new_chat()  # a chat switch asks no server again
+    assert picker.listing(account.id) is fetched
+    window.apply_settings()  # a settings change does (keys or addresses may differ)
+    assert picker.listing(account.id) is None

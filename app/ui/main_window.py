@@ -56,8 +56,9 @@ from app.ui.controller import ChatController
 from app.ui.folders_dialog import FoldersPrompt, needs_asking
 from app.ui.icons import line_icon
 from app.ui.model_picker import ModelPicker
+from app.ui.plain_text import plain_tooltip
 from app.ui.setup_card import SetupCard
-from app.ui.sidebar import Sidebar, flat, plain_tooltip
+from app.ui.sidebar import Sidebar, flat
 from app.ui.starter_prompts import StarterPrompts
 from app.ui.ui_state import UiState
 
@@ -464,8 +465,7 @@ class MainWindow(QMainWindow):
         """After start-up or a settings change: the header's model, the setup card."""
         settings = self.runtime.settings
         self.composer.set_send_key(settings.general.send_key)
-        self.model_picker.refresh()
-        self._show_model_choice()
+        self._show_model_choice()  # the lists it fetched stay (a new account is fetched)
         if settings.active_provider_account() is None:
             self.show_setup(self.chat_view.message_count() == 0)
             return
@@ -770,6 +770,7 @@ class MainWindow(QMainWindow):
 
     def apply_settings(self) -> None:
         self.runtime.settings = self.runtime.settings_store.load()
+        self.model_picker.refresh()  # keys or addresses may have changed: ask again
         self.refresh_provider()
         self.refresh_accounts()
         self.apply_text_size()

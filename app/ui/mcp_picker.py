@@ -10,7 +10,6 @@ thread, and only after the user picked something.
 from __future__ import annotations
 
 import asyncio
-import html
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -55,6 +54,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.visible import one_line
+from app.ui.plain_text import plain_tooltip
 
 if TYPE_CHECKING:
     from app.core.mcp.catalog import PromptEntry, ResourceEntry
@@ -83,11 +83,6 @@ _FRAME_STYLE = (
 async def in_thread(fn: Callable[..., T], *args: Any) -> T:
     """Run a blocking call (an MCP request) off the GUI thread."""
     return await asyncio.get_event_loop().run_in_executor(None, fn, *args)
-
-
-def plain_tooltip(text: str) -> str:
-    """A tooltip that shows `text` as it is: Qt would read anything looking like markup."""
-    return f"<p style='white-space:pre-wrap'>{html.escape(text)}</p>" if text else ""
 
 
 def plain_label(text: str = "", role: str = "") -> QLabel:

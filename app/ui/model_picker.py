@@ -58,7 +58,8 @@ from app.core.providers.base import AuthError, ProviderConfig
 from app.core.providers.urls import display_origin, normalize_base_url
 from app.core.settings import ProviderAccount
 from app.core.visible import one_line
-from app.ui.settings.connection import classify_failure, connected, plain_tooltip
+from app.ui.plain_text import plain_tooltip
+from app.ui.settings.connection import classify_failure, connected
 from app.ui.settings.page import in_thread
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,6 @@ words, never as rich text.
 
 from __future__ import annotations
 
-import html
 import logging
 from datetime import datetime
 from typing import Any
@@ -61,6 +60,7 @@ from PySide6.QtWidgets import (
 from app.core.store import HIGHLIGHT_END, HIGHLIGHT_START, NotFoundError
 from app.core.visible import visible
 from app.ui.icons import line_icon
+from app.ui.plain_text import plain_tooltip
 
 log = logging.getLogger(__name__)
 ID_ROLE = Qt.ItemDataRole.UserRole
@@ -91,11 +91,6 @@ def _when(moment: datetime) -> str:
     if moment.year == now.year:
         return moment.strftime("%d %b")
     return moment.strftime("%d %b %Y")
-
-
-def plain_tooltip(text: str) -> str:
-    """A tooltip showing untrusted `text` as text (a tooltip would render markup)."""
-    return f"<p style='white-space:pre-wrap'>{html.escape(visible(text))}</p>" if text else ""
 
 
 def flat(text: str) -> str:

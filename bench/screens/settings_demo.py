@@ -23,22 +23,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from keyring.backend import KeyringBackend
 from PySide6.QtWidgets import QApplication
 
-PAGES = (
-    "providers",
-    "integrations",
-    "tools",
-    "terminal",
-    "browser",
-    "rules",
-    "mcp",
-    "sources",
-    "skills",
-    "memory",
-    "general",
-    "instructions",
-    "security",
-    "about",
-)
+from app.ui.settings.dialog import PAGE_KEYS as PAGES
 
 
 class MemoryKeyring(KeyringBackend):

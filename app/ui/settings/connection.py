@@ -4,7 +4,6 @@ describe failures without leaking the key — each next to the field that caused
 from __future__ import annotations
 
 import asyncio
-import html
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from app.core.providers.base import (
     UnreachableError,
 )
 from app.core.providers.urls import normalize_base_url
-from app.core.visible import one_line, visible
+from app.core.visible import one_line
 
 #: Test connection must answer quickly and say what is wrong, not retry for a minute.
 TEST_TIMEOUTS = {"connect_timeout": 5.0, "read_timeout": 20.0, "max_retries": 0}
@@ -77,12 +76,6 @@ async def list_models(config: ProviderConfig, timeout: float = TEST_DEADLINE) ->
     """The server's models, or a ProviderError / TimeoutError within `timeout` seconds."""
     async with connected(config) as provider:
         return await asyncio.wait_for(provider.list_models(), timeout)
-
-
-def plain_tooltip(text: str) -> str:
-    """A tooltip showing server text as text: Qt renders a tooltip that looks like HTML
-    as HTML (links, images), so it is escaped inside a paragraph of its own."""
-    return f"<p style='white-space:pre-wrap'>{html.escape(visible(text))}</p>" if text else ""
 
 
 def describe_failure(exc: BaseException, key: str | None) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import html
 import json
 import logging
 import re
@@ -72,6 +71,7 @@ from app.core.rules import RuleBook, RuleDecision, Scope
 from app.core.runtime import Runtime
 from app.core.settings import Settings
 from app.core.visible import visible
+from app.ui.plain_text import plain_tooltip
 from app.ui.settings.account_list import DETAIL_ROLE, AccountDelegate
 from app.ui.settings.mcp_signin import NEEDS_SIGN_IN, SignInPanel, is_failure
 from app.ui.settings.page import Patch, SettingsPage, in_thread, spawn
@@ -360,11 +360,6 @@ def breakable(text: str) -> str:
             words.append(word)
         out.append(" ".join(words))
     return "\n".join(out)
-
-
-def plain_tooltip(text: str) -> str:
-    """A tooltip that shows `text` as it is (Qt would render one that looks like HTML)."""
-    return f"<p>{html.escape(visible(text))}</p>" if text else ""
 
 
 EMPTY_TEXT = (
@@ -1188,7 +1183,7 @@ class McpPage(SettingsPage):
         self.status_label.setText(breakable(line))
         self.status_label.setVisible(bool(line))
         tools = state.tools if state is not None and state.status is Status.READY else []
-        self.status_label.setToolTip(plain_tooltip(", ".join(tools)))
+        self.status_label.setToolTip(plain_tooltip(", ".join(tools), wrap=False))
         set_role(self.status_label, role)
         if name is not None and self.signin.waiting(name) and line == NEEDS_SIGN_IN:
             detail = ""  # "press Sign in" or the last failure, while the browser is open

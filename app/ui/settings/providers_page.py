@@ -41,6 +41,7 @@ from app.core.runtime import Runtime
 from app.core.secrets import SecretStoreError, env_api_key, secret_key
 from app.core.settings import ProviderAccount, Settings
 from app.core.visible import one_line
+from app.ui.plain_text import plain_tooltip
 from app.ui.settings.account_list import ACTIVE_ROLE, DETAIL_ROLE, AccountDelegate
 from app.ui.settings.connection import (
     TEST_DEADLINE,
@@ -50,7 +51,6 @@ from app.ui.settings.connection import (
     classify_failure,
     connected,
     ping,
-    plain_tooltip,
     probe_config,
 )
 from app.ui.settings.page import Patch, SettingsPage, in_thread
