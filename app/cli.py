@@ -202,8 +202,16 @@ async def _ask(args: argparse.Namespace, runtime: Runtime) -> int:
     from app.core.providers.base import ProviderError
 
     config = runtime.provider_config(args.provider, args.base_url, args.model)
-    runtime.start_mcp()  # in the background; tools join the registry as servers come up
+    # MCP servers' cached tool lists are offered at once; those with none start now and get
+    # a short head start, the others once the first request is on its way (no SDK import
+    # or server start ever competes with it).
+    uncached = runtime.offer_cached_mcp()
+    if uncached:
+        runtime.start_mcp()
     provider = make_provider(config)
+    starter = _McpStarter(args, runtime)
+    if not uncached:
+        provider.on_sent = starter.start  # type: ignore[attr-defined]
     printer = JsonPrinter() if args.json else TextPrinter()
     try:
         if not config.model:
@@ -223,7 +231,8 @@ async def _ask(args: argparse.Namespace, runtime: Runtime) -> int:
         conversation = runtime.open_conversation(args.conversation)
         if not args.conversation:
             runtime.store.auto_title(conversation.id, args.prompt)
-        await _mcp_head_start(runtime)
+        if uncached:
+            await _mcp_head_start(runtime, uncached)
         agent = runtime.make_agent(provider, approver, auto_approve=args.yes)
         async for event in agent.run(conversation, args.prompt):
             printer.handle(event)
@@ -231,17 +240,44 @@ async def _ask(args: argparse.Namespace, runtime: Runtime) -> int:
         return EXIT_PROVIDER if printer.failed else EXIT_OK
     finally:
         await provider.aclose()
+        starter.join()  # then runtime.close() stops every server it started
 
 
-async def _mcp_head_start(runtime: Runtime) -> None:
-    """A short, bounded wait so MCP servers that start quickly are in the first request;
-    slower ones join later requests (a hung one never holds the question up longer)."""
+async def _mcp_head_start(runtime: Runtime, names: list[str]) -> None:
+    """A short, bounded wait so MCP servers with no cached tool list that start quickly are
+    in the first request; slower ones join later requests (a hung one never holds the
+    question up longer)."""
     import asyncio
 
     from app.core.runtime import MCP_ASK_WAIT
 
     if "mcp" in runtime.__dict__:
-        await asyncio.to_thread(runtime.wait_mcp, MCP_ASK_WAIT)
+        await asyncio.to_thread(runtime.wait_mcp, MCP_ASK_WAIT, names)
+
+
+class _McpStarter:
+    """Starts the MCP servers once, on a thread of its own (the manager's import and
+    mcp.json's checks stay off the event loop), when the first request has been sent."""
+
+    def __init__(self, args: argparse.Namespace, runtime: Runtime) -> None:
+        self._args, self._runtime = args, runtime
+        self._thread: Any = None
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        import threading
+
+        self._thread = threading.Thread(target=self._run, name="deskhand-mcp-start", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        if self._runtime.start_mcp():
+            _elicitation(self._args, self._runtime)
+
+    def join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
 
 
 # ---- tools -------------------------------------------------------------------------------
@@ -290,8 +326,10 @@ def _tools_list(args: argparse.Namespace, runtime: Runtime) -> int:
     waiting = [(note, known) for cat, note, known in listing if args.category in (None, cat)]
     infos = registry.infos(args.category)
     for note, known in waiting:  # servers still starting (or failed): never waited for long
-        shown = "its last known tools are listed, marked as such" if known else (
-            "its tools are not listed"
+        shown = (
+            "its last known tools are listed, marked as such"
+            if known
+            else ("its tools are not listed")
         )
         print(f"deskhand: {note}; {shown}", file=sys.stderr)
     last_known = [tool for _, known in waiting for tool in known]
@@ -368,8 +406,10 @@ async def _tools_call(args: argparse.Namespace, runtime: Runtime) -> int:
             print(f"deskhand: {event.tool} approved by --yes", file=sys.stderr)
         elif isinstance(event, ApprovalRequested) and not _can_ask(args):
             req = event.request  # made visible already; one line for the terminal
-            print(f"deskhand: {one_line(req.tool)} needs approval: {one_line(req.reason or '')}",
-                  file=sys.stderr)
+            print(
+                f"deskhand: {one_line(req.tool)} needs approval: {one_line(req.reason or '')}",
+                file=sys.stderr,
+            )
 
     outcome = await pipeline.call(
         "cli", args.name, args.args, session=runtime.new_session(), emit=show, for_model=False

@@ -7,9 +7,12 @@ Cheap to import: the caldav package loads inside the functions that talk to a se
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from integrations.spec import Account, IntegrationField, IntegrationSpec
+
+if TYPE_CHECKING:
+    from caldav.davclient import DAVClient
 
 LOCAL_ID = "local"
 LOCAL_LABEL = "On this computer"
@@ -34,16 +37,16 @@ class CalDavProblem(RuntimeError):
     """A CalDAV server could not be used; the message says why in plain words."""
 
 
-def connect(account: Account) -> Any:
+def connect(account: Account) -> DAVClient:
     """A caldav.DAVClient for the account (no request is made yet)."""
     try:
-        import caldav
+        from caldav.davclient import DAVClient
     except ImportError:
         raise CalDavUnavailable(
             "CalDAV accounts need the Python package caldav (pip install caldav); "
             "the local calendar works without it"
         ) from None
-    return caldav.DAVClient(
+    return DAVClient(
         url=account.fields["url"].strip(),
         username=account.get("username") or None,
         password=account.get("password") or None,

@@ -117,7 +117,7 @@ class GitHubClient:
         """Items of a listing (a JSON array, or a search's `items`), following `rel="next"`
         links up to `limit` kept items or MAX_PAGES pages. `keep(item)` filters. Returns the
         items and whether more were left."""
-        query = {**(params or {}), "per_page": PER_PAGE_MAX}
+        query: dict[str, Any] | None = {**(params or {}), "per_page": PER_PAGE_MAX}
         items: list[Any] = []
         url: str | None = path
         for _ in range(MAX_PAGES):

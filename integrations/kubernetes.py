@@ -16,12 +16,16 @@ def kubeconfig_paths(explicit: str = "") -> list[Path]:
 
 
 def read_kubeconfig(explicit: str = "") -> dict[str, Any]:
-    """Merged contexts and current-context of the kubeconfig file(s), read with PyYAML only."""
-    import yaml
-
+    """Merged contexts and current-context of the kubeconfig file(s), read with PyYAML only
+    (imported only when a file exists: most machines have none)."""
     contexts: list[dict[str, Any]] = []
     current = ""
-    for path in kubeconfig_paths(explicit):
+    paths = [p for p in kubeconfig_paths(explicit) if p.is_file()]
+    if not paths:
+        return {"contexts": contexts, "current-context": current}
+    import yaml
+
+    for path in paths:
         try:
             data = yaml.safe_load(path.read_text("utf-8")) or {}
         except (OSError, yaml.YAMLError):

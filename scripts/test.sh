@@ -24,6 +24,8 @@ ensure_npm .cache/conformance tests/conformance
 cd "$ROOT"
 echo "== ruff"
 "$VENV/bin/ruff" check .
+echo "== mypy"
+"$VENV/bin/mypy"
 echo "== package test (build the Linux bundle and .deb, install, start, remove)"
 ./scripts/package-test.sh
 echo "== pytest"

@@ -10,13 +10,27 @@ from PySide6.QtGui import QMouseEvent, QTextDocument
 from PySide6.QtWidgets import QApplication
 
 from app.ui.chat.view import ChatView
+from tests.fixtures_qt import wait_until
+
+
+def _busy(view: ChatView) -> bool:
+    """Streamed text not yet shown, or a flush, settle or relayout pass still due."""
+    timers = (view._flush_timer, view._settle_timer, view._relayout_timer)
+    return bool(view._pending or view._pending_reasoning or any(t.isActive() for t in timers))
+
+
+async def _idle(view: ChatView, what: str) -> None:
+    await asyncio.sleep(0)  # one turn of the loop: what was just posted runs
+    await wait_until(lambda: not _busy(view), what=what)
 
 
 async def settled(view: ChatView) -> None:
-    """Lets pending flushes, layouts and the post-paint height pass run."""
-    await asyncio.sleep(0.05)
+    """Lets pending flushes, layouts and the post-paint height pass run (waits for the
+    view's timers, not for a fixed time)."""
+    await _idle(view, "the view's pending flushes and layouts")
+    view.executeDelayedItemsLayout()
     view.grab()  # paints (and so renders) what is on screen
-    await asyncio.sleep(0.02)
+    await _idle(view, "the post-paint height pass")
 
 
 def row_point(view: ChatView, item: Any, local: QPointF) -> QPoint:

@@ -21,6 +21,7 @@ pytest_plugins = [
     "tests.fixtures_kube",
     "tests.fixtures_browser",
     "tests.fixtures_radicale",
+    "tests.fixtures_runtime",  # make_runtime / runtime: a Runtime on the scripted model
 ]
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}

@@ -1,46 +1,15 @@
-"""The real ChatController on a Runtime in a temporary home, talking to the scripted model
-server (tests/fakellm.py), with everything it signals recorded in order."""
+"""Drives the real ChatController on a runtime from tests/fixtures_runtime.py (the scripted
+model server, tests/fakellm.py), with everything it signals recorded in order."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import pytest
-
 from app.core.events import AgentEvent
-from app.core.runtime import Runtime
-from app.core.settings import ProviderAccount
 from app.ui.controller import ChatController
 from tests.fakellm import ScriptedLLM
 from tests.fixtures_qt import wait_until
-
-
-def scripted_runtime(
-    home: Path, llm: ScriptedLLM | None, monkeypatch: pytest.MonkeyPatch, *models: str
-) -> Runtime:
-    """A runtime whose provider accounts (one per model, the first active) all point at
-    `llm`; no account at all when `llm` is None."""
-    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    rt = Runtime(home, entry_points=False)
-    if llm is None:
-        return rt
-    accounts = [
-        ProviderAccount(
-            kind="openai", label=f"Scripted {n}", base_url=llm.openai_base_url, model=model
-        )
-        for n, model in enumerate(models or ("scripted-model",), start=1)
-    ]
-
-    def configure(settings: Any) -> None:
-        settings.providers.extend(accounts)
-        settings.active_provider = accounts[0].id
-        settings.files.allowed_roots = [str(home)]
-
-    rt.settings = rt.settings_store.update(configure)
-    return rt
 
 
 @dataclass

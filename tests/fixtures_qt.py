@@ -63,3 +63,26 @@ async def wait_until(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         await asyncio.sleep(0.01)
+
+
+Look = tuple[str, Any, str]
+
+
+def saved_look(app: Any) -> Look:
+    """The application's style name, palette and style sheet (to put back with
+    `restore_look`)."""
+    from PySide6.QtGui import QPalette
+
+    return app.style().name(), QPalette(app.palette()), app.styleSheet()
+
+
+def restore_look(app: Any, look: Look) -> None:
+    """Puts back what a test changed of the application's look, and only that: setting a
+    style again re-polishes every widget, which takes seconds on a loaded machine."""
+    style, palette, sheet = look
+    if app.styleSheet() != sheet:
+        app.setStyleSheet(sheet)
+    if app.palette() != palette:
+        app.setPalette(palette)
+    if app.style().name().lower() != style.lower():
+        app.setStyle(style)

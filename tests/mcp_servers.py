@@ -108,7 +108,7 @@ def build() -> MCPServer:
     def spawn_child() -> int:
         """Start a long-running grandchild in its own session; return its pid."""
         child = subprocess.Popen(
-            [sys.executable, "-c", "import time; time.sleep(120)"],
+            [sys.executable, "-c", "import time; time.sleep(120)"],  # must outlive the server
             start_new_session=True,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -172,13 +172,15 @@ def add_protocol_tools(server: MCPServer) -> None:
         """What the client said it is and can do."""
         params = ctx.session.client_params
         caps = ctx.session.client_capabilities
-        return json.dumps({
-            "name": params.client_info.name if params else None,
-            "version": params.client_info.version if params else None,
-            "sampling": caps is not None and caps.sampling is not None,
-            "elicitation": caps is not None and caps.elicitation is not None,
-            "roots": caps is not None and caps.roots is not None,
-        })
+        return json.dumps(
+            {
+                "name": params.client_info.name if params else None,
+                "version": params.client_info.version if params else None,
+                "sampling": caps is not None and caps.sampling is not None,
+                "elicitation": caps is not None and caps.elicitation is not None,
+                "roots": caps is not None and caps.roots is not None,
+            }
+        )
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     async def progress(ctx: Context, steps: int = 3, message: str = "step") -> str:
@@ -230,8 +232,12 @@ def add_protocol_tools(server: MCPServer) -> None:
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     async def ask_nested(ctx: Context) -> str:
         """Ask with a schema the spec does not allow (a nested object)."""
-        schema = {"type": "object", "properties": {"card": {"type": "object", "properties": {
-            "number": {"type": "string"}}}}}
+        schema = {
+            "type": "object",
+            "properties": {
+                "card": {"type": "object", "properties": {"number": {"type": "string"}}}
+            },
+        }
         result = await ctx.session.elicit_form("Your card", schema, ctx.request_id)
         return json.dumps({"action": result.action, "content": result.content})
 
@@ -250,7 +256,7 @@ def _exists(name: str) -> bool:
 def _hang() -> None:
     print("hanging at start", file=sys.stderr, flush=True)
     while True:
-        time.sleep(60)
+        time.sleep(60)  # under test: a server that never answers
 
 
 def main(argv: list[str]) -> None:
@@ -266,7 +272,7 @@ def main(argv: list[str]) -> None:
         print("fatal: cannot open the database /nowhere/db", file=sys.stderr, flush=True)
         raise SystemExit(3)
     elif mode == "late":
-        while not _exists("go"):
+        while not _exists("go"):  # under test: a server that starts only when told
             time.sleep(0.05)
         server.run("stdio")
     elif mode == "lc":

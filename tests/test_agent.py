@@ -29,6 +29,7 @@ from app.core.providers.base import ProviderConfig
 from app.core.settings import Settings
 from app.core.store import Store
 from tests.fakellm import ScriptedLLM, error, hang, text, tool_calls
+from tests.fixtures_qt import wait_until
 from tools.registry import ToolRegistry
 from tools.runner import ToolRunner
 from tools.session import ToolSession
@@ -316,7 +317,7 @@ def test_cancel_mid_stream_closes_promptly_and_keeps_partial(env):
     async def body():
         # stop as the user would: cancel the task consuming the stream
         task = asyncio.create_task(_consume_until(agent, conv, seen))
-        await asyncio.wait_for(_wait_text(seen, "partial answer"), 10)
+        await wait_until(lambda: "".join(seen) == "partial answer", what="the partial answer")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -335,7 +336,7 @@ def test_cancel_during_a_tool_keeps_history_valid(env):
     async def body():
         events: list = []
         task = asyncio.create_task(_consume_into(agent, conv, events))
-        await asyncio.wait_for(_wait_for(lambda: of(events, ToolProgress)), 10)
+        await wait_until(lambda: of(events, ToolProgress), what="the tool to report progress")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -366,15 +367,6 @@ async def _consume_until(agent, conv, seen):
 async def _consume_into(agent, conv, events):
     async for event in agent.run(conv, "go"):
         events.append(event)
-
-
-async def _wait_text(seen: list[str], want: str) -> None:
-    await _wait_for(lambda: "".join(seen) == want)
-
-
-async def _wait_for(predicate) -> None:
-    while not predicate():
-        await asyncio.sleep(0.005)
 
 
 def test_a_store_that_cannot_write_warns_but_the_turn_goes_on(env):

@@ -22,12 +22,12 @@ from tests.controller_harness import (
     contents,
     finish,
     record,
-    scripted_runtime,
     send,
     sent_messages,
 )
-from tests.fakellm import ScriptedLLM, error, hang, text, tool_calls
+from tests.fakellm import error, hang, text, tool_calls
 from tests.fixtures_qt import wait_until
+from tests.fixtures_runtime import HOME, RuntimeFactory
 
 PNG = (
     "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
@@ -254,10 +254,8 @@ def test_a_version_5_history_gains_branches_markers_and_a_model(
 
 
 @pytest.fixture
-def controller(home: Path, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch, qloop):
-    rt = scripted_runtime(home, llm, monkeypatch)
-    yield ChatController(rt)
-    rt.close()
+def controller(make_runtime: RuntimeFactory, qloop) -> ChatController:
+    return ChatController(make_runtime(roots=[HOME]))
 
 
 def test_edit_and_resend_then_switch_back(controller: ChatController, llm, qloop) -> None:

@@ -25,6 +25,7 @@ from tests.fixtures_browser import (
     require_chromium,
 )
 from tests.test_cli import deskhand, deskhand_env, events_of
+from tests.waits import poll_until
 
 
 def ref_of(result, name: str) -> int:
@@ -311,10 +312,9 @@ def test_idle_close_relaunch_and_shutdown_leave_no_process(tmp_path: Path, site:
         assert driver.call("browser_navigate", url=site.url("/")).ok
         host = BrowserHost.existing(home)
         assert host is not None and host.browser_open
-        deadline = time.monotonic() + 30  # a busy 2-core machine closes slowly
-        while host.thread_alive and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not host.thread_alive and not host.browser_open
+        # a busy 2-core machine closes slowly
+        poll_until(lambda: not host.thread_alive, 30, "the idle browser to close", every=0.1)
+        assert not host.browser_open
         assert_no_browser_left(home / "browser-profile")
         # the next call starts it again; the profile keeps its cookies
         driver.call("browser_navigate", url=site.url("/"))

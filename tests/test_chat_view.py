@@ -40,6 +40,7 @@ from app.ui.chat.render import STATS
 from app.ui.chat.segments import Segment, Segmenter, split_segments
 from app.ui.chat.style import contrast, token_colors
 from app.ui.chat.view import ChatView, _plain
+from tests.chat_helpers import settled
 from tests.fixtures_qt import wait_until
 from tools.spec import ToolResult
 
@@ -74,13 +75,6 @@ def run(loop: asyncio.AbstractEventLoop, body: Coroutine[Any, Any, None]) -> Non
 def row_point(view: ChatView, item: Any, local: QPointF) -> QPoint:
     rect = view.visualRect(view.chat_model.index(item.row, 0))
     return (view.chat_delegate.origin(rect) + local).toPoint()
-
-
-async def settled(view: ChatView) -> None:
-    """Lets pending flushes, layouts and the post-paint height pass run."""
-    await asyncio.sleep(0.05)
-    view.grab()  # paints (and so renders) what is on screen
-    await asyncio.sleep(0.02)
 
 
 # ---- segments ----------------------------------------------------------------------------
@@ -132,7 +126,7 @@ def test_streaming_text_accumulates_exactly_and_updates_are_coalesced(
         start = time.monotonic()
         for i in range(200):
             view.handle_event(TextDelta(f"x{i} "))
-            await asyncio.sleep(0.001)
+            await asyncio.sleep(0.001)  # under test: deltas spread over time, as streamed
         await wait_until(lambda: item.text.endswith("x199 "), what="the last delta")
         frames = (time.monotonic() - start) / 0.016
         assert len(changes) <= frames + 2
@@ -303,7 +297,7 @@ def test_reasoning_updates_are_coalesced_and_an_open_block_grows_in_place(
         start = time.monotonic()
         for i in range(200):
             view.handle_event(ReasoningDelta(f"r{i} "))
-            await asyncio.sleep(0.001)
+            await asyncio.sleep(0.001)  # under test: deltas spread over time, as streamed
         await wait_until(lambda: thinking.text.endswith("r199 "), what="the last delta")
         frames = (time.monotonic() - start) / 0.016
         assert len(changes) <= frames + 2

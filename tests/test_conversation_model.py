@@ -12,8 +12,11 @@ from app.core.history_marks import Marker
 from app.core.paths import db_path
 from app.core.store import NotFoundError, Store
 from app.ui.controller import ChatController
-from tests.controller_harness import contents, record, scripted_runtime, send
-from tests.fakellm import ScriptedLLM, text
+from tests.controller_harness import contents, record, send
+from tests.fakellm import text
+from tests.fixtures_runtime import HOME, RuntimeFactory
+
+pytestmark = pytest.mark.runtime("model-a", "model-b", roots=[HOME])
 
 
 def test_the_store_keeps_a_choice_per_conversation(home: Path) -> None:
@@ -32,13 +35,6 @@ def test_the_store_keeps_a_choice_per_conversation(home: Path) -> None:
             store.set_conversation_model("no-such-conversation", None, "m")
     with Store(db_path(home)) as reopened:
         assert reopened.conversation_model(second) == (None, "small-model")
-
-
-@pytest.fixture
-def runtime(home: Path, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch):
-    rt = scripted_runtime(home, llm, monkeypatch, "model-a", "model-b")
-    yield rt
-    rt.close()
 
 
 @pytest.fixture
@@ -127,9 +123,9 @@ def test_a_removed_account_falls_back_to_the_active_one(controller, runtime, llm
 
 
 def test_without_any_model_the_message_stays_and_setup_is_offered(
-    home: Path, monkeypatch: pytest.MonkeyPatch, qloop
+    make_runtime: RuntimeFactory, qloop
 ) -> None:
-    rt = scripted_runtime(home, None, monkeypatch)
+    rt = make_runtime(llm=None)
     try:
         controller = ChatController(rt)
         assert controller.model_choice() == (None, "")

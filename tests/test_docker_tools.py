@@ -21,6 +21,7 @@ from integrations.spec import Account
 from tests.fakellm import ScriptedLLM, text, tool_calls
 from tests.fixtures_docker import BUSYBOX, TEST_IMAGE, DockerDaemon, busybox_tar
 from tests.test_cli import deskhand, deskhand_env, events_of
+from tests.waits import Watch
 from tools.registry import ToolRegistry
 from tools.runner import ToolRunner
 from tools.spec import Progress, ToolContext, ToolError, ToolResult
@@ -495,7 +496,10 @@ def test_credential_shaped_values_are_masked_under_innocent_names(tools: Tools, 
     assert "NOTE=[redacted]" in info["env"] and "MODE=prod" in info["env"]
     assert "DATABASE=postgres://app:[redacted]@db:5432/shop" in info["env"]
     assert "--password=[redacted]" in info["command"] and "--token" in info["command"]
-    assert info["labels"] == {"contact": "ops", "backup-url": "postgres://app:[redacted]@db:5432/shop"}
+    assert info["labels"] == {
+        "contact": "ops",
+        "backup-url": "postgres://app:[redacted]@db:5432/shop",
+    }
     config = full.data["container"]["Config"]
     assert "NOTE=[redacted]" in config["Env"] and "[redacted]" in config["Cmd"]
     assert "sleep 600" in summary.content  # the rest of the command line is still shown
@@ -528,18 +532,15 @@ def processes(client: Any, name: str) -> list[str]:
     return [row[column] for row in top["Processes"]]
 
 
-def cancel_when_running(client: Any, name: str, command: str, cancel: threading.Event) -> None:
-    """Sets `cancel` once `command` shows up in the container (what Stop does mid-call)."""
-
-    def watch() -> None:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not cancel.is_set():
-            if command in processes(client, name):
-                cancel.set()
-                return
-            time.sleep(0.05)  # polls the engine's real process list
-
-    threading.Thread(target=watch, daemon=True).start()
+def cancel_when_running(client: Any, name: str, command: str, cancel: threading.Event) -> Watch:
+    """Sets `cancel` once `command` shows up in the container (what Stop does mid-call),
+    polling the engine's real process list; `.check()` fails if it never showed up."""
+    return Watch(
+        lambda: command in processes(client, name),
+        cancel.set,
+        f"{command!r} to run in {name}",
+        every=0.05,
+    )
 
 
 def test_cancelled_exec_ends_the_command_and_its_children_in_the_container(
@@ -563,9 +564,10 @@ def test_cancelled_exec_ends_the_command_and_its_children_in_the_container(
     assert "sleep 600" not in listing and "sleep 700" in listing
     # a list command, cancelled while it runs: the same
     cancel = threading.Event()
-    cancel_when_running(client, "box", "sleep 650", cancel)
+    running = cancel_when_running(client, "box", "sleep 650", cancel)
     args = {"container": "box", "command": ["sleep", "650"]}
     argv = tools.call("docker_exec", args, tools.context(cancel_event=cancel))
+    running.check()
     assert argv.error == "cancelled" and argv.data["stopped"] is True
     assert "sleep 650" not in box.exec_run(["ps", "-o", "args"]).output.decode()
 
@@ -590,14 +592,13 @@ def shell_less_container(client: Any, name: str, applets: tuple[str, ...]) -> An
     )
 
 
-def test_exec_without_a_shell_is_ended_through_its_pid_on_a_local_engine(
-    tools: Tools, client: Any
-):
+def test_exec_without_a_shell_is_ended_through_its_pid_on_a_local_engine(tools: Tools, client: Any):
     shell_less_container(client, "minimal", ("sleep", "kill"))
     cancel = threading.Event()
-    cancel_when_running(client, "minimal", "sleep 600", cancel)
+    running = cancel_when_running(client, "minimal", "sleep 600", cancel)
     args = {"container": "minimal", "command": ["sleep", "600"]}
     result = tools.call("docker_exec", args, tools.context(cancel_event=cancel))
+    running.check()
     assert result.error == "cancelled" and result.data["stopped"] is True, result.content
     assert "sleep 600" not in processes(client, "minimal")
     assert "sleep 700" in processes(client, "minimal")
@@ -607,9 +608,10 @@ def test_exec_that_cannot_be_ended_says_so_plainly(tools: Tools, client: Any):
     """No shell and no `kill` in the image: Deskhand cannot end the command and says so."""
     shell_less_container(client, "distroless", ("sleep",))
     cancel = threading.Event()
-    cancel_when_running(client, "distroless", "sleep 600", cancel)
+    running = cancel_when_running(client, "distroless", "sleep 600", cancel)
     args = {"container": "distroless", "command": ["sleep", "600"]}
     result = tools.call("docker_exec", args, tools.context(cancel_event=cancel))
+    running.check()
     assert not result.ok and result.data["stopped"] is False
     assert result.error.startswith("cancelled; the command may still be running in distroless")
     assert "may still be running in distroless" in result.content

@@ -32,6 +32,7 @@ from app.ui.chat.elicitation_form import (
     ElicitationForm,
     ElicitationPanel,
 )
+from tests.fixtures_qt import restore_look, saved_look
 
 pytestmark = pytest.mark.gui
 
@@ -587,7 +588,7 @@ def test_the_application_palette_drives_the_colours(host: QWidget, qtbot: Any) -
 
     app = QApplication.instance()
     assert isinstance(app, QApplication)
-    before = (app.style().name(), app.palette(), app.styleSheet())
+    before = saved_look(app)
     try:
         apply_theme(app, "light")
         form, _ = show(host, qtbot, request())
@@ -596,6 +597,4 @@ def test_the_application_palette_drives_the_colours(host: QWidget, qtbot: Any) -
         qtbot.waitUntil(lambda: form.theme.dark)
         assert form.theme.card.name() != light and form.theme.card.name() in form.styleSheet()
     finally:  # other tests expect the application as it was
-        app.setStyleSheet(before[2])
-        app.setPalette(before[1])
-        app.setStyle(before[0])
+        restore_look(app, before)

@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication, QLabel
 
 from app.core.notifications import Action
@@ -34,7 +33,7 @@ from app.ui.tray import KeepRunningDialog
 from app.ui.ui_state import UiState
 from tests.clock import Clock
 from tests.fixtures_notify import NotificationServer, Shown
-from tests.fixtures_qt import wait_until
+from tests.fixtures_qt import restore_look, saved_look, wait_until
 
 pytestmark = pytest.mark.gui
 REPO = Path(__file__).resolve().parents[1]
@@ -77,7 +76,7 @@ def make_app(
         settings.active_provider = account.id
 
     store.update(provider)
-    saved = (qapp.style().name(), QPalette(qapp.palette()), qapp.styleSheet())
+    saved = saved_look(qapp)
     quit_on_close = qapp.quitOnLastWindowClosed()
     apps: list[App] = []
 
@@ -99,9 +98,7 @@ def make_app(
         app.notifications.close()
         app.runtime.close()
         app.window.deleteLater()
-    qapp.setStyleSheet(saved[2])
-    qapp.setPalette(saved[1])
-    qapp.setStyle(saved[0])
+    restore_look(qapp, saved)
     qapp.setQuitOnLastWindowClosed(quit_on_close)
 
 

@@ -14,9 +14,12 @@ from app.core.paths import db_path
 from app.core.providers.base import ChatMessage
 from app.core.store import NotFoundError, Store
 from app.ui.controller import STOPPED, ChatController
-from tests.controller_harness import contents, finish, record, scripted_runtime, send
-from tests.fakellm import ScriptedLLM, error, hang, text, tool_calls
+from tests.controller_harness import contents, finish, record, send
+from tests.fakellm import error, hang, text, tool_calls
 from tests.fixtures_qt import wait_until
+from tests.fixtures_runtime import HOME, RuntimeFactory
+
+pytestmark = pytest.mark.runtime(roots=[HOME])
 
 
 @pytest.fixture
@@ -122,13 +125,6 @@ def test_the_marker_of_a_failed_regenerate_stays_with_that_empty_branch(store: S
 
 
 @pytest.fixture
-def runtime(home: Path, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch):
-    rt = scripted_runtime(home, llm, monkeypatch)
-    yield rt
-    rt.close()
-
-
-@pytest.fixture
 def controller(runtime, qloop) -> ChatController:
     return ChatController(runtime)
 
@@ -171,7 +167,7 @@ def test_a_denied_call_is_not_an_error(controller, runtime, llm, home: Path, qlo
 
 
 def test_stop_mid_stream_keeps_the_partial_answer_and_marks_it(
-    controller, runtime, llm, home: Path, monkeypatch: pytest.MonkeyPatch, qloop
+    controller, runtime, llm, make_runtime: RuntimeFactory, qloop
 ) -> None:
     llm.add(hang("partial words"))
     seen = record(controller)
@@ -190,7 +186,7 @@ def test_stop_mid_stream_keeps_the_partial_answer_and_marks_it(
     conv_id = controller.conversation_id
     runtime.close()
 
-    later = scripted_runtime(home, llm, monkeypatch)  # the app started again
+    later = make_runtime(roots=[HOME])  # the app started again
     try:
         again = reopened(later, conv_id)
         assert contents(again) == ["go", "partial words"]

@@ -217,9 +217,10 @@ def test_add_test_switch_edit_and_remove_accounts(
         # the page reloads after the edit: select only once that is done (a late reload
         # would select the active account again)
         await wait_until(
-            lambda: any(
-                a.fields.get("user") == "bob" for a in page.states["testsvc"].accounts
-            ) and page.remove_button.isEnabled(),
+            lambda: (
+                any(a.fields.get("user") == "bob" for a in page.states["testsvc"].accounts)
+                and page.remove_button.isEnabled()
+            ),
             what="the page to show the edit",
         )
 
@@ -271,12 +272,14 @@ def test_declined_removal_keeps_the_account(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _, page = open_page(qloop, open_dialog, runtime)
-    monkeypatch.setattr(integrations_page, "confirm", lambda *a: False)
+    asked: list[str] = []
+    monkeypatch.setattr(integrations_page, "confirm", lambda *a: asked.append(a[2]) or False)
 
     async def body() -> None:
         await add_account(qtbot, page, "Keep me", TOKEN)
         click(qtbot, page.remove_button)
-        await asyncio.sleep(0.1)
+        # the slot returns right after the answer: nothing can be removed later
+        await wait_until(lambda: asked, what="the removal question")
 
     run(qloop, body())
     assert "Keep me" in labels(page)

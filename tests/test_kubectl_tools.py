@@ -23,6 +23,7 @@ import yaml
 from app.core.approval import ApprovalPolicy, Verdict
 from tests.fakellm import ScriptedLLM, text, tool_calls
 from tests.fixtures_kube import CALL_SECONDS, FakeKube, KubeEnv
+from tests.waits import Watch
 from tools.registry import ToolRegistry
 from tools.spec import Operation, ToolContext
 
@@ -543,16 +544,15 @@ def run_with_cancel(kube: KubeEnv, cancel: threading.Event, **args: Any) -> Any:
     return asyncio.run(kube.runner.run("kubectl_exec", args, ctx, timeout=CALL_SECONDS))
 
 
-def cancel_once_started(fake: FakeKube, cancel: threading.Event, count: int = 1) -> None:
-    """Sets `cancel` once the "container" runs the exec'd process (what Stop does mid-call)."""
-
-    def watch() -> None:
-        deadline = time.monotonic() + 30
-        while len(fake.processes) < count and time.monotonic() < deadline:
-            time.sleep(0.02)  # polls the fake's real process list
-        cancel.set()
-
-    threading.Thread(target=watch, daemon=True).start()
+def cancel_once_started(fake: FakeKube, cancel: threading.Event, count: int = 1) -> Watch:
+    """Sets `cancel` once the "container" runs the exec'd process (what Stop does mid-call),
+    polling the fake's real process list; `.check()` fails if it never ran."""
+    return Watch(
+        lambda: len(fake.processes) >= count,
+        cancel.set,
+        f"{count} exec'd process(es) to run",
+        every=0.02,
+    )
 
 
 def session_members(sid: int) -> list[int]:
@@ -574,10 +574,9 @@ def test_cancelled_exec_ends_the_command_and_its_children(web: KubeEnv):
     fake = web.need_fake("runs the exec'd command as a real process")
     fake.exec_processes = True
     cancel = threading.Event()
-    cancel_once_started(fake, cancel)
-    res = run_with_cancel(
-        web, cancel, pod="logger", command=["sh", "-c", "sleep 600; echo never"]
-    )
+    running = cancel_once_started(fake, cancel)
+    res = run_with_cancel(web, cancel, pod="logger", command=["sh", "-c", "sleep 600; echo never"])
+    running.check()
     assert not res.ok and res.error == "cancelled", res.content
     assert res.data["stopped"] is True and "the command was ended in pod logger" in res.content
     command = fake.processes[0]
@@ -589,8 +588,9 @@ def test_cancelled_exec_ends_the_command_and_its_children(web: KubeEnv):
 def test_exec_that_times_out_is_ended(web: KubeEnv):
     fake = web.need_fake("runs the exec'd command as a real process")
     fake.exec_processes = True
-    res = web.run("kubectl_exec", pod="logger", command=["sh", "-c", "echo hi; sleep 600"],
-                  timeout_seconds=1)
+    res = web.run(
+        "kubectl_exec", pod="logger", command=["sh", "-c", "echo hi; sleep 600"], timeout_seconds=1
+    )
     assert not res.ok and res.error == "timed out" and res.data["timed_out"]
     assert res.data["stdout"] == "hi\n"
     assert "stopped waiting after 1s; the command was ended in pod logger" in res.content
@@ -609,10 +609,11 @@ def test_a_kill_that_does_not_get_through_is_bounded_and_said_plainly(
     fake.exec_stall = "kill -KILL"  # the kill script's exec never gets anywhere
     monkeypatch.setattr(execute, "STOP_SECONDS", 1.0)
     cancel = threading.Event()
-    cancel_once_started(fake, cancel)
+    running = cancel_once_started(fake, cancel)
     started = time.monotonic()
     res = run_with_cancel(web, cancel, pod="logger", command=["sleep", "600"])
     took = time.monotonic() - started
+    running.check()
     assert not res.ok and res.data["stopped"] is False, res.content
     assert res.error.startswith("cancelled; the command may still be running in pod logger")
     assert "did not end it within 1 s" in res.error
@@ -626,8 +627,9 @@ def test_exec_in_a_container_without_a_shell_says_plainly_it_may_still_run(web: 
     done = web.run("kubectl_exec", pod="logger", command=["echo", "no", "shell"])
     assert done.ok and done.data["stdout"] == "no shell\n"  # the command ran once, as given
     cancel = threading.Event()
-    cancel_once_started(fake, cancel, count=2)
+    running = cancel_once_started(fake, cancel, count=2)
     res = run_with_cancel(web, cancel, pod="logger", command=["sleep", "600"])
+    running.check()
     assert not res.ok and res.data["stopped"] is False
     assert res.error.startswith("cancelled; the command may still be running in pod logger")
     assert "no shell" in res.error

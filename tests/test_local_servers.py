@@ -102,3 +102,27 @@ def test_a_server_with_no_models_pulled_is_still_found() -> None:
         url = empty.openai_base_url
         found = run(detect_local_servers(candidates=[("Ollama", url)]))
     assert found == [LocalServer("Ollama", url, [])]
+
+
+def test_nothing_listening_is_ruled_out_without_importing_httpx():
+    """Most machines run no local model server: the first-run probe must not load httpx."""
+    import socket
+    import subprocess
+    import sys
+    import textwrap
+
+    with socket.socket() as probe:  # a port that was free a moment ago
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    code = textwrap.dedent(
+        f"""
+        import asyncio, sys
+        from app.core.local_servers import detect_local_servers
+        found = asyncio.run(detect_local_servers(candidates=[("X", "http://127.0.0.1:{port}/v1")]))
+        print(found, "httpx" in sys.modules)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=True
+    ).stdout
+    assert out.strip() == "[] False"

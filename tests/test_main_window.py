@@ -387,3 +387,108 @@ def test_the_thread_guard_logs_instead_of_failing_for_users(monkeypatch, caplog)
         assert done == [10]  # any other thread is fine
     finally:
         forget_gui_thread()
+
+
+def test_the_first_keystroke_loads_the_first_turn_off_the_gui_thread(
+    window, qtbot, monkeypatch
+):
+    import threading
+
+    calls: list[str] = []
+    real = window.runtime.warm_up
+
+    def recording() -> None:
+        calls.append(threading.current_thread().name)
+        real()
+
+    monkeypatch.setattr(window.runtime, "warm_up", recording)
+    qtbot.keyClicks(window.composer.edit, "hel")
+    qtbot.waitUntil(lambda: "registry" in window.runtime.__dict__)
+    qtbot.keyClicks(window.composer.edit, "lo")
+    assert len(calls) == 1 and calls[0].startswith("deskhand-warm-up")
+    assert "app.core.agent" in sys.modules
+
+
+def test_warm_up_refuses_the_gui_thread(window):
+    with pytest.raises(GuiThreadError):
+        window.runtime.warm_up()
+
+
+def test_reopening_a_chat_builds_its_tools_off_the_gui_thread(window, monkeypatch):
+    import threading
+
+    store = window.runtime.store
+    conv_id = store.create_conversation("Earlier")
+    store.append_message(conv_id, ChatMessage("user", "hello there"))
+    threads: list[str] = []
+    real = window.runtime.open_conversation
+
+    def recording(conversation_id: str | None = None):
+        threads.append(threading.current_thread().name)
+        return real(conversation_id)
+
+    monkeypatch.setattr(window.runtime, "open_conversation", recording)
+    window.open_conversation(conv_id)
+    assert window.controller.conversation_id == conv_id  # known at once, for the sidebar
+    conversation = window.controller.conversation  # waits for the worker
+    assert conversation is not None and conversation.id == conv_id
+    assert [m.content for m in conversation.messages] == ["hello there"]
+    assert len(threads) == 1 and threads[0].startswith("deskhand-open")
+
+
+def test_a_turn_makes_its_client_and_loads_its_tools_off_the_gui_thread(
+    window, llm, qtbot, qloop, monkeypatch
+):
+    """Building the HTTP client (its TLS context) and the first registry cost tens of ms:
+    a turn must not do either on the GUI thread (bench/loop_stall.py)."""
+    import threading
+
+    import app.core.providers as providers
+
+    gui = threading.current_thread()
+    threads: dict[str, object] = {}
+    real_make, real_warm = providers.make_provider, window.runtime.warm_up
+
+    def make(config):
+        threads["client"] = threading.current_thread()
+        return real_make(config)
+
+    def warm():
+        threads["tools"] = threading.current_thread()
+        real_warm()
+
+    monkeypatch.setattr(providers, "make_provider", make)
+    monkeypatch.setattr(window.runtime, "warm_up", warm)
+    window._warmed = True  # as if typing had not started it: the send must
+    llm.add(text("done"))
+
+    async def body():
+        window.composer.set_text("hi")
+        window.composer.submit()
+        await wait_until(lambda: len(llm.requests) == 1 and not window.controller.busy)
+
+    qloop.run_until_complete(body())
+    assert set(threads) == {"client", "tools"}
+    assert all(thread is not gui for thread in threads.values())
+    assert [m.content for m in stored(window)] == ["hi", "done"]
+
+
+def test_the_first_keystroke_also_warms_the_code_highlighter(window, qtbot):
+    from app.ui.chat.render import COMMON_LEXERS, _lexer
+
+    _lexer.cache_clear()
+    qtbot.keyClicks(window.composer.edit, "x")
+    qtbot.waitUntil(lambda: _lexer.cache_info().currsize >= len(COMMON_LEXERS))
+
+
+def test_freezing_start_up_objects_hides_them_from_full_collections():
+    import gc
+
+    from app.ui.gc_guard import MainThreadCollector
+
+    before = gc.get_freeze_count()
+    try:
+        MainThreadCollector.freeze()
+        assert gc.get_freeze_count() > before
+    finally:
+        gc.unfreeze()

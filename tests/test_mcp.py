@@ -32,6 +32,7 @@ from app.core.mcp.config import (
 from app.core.mcp.manager import McpManager
 from app.core.mcp.manifests import build_manifests, operations_of, tool_name
 from app.core.mcp.status import ServerState, Status
+from tests.fixtures_qt import wait_until
 from tools.registry import ToolRegistry
 from tools.runner import ToolRunner
 from tools.spec import Operation, ToolContext, ToolManifest, ToolResult
@@ -347,8 +348,9 @@ def test_stop_cancels_an_in_flight_call(
 
     async def scenario() -> float:
         task = asyncio.create_task(runner.run("mcp__test__slow", {"seconds": 30}, ctx))
-        while not (markers / "slow-started").exists():
-            await asyncio.sleep(0.05)
+        await wait_until(
+            lambda: (markers / "slow-started").exists(), 15, what="the slow call to start"
+        )
         started = time.monotonic()
         task.cancel()  # what Stop does to the agent's task
         with pytest.raises(asyncio.CancelledError):

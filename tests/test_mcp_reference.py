@@ -46,8 +46,9 @@ def start(home: Path, servers: dict[str, Any], roots: list[Path] | None = None) 
     return manager
 
 
-def call(manager: McpManager, server: str, tool: str, ctx: ToolContext | None = None,
-         **args: Any) -> ToolResult:
+def call(
+    manager: McpManager, server: str, tool: str, ctx: ToolContext | None = None, **args: Any
+) -> ToolResult:
     wanted = f"mcp__{server}__{tool.replace('-', '_')}"
     (manifest,) = [m for m in manager.tools(server) if m.name == wanted]
     ctx = ctx or ToolContext(home=manager.home, call_id=f"call-{tool}")
@@ -57,10 +58,15 @@ def call(manager: McpManager, server: str, tool: str, ctx: ToolContext | None = 
         return ToolResult.failure(str(exc))
 
 
-@pytest.fixture
-def everything(home: Path, tmp_path: Path) -> Iterator[McpManager]:
+@pytest.fixture(scope="module")
+def everything(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpManager]:
+    """One `server-everything` over stdio for the module: its tests only list and call
+    (nothing they do changes what the server holds), so one start serves them all. Its
+    allowed folder is `<home>/../Projects`."""
     _installed()
-    root = tmp_path / "Projects"
+    base = tmp_path_factory.mktemp("everything")
+    home, root = base / "home", base / "Projects"
+    home.mkdir()
     root.mkdir()
     manager = start(
         home, {"ev": {"command": str(NODE), "args": [str(EVERYTHING), "stdio"]}}, [root]
@@ -99,9 +105,9 @@ def test_everything_progress_reaches_the_call(everything: McpManager) -> None:
     assert {p.call_id for p in got} == {"long"}
 
 
-def test_everything_roots_are_the_allowed_folders(everything: McpManager, tmp_path: Path) -> None:
+def test_everything_roots_are_the_allowed_folders(everything: McpManager) -> None:
     said = call(everything, "ev", "get-roots-list").content
-    assert (tmp_path / "Projects").as_uri() in said
+    assert (everything.home.parent / "Projects").as_uri() in said
 
 
 def test_everything_elicitation_reaches_the_handler(everything: McpManager) -> None:
@@ -114,7 +120,10 @@ def test_everything_elicitation_reaches_the_handler(everything: McpManager) -> N
         return ElicitationAnswer("accept", content)
 
     everything.set_elicitation_handler(answer)
-    result = call(everything, "ev", "trigger-elicitation-request")
+    try:
+        result = call(everything, "ev", "trigger-elicitation-request")
+    finally:
+        everything.set_elicitation_handler(None)  # the server is shared by the module
     assert result.ok, result.error
     assert asked and asked[0].server == "ev" and asked[0].fields
     assert "provided the requested information" in result.content and "Ada" in result.content
@@ -198,8 +207,10 @@ def test_filesystem_server_reads_inside_and_refuses_outside(home: Path, tmp_path
     try:
         listing = call(manager, "files", "list_directory", path=str(allowed))
         assert listing.ok and "notes.txt" in listing.content
-        assert call(manager, "files", "read_text_file", path=str(allowed / "notes.txt")).content \
+        assert (
+            call(manager, "files", "read_text_file", path=str(allowed / "notes.txt")).content
             == "milk, eggs"
+        )
         outside = call(manager, "files", "read_text_file", path=str(secret))
         assert "not yours" not in outside.content
         assert not outside.ok or "denied" in outside.content.lower()

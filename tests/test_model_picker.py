@@ -14,12 +14,12 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLineEdit, QVBoxLayout, QWidget
 
 from app.core.runtime import Runtime
-from app.core.secrets import SecretStore
 from app.core.settings import ProviderAccount
 from app.ui.model_picker import KIND_ROLE, MODEL_ROLE, NEEDS_KEY, ModelPicker
 from tests.fakellm import ScriptedLLM
 from tests.fixtures_keyring import MemoryKeyring
 from tests.fixtures_qt import wait_until
+from tests.fixtures_runtime import RuntimeFactory
 
 pytestmark = pytest.mark.gui
 
@@ -37,36 +37,28 @@ def silent_port() -> Iterator[int]:
         yield int(sock.getsockname()[1])
 
 
-def make_runtime(home: Path, *accounts: ProviderAccount, active: int = 0) -> Runtime:
-    rt = Runtime(home, entry_points=False)
-    rt.secrets = SecretStore(backend=MemoryKeyring(), home=home)
-
-    def add(settings: Any) -> None:
-        settings.providers = list(accounts)
-        settings.active_provider = accounts[active].id if accounts else None
-
-    rt.settings = rt.settings_store.update(add)
-    return rt
-
-
 @pytest.fixture
-def two_servers(home: Path, llm: ScriptedLLM, unused_port: int) -> Iterator[Runtime]:
+def two_servers(
+    home: Path, llm: ScriptedLLM, unused_port: int, make_runtime: RuntimeFactory
+) -> Iterator[Runtime]:
     rt = make_runtime(
-        home,
-        ProviderAccount(
-            id="ollama",
-            kind="openai",
-            label="Ollama",
-            base_url=llm.openai_base_url,
-            model="fake-model",
-        ),
-        ProviderAccount(
-            id="down",
-            kind="openai",
-            label="LM Studio",
-            base_url=f"http://127.0.0.1:{unused_port}/v1",
-        ),
-        ProviderAccount(id="claude", kind="anthropic", label="Claude", base_url=llm.base_url),
+        accounts=[
+            ProviderAccount(
+                id="ollama",
+                kind="openai",
+                label="Ollama",
+                base_url=llm.openai_base_url,
+                model="fake-model",
+            ),
+            ProviderAccount(
+                id="down",
+                kind="openai",
+                label="LM Studio",
+                base_url=f"http://127.0.0.1:{unused_port}/v1",
+            ),
+            ProviderAccount(id="claude", kind="anthropic", label="Claude", base_url=llm.base_url),
+        ],
+        keyring="memory",
     )
     yield rt
     rt.close()
@@ -129,14 +121,22 @@ def test_lists_every_accounts_models_and_an_unreachable_one_says_why(
 
 
 def test_a_server_that_never_answers_does_not_hold_up_the_others(
-    qtbot: Any, qloop: Any, window: QWidget, home: Path, llm: ScriptedLLM, silent_port: int
+    qtbot: Any,
+    qloop: Any,
+    window: QWidget,
+    home: Path,
+    llm: ScriptedLLM,
+    silent_port: int,
+    make_runtime: RuntimeFactory,
 ) -> None:
     rt = make_runtime(
-        home,
-        ProviderAccount(
-            id="slow", kind="openai", label="Slow", base_url=f"127.0.0.1:{silent_port}"
-        ),
-        ProviderAccount(id="fast", kind="openai", label="Fast", base_url=llm.openai_base_url),
+        accounts=[
+            ProviderAccount(
+                id="slow", kind="openai", label="Slow", base_url=f"127.0.0.1:{silent_port}"
+            ),
+            ProviderAccount(id="fast", kind="openai", label="Fast", base_url=llm.openai_base_url),
+        ],
+        keyring="memory",
     )
     try:
         picker = place(window, ModelPicker(rt))
@@ -231,8 +231,10 @@ def test_lists_are_kept_for_the_session_until_refresh(
     assert [t for k, t in rows(picker) if k == "model"] == ["fresh-model", "fresh-model"]
 
 
-def test_connect_a_provider_entry(qtbot: Any, qloop: Any, window: QWidget, home: Path) -> None:
-    rt = make_runtime(home)
+def test_connect_a_provider_entry(
+    qtbot: Any, qloop: Any, window: QWidget, home: Path, make_runtime: RuntimeFactory
+) -> None:
+    rt = make_runtime(accounts=[], keyring="memory")
     try:
         picker = place(window, ModelPicker(rt))
         asked: list[bool] = []
@@ -267,14 +269,18 @@ def test_set_choice_shows_it_without_emitting(
     assert chosen == []
 
 
-def test_model_names_are_plain_text(qtbot: Any, qloop: Any, window: QWidget, home: Path) -> None:
+def test_model_names_are_plain_text(
+    qtbot: Any, qloop: Any, window: QWidget, home: Path, make_runtime: RuntimeFactory
+) -> None:
     hostile = "<b>bold</b>\u202eevil\x1b[31m"
     with ScriptedLLM(models=(hostile,)) as server:
         rt = make_runtime(
-            home,
-            ProviderAccount(
-                id="x", kind="openai", label="<i>X</i>", base_url=server.openai_base_url
-            ),
+            accounts=[
+                ProviderAccount(
+                    id="x", kind="openai", label="<i>X</i>", base_url=server.openai_base_url
+                )
+            ],
+            keyring="memory",
         )
         try:
             picker = place(window, ModelPicker(rt))
@@ -291,17 +297,19 @@ def test_model_names_are_plain_text(qtbot: Any, qloop: Any, window: QWidget, hom
 
 
 def test_a_long_list_shows_a_hundred_models_and_finds_the_rest_by_typing(
-    qtbot: Any, qloop: Any, window: QWidget, home: Path
+    qtbot: Any, qloop: Any, window: QWidget, home: Path, make_runtime: RuntimeFactory
 ) -> None:
     """OpenRouter-sized lists: 100 rows per account, a note for the rest, which typing
     finds; the model in use is shown even when it is not among the first 100."""
     names = tuple(f"m{i}" for i in range(500))
     with ScriptedLLM(models=names) as server:
         rt = make_runtime(
-            home,
-            ProviderAccount(
-                id="x", kind="openai", label="X", base_url=server.openai_base_url, model="m450"
-            ),
+            accounts=[
+                ProviderAccount(
+                    id="x", kind="openai", label="X", base_url=server.openai_base_url, model="m450"
+                )
+            ],
+            keyring="memory",
         )
         try:
             picker = place(window, ModelPicker(rt))
@@ -363,7 +371,12 @@ class KeyedServer:
 
 
 def test_a_401_without_a_key_asks_the_keyring_once_more(
-    qtbot: Any, qloop: Any, window: QWidget, home: Path, monkeypatch: Any
+    qtbot: Any,
+    qloop: Any,
+    window: QWidget,
+    home: Path,
+    monkeypatch: Any,
+    make_runtime: RuntimeFactory,
 ) -> None:
     """The index of names lost the account's key (another process, an old bug): the
     request goes without it, the server says 401, the keyring is asked once, and the
@@ -372,7 +385,10 @@ def test_a_401_without_a_key_asks_the_keyring_once_more(
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     server = KeyedServer("sk-found-again-123")
-    rt = make_runtime(home, ProviderAccount(id="x", kind="openai", label="X", base_url=server.url))
+    rt = make_runtime(
+        accounts=[ProviderAccount(id="x", kind="openai", label="X", base_url=server.url)],
+        keyring="memory",
+    )
     try:
         backend = rt.secrets._backend
         assert isinstance(backend, MemoryKeyring)
@@ -388,11 +404,19 @@ def test_a_401_without_a_key_asks_the_keyring_once_more(
 
 
 def test_a_401_with_no_key_anywhere_says_so_once(
-    qtbot: Any, qloop: Any, window: QWidget, home: Path, monkeypatch: Any
+    qtbot: Any,
+    qloop: Any,
+    window: QWidget,
+    home: Path,
+    monkeypatch: Any,
+    make_runtime: RuntimeFactory,
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     server = KeyedServer("sk-nobody-has-it")
-    rt = make_runtime(home, ProviderAccount(id="x", kind="openai", label="X", base_url=server.url))
+    rt = make_runtime(
+        accounts=[ProviderAccount(id="x", kind="openai", label="X", base_url=server.url)],
+        keyring="memory",
+    )
     try:
         picker = place(window, ModelPicker(rt))
         picker.open_popup()
@@ -405,15 +429,17 @@ def test_a_401_with_no_key_anywhere_says_so_once(
 
 
 def test_the_provider_host_is_shown_in_its_ascii_form(
-    qtbot: Any, qloop: Any, window: QWidget, home: Path
+    qtbot: Any, qloop: Any, window: QWidget, home: Path, make_runtime: RuntimeFactory
 ) -> None:
     """A look-alike host ("аpi.openai.com" with a Cyrillic а) shows as the punycode name
     it really is."""
     rt = make_runtime(
-        home,
-        ProviderAccount(
-            id="x", kind="openai", label="OpenAI", base_url="https://\u0430pi.openai.com/v1"
-        ),
+        accounts=[
+            ProviderAccount(
+                id="x", kind="openai", label="OpenAI", base_url="https://\u0430pi.openai.com/v1"
+            )
+        ],
+        keyring="memory",
     )
     try:
         picker = place(window, ModelPicker(rt))

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import QDateTime, Qt
-from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication
 
 from app.core.paths import settings_path
@@ -21,7 +20,7 @@ from app.core.settings import ProviderAccount, SettingsStore
 from app.ui.main import App
 from tests.clock import Clock
 from tests.fakellm import ScriptedLLM, text, tool_calls
-from tests.fixtures_qt import wait_until
+from tests.fixtures_qt import restore_look, saved_look, wait_until
 
 pytestmark = pytest.mark.gui
 START = datetime(2026, 3, 27, 8, 0, tzinfo=UTC)
@@ -44,7 +43,7 @@ def running_app(
     store = SettingsStore(settings_path(home))
     if store.load().active_provider_account() is None:  # no first-run card probing ports
         store.update(lambda s: use_provider(s, "http://127.0.0.1:9/v1"))
-    saved = (qapp.style().name(), QPalette(qapp.palette()), qapp.styleSheet())
+    saved = saved_look(qapp)
     quit_on_close = qapp.quitOnLastWindowClosed()
     app = App(qapp, home)
     app.runtime.reminders.clock = clock
@@ -60,9 +59,7 @@ def running_app(
             app._loop.run_until_complete(asyncio.gather(task, return_exceptions=True))
         app.notifications.close()
         app.runtime.close()
-        qapp.setStyleSheet(saved[2])
-        qapp.setPalette(saved[1])
-        qapp.setStyle(saved[0])
+        restore_look(qapp, saved)
         qapp.setQuitOnLastWindowClosed(quit_on_close)
 
 

@@ -4,39 +4,17 @@ happen that the user did not ask for, and edits that are lost."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QGuiApplication
 
-from app.core.runtime import Runtime
-from app.core.settings import ProviderAccount
 from app.ui.chat.model import AssistantMessage, UserMessage
 from app.ui.main_window import MainWindow
 from tests.chat_helpers import row_point, settled
-from tests.fakellm import ScriptedLLM, hang, text
+from tests.fakellm import hang, text
 from tests.fixtures_qt import wait_until
 
 pytestmark = pytest.mark.gui
-
-
-@pytest.fixture
-def runtime(home: Path, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    rt = Runtime(home, entry_points=False)
-    account = ProviderAccount(
-        kind="openai", label="Scripted", base_url=llm.openai_base_url, model="scripted-model"
-    )
-
-    def configure(settings):
-        settings.providers.append(account)
-        settings.active_provider = account.id
-
-    rt.settings = rt.settings_store.update(configure)
-    yield rt
-    rt.close()
 
 
 @pytest.fixture

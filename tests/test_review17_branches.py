@@ -4,56 +4,38 @@ messages' positions must stay right when the history holds a compaction summary.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from PySide6.QtCore import Qt
 
-from app.core.runtime import Runtime
-from app.core.settings import ProviderAccount
+from app.core.settings import Settings
 from app.ui.chat.model import AssistantMessage, MessageItem, UserMessage
 from app.ui.main_window import MainWindow
-from tests.fakellm import ScriptedLLM, hang, text
+from tests.fakellm import hang, text
 from tests.fixtures_qt import wait_until
+from tests.fixtures_runtime import RuntimeFactory
 
 pytestmark = pytest.mark.gui
 
 
-def _runtime(home: Path, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch, budget: int = 0):
-    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    rt = Runtime(home, entry_points=False)
-    account = ProviderAccount(
-        kind="openai", label="Scripted", base_url=llm.openai_base_url, model="scripted-model"
-    )
-
-    def configure(settings):
-        settings.providers.append(account)
-        settings.active_provider = account.id
-        if budget:
-            settings.conversation.compact_after_chars = budget
-
-    rt.settings = rt.settings_store.update(configure)
-    return rt
-
-
 @pytest.fixture
-def make_window(home, llm, monkeypatch, qtbot, qloop):
-    made: list[tuple[MainWindow, Runtime]] = []
+def make_window(make_runtime: RuntimeFactory, qtbot, qloop):
+    made: list[MainWindow] = []
 
     def make(budget: int = 0) -> MainWindow:
-        rt = _runtime(home, llm, monkeypatch, budget)
-        win = MainWindow(rt)
+        def configure(settings: Settings) -> None:
+            if budget:
+                settings.conversation.compact_after_chars = budget
+
+        win = MainWindow(make_runtime(configure=configure))
         qtbot.addWidget(win)
         win.resize(1000, 760)
         win.show()
-        made.append((win, rt))
+        made.append(win)
         return win
 
     yield make
-    for win, rt in made:
+    for win in made:
         win.stop_background_work()
-        rt.close()
 
 
 def _send(qtbot, win: MainWindow, message: str) -> None:

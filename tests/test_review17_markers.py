@@ -3,23 +3,22 @@ it goes through the secret tripwire like a message does (docs/architecture.md §
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from app.ui.controller import ChatController
-from tests.controller_harness import scripted_runtime, send
+from tests.controller_harness import send
 from tests.fakellm import ScriptedLLM, error
+from tests.fixtures_runtime import HOME, RuntimeFactory
 
 #: Known to the tripwire from the environment (§5.9), but not the scripted account's key.
 OTHER_KEY = "sk-ant-api03-review17-Zq8vXk2LmN4pR7sT9uW1yA3bC5dE"
 
 
 def test_an_error_marker_is_stored_with_known_secrets_redacted(
-    home: Path, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch, qloop
+    make_runtime: RuntimeFactory, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch, qloop
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", OTHER_KEY)
-    rt = scripted_runtime(home, llm, monkeypatch)
+    rt = make_runtime(roots=[HOME])
     llm.add(error(400, message=f"upstream refused key {OTHER_KEY}"))
     controller = ChatController(rt)
     try:

@@ -25,9 +25,10 @@ from app.core.providers import make_provider
 from app.core.providers.base import ChatMessage, ToolCallRequest
 from app.core.store import LEASE_STALE_SECONDS, ConversationBusyError, Store
 from app.ui.controller import ChatController
-from tests.controller_harness import finish, record, scripted_runtime, sent_messages
+from tests.controller_harness import finish, record, sent_messages
 from tests.fakellm import ScriptedLLM, text, tool_calls
 from tests.fixtures_qt import wait_until
+from tests.fixtures_runtime import HOME, RuntimeFactory
 
 
 def _orphans(messages: list[ChatMessage]) -> list[str]:
@@ -42,9 +43,9 @@ def _orphans(messages: list[ChatMessage]) -> list[str]:
 
 
 def test_edit_while_another_run_waits_in_the_conversation_leaves_no_orphan_tool_result(
-    home: Path, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch, qloop
+    home: Path, llm: ScriptedLLM, make_runtime: RuntimeFactory, qloop
 ) -> None:
-    rt = scripted_runtime(home, llm, monkeypatch)
+    rt = make_runtime(roots=[HOME])
     other = Store(rt.store.path)  # the other writer (CLI process, task run)
     try:
         conv = other.create_conversation("Shared")
@@ -82,11 +83,11 @@ def test_edit_while_another_run_waits_in_the_conversation_leaves_no_orphan_tool_
 
 
 def test_a_task_run_waiting_for_approval_blocks_edit_regenerate_and_switch(
-    home: Path, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch, qloop
+    home: Path, llm: ScriptedLLM, make_runtime: RuntimeFactory, qloop
 ) -> None:
     """A real second agent run in this process (as a scheduled task's is) on the
     conversation the window shows: while it waits for an approval, nothing rewrites it."""
-    rt = scripted_runtime(home, llm, monkeypatch)
+    rt = make_runtime(roots=[HOME])
     llm.add(text("First answer."), text("Second answer."))
     write = {"path": str(home / "plan.txt"), "content": "plan"}
     llm.add(tool_calls(("call_1", "fs_write_file", write)), text("Not written."))
@@ -228,11 +229,11 @@ def test_edit_stores_the_fork_and_the_edited_message_in_one_transaction(
 def test_a_tool_result_without_its_call_is_never_sent(
     home: Path,
     llm: ScriptedLLM,
-    monkeypatch: pytest.MonkeyPatch,
+    make_runtime: RuntimeFactory,
     qloop,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    rt = scripted_runtime(home, llm, monkeypatch)
+    rt = make_runtime(roots=[HOME])
     try:
         conv = rt.store.create_conversation("Shared")
         rt.store.append_message(conv, ChatMessage("user", "Clean up my downloads"))

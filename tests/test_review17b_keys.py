@@ -26,6 +26,7 @@ from app.ui.settings.providers_page import ProvidersPage
 from tests.fakellm import ScriptedLLM, text
 from tests.fixtures_keyring import MemoryKeyring
 from tests.fixtures_qt import wait_until
+from tests.fixtures_runtime import RuntimeFactory
 
 pytestmark = pytest.mark.gui
 
@@ -85,18 +86,6 @@ def servers() -> Iterator[list[ModelsServer]]:
         server.close()
 
 
-def make_runtime(home: Path, *accounts: ProviderAccount) -> Runtime:
-    rt = Runtime(home, entry_points=False)
-    rt.secrets = SecretStore(backend=MemoryKeyring(), home=home)
-
-    def add(settings: Any) -> None:
-        settings.providers = list(accounts)
-        settings.active_provider = accounts[0].id
-
-    rt.settings = rt.settings_store.update(add)
-    return rt
-
-
 def models(*names: str) -> dict[str, Any]:
     return {"object": "list", "data": [{"id": n, "object": "model"} for n in names]}
 
@@ -105,7 +94,12 @@ def models(*names: str) -> dict[str, Any]:
 
 
 def test_picker_does_not_send_the_environment_key_to_other_servers(
-    qtbot: Any, qloop: Any, home: Path, servers: list[ModelsServer], monkeypatch: Any
+    qtbot: Any,
+    qloop: Any,
+    home: Path,
+    servers: list[ModelsServer],
+    monkeypatch: Any,
+    make_runtime: RuntimeFactory,
 ) -> None:
     """OPENAI_API_KEY is a key for api.openai.com. Opening the header's list asks every
     account's server for its models; an Ollama / LAN / third-party account with no key of
@@ -114,8 +108,10 @@ def test_picker_does_not_send_the_environment_key_to_other_servers(
     third_party = ModelsServer(models("llama3"))
     servers.append(third_party)
     rt = make_runtime(
-        home,
-        ProviderAccount(id="lan", kind="openai", label="LAN box", base_url=third_party.url),
+        accounts=[
+            ProviderAccount(id="lan", kind="openai", label="LAN box", base_url=third_party.url)
+        ],
+        keyring="memory",
     )
     try:
         picker = ModelPicker(rt)
@@ -132,7 +128,12 @@ def test_picker_does_not_send_the_environment_key_to_other_servers(
 
 
 def test_test_does_not_send_the_stored_key_to_a_host_typed_but_not_saved(
-    qtbot: Any, qloop: Any, home: Path, servers: list[ModelsServer], monkeypatch: Any
+    qtbot: Any,
+    qloop: Any,
+    home: Path,
+    servers: list[ModelsServer],
+    monkeypatch: Any,
+    make_runtime: RuntimeFactory,
 ) -> None:
     """Account A has a key stored for server A. The user edits its base URL to another
     host (not saved, key not retyped) and clicks Test: the new host gets A's key."""
@@ -140,7 +141,10 @@ def test_test_does_not_send_the_stored_key_to_a_host_typed_but_not_saved(
         monkeypatch.delenv(name, raising=False)
     a, b = ModelsServer(models("m")), ModelsServer(models("m"))
     servers += [a, b]
-    rt = make_runtime(home, ProviderAccount(id="acc", kind="openai", label="A", base_url=a.url))
+    rt = make_runtime(
+        accounts=[ProviderAccount(id="acc", kind="openai", label="A", base_url=a.url)],
+        keyring="memory",
+    )
     rt.secrets.set(secret_key("provider", "acc", "api_key"), STORED)
     try:
         page = ProvidersPage(rt)
@@ -255,13 +259,16 @@ def as_tooltip(tip: str) -> tuple[str, list[str]]:
 
 
 def test_picker_error_tooltip_is_plain_text(
-    qtbot: Any, qloop: Any, home: Path, servers: list[ModelsServer]
+    qtbot: Any, qloop: Any, home: Path, servers: list[ModelsServer], make_runtime: RuntimeFactory
 ) -> None:
     """A server's error message goes into the error row's tooltip; Qt renders a tooltip
     that looks like HTML as HTML."""
     bad = ModelsServer({"error": {"message": '<a href="https://evil.example">Sign in</a>'}}, 503)
     servers.append(bad)
-    rt = make_runtime(home, ProviderAccount(id="x", kind="openai", label="X", base_url=bad.url))
+    rt = make_runtime(
+        accounts=[ProviderAccount(id="x", kind="openai", label="X", base_url=bad.url)],
+        keyring="memory",
+    )
     try:
         picker = ModelPicker(rt)
         qtbot.addWidget(picker)

@@ -3,7 +3,6 @@ late moves the highlighted row, and "Refresh the lists" loses track of its own f
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,8 @@ from PySide6.QtCore import Qt
 from app.core.settings import ProviderAccount
 from app.ui.model_picker import ACCOUNT_ROLE, MODEL_ROLE, REFRESH, ModelPicker
 from tests.fixtures_qt import wait_until
-from tests.test_review17b_keys import ModelsServer, make_runtime, models, run
+from tests.fixtures_runtime import RuntimeFactory
+from tests.test_review17b_keys import ModelsServer, models, run
 
 pytestmark = pytest.mark.gui
 
@@ -33,7 +33,7 @@ def settled(picker: ModelPicker, account_id: str) -> bool:
 
 
 def test_a_late_list_does_not_move_the_highlighted_model(
-    qtbot: Any, qloop: Any, home: Path, servers: list[ModelsServer]
+    qtbot: Any, qloop: Any, home: Path, servers: list[ModelsServer], make_runtime: RuntimeFactory
 ) -> None:
     """The user types "m", sees B's "m-b" highlighted and presses Enter. If A's list
     arrives in between (a server can time that), the highlight jumps to A's first model
@@ -42,9 +42,11 @@ def test_a_late_list_does_not_move_the_highlighted_model(
     slow.gate.clear()
     servers += [slow, fast]
     rt = make_runtime(
-        home,
-        ProviderAccount(id="a", kind="openai", label="A", base_url=slow.url),
-        ProviderAccount(id="b", kind="openai", label="B", base_url=fast.url),
+        accounts=[
+            ProviderAccount(id="a", kind="openai", label="A", base_url=slow.url),
+            ProviderAccount(id="b", kind="openai", label="B", base_url=fast.url),
+        ],
+        keyring="memory",
     )
     try:
         picker = ModelPicker(rt)
@@ -65,7 +67,7 @@ def test_a_late_list_does_not_move_the_highlighted_model(
 
 
 def test_refresh_while_open_keeps_track_of_the_new_fetch(
-    qtbot: Any, qloop: Any, home: Path, servers: list[ModelsServer]
+    qtbot: Any, qloop: Any, home: Path, servers: list[ModelsServer], make_runtime: RuntimeFactory
 ) -> None:
     """Refresh cancels fetch 1 and starts fetch 2 under the same account id; fetch 1's
     `finally` then pops fetch 2 from `_tasks`, so `cancel()` (window closing) and the next
@@ -73,16 +75,20 @@ def test_refresh_while_open_keeps_track_of_the_new_fetch(
     hanging = ModelsServer(models("m"))
     hanging.gate.clear()
     servers.append(hanging)
-    rt = make_runtime(home, ProviderAccount(id="x", kind="openai", label="X", base_url=hanging.url))
+    rt = make_runtime(
+        accounts=[ProviderAccount(id="x", kind="openai", label="X", base_url=hanging.url)],
+        keyring="memory",
+    )
     try:
         picker = ModelPicker(rt)
         qtbot.addWidget(picker)
         picker.show()
         picker.open_popup()
         run(qloop, wait_until(lambda: hanging.auth, what="fetch 1"))
+        first = picker._tasks["x"]
         picker._activate("action", "", REFRESH)
         run(qloop, wait_until(lambda: len(hanging.auth) == 2, what="fetch 2"))
-        run(qloop, asyncio.sleep(0.05))  # fetch 1's cancellation runs
+        run(qloop, wait_until(first.done, what="fetch 1's cancellation (its finally) to run"))
         task = picker._tasks.get("x")
         assert task is not None and not task.done(), "the running fetch is no longer tracked"
     finally:

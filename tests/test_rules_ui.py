@@ -17,7 +17,6 @@ from PySide6.QtWidgets import QPushButton
 from app.core.approval import Decision
 from app.core.rules import Matcher, Rule, RuleDecision, Scope
 from app.core.runtime import Runtime
-from app.core.settings import ProviderAccount
 from app.ui.icons import app_icon
 from app.ui.main_window import MainWindow
 from app.ui.settings.rules_page import RulesPage
@@ -25,31 +24,9 @@ from app.ui.settings.sources_page import SourcesPage
 from app.ui.tray import Tray
 from tests.fakellm import ScriptedLLM, text, tool_calls
 from tests.fixtures_qt import wait_until
+from tests.fixtures_runtime import RuntimeFactory
 
 pytestmark = pytest.mark.gui
-
-
-def _runtime(home: Path, llm: ScriptedLLM | None, roots: list[str] | None) -> Runtime:
-    rt = Runtime(home, entry_points=False)
-
-    def configure(settings: Any) -> None:
-        if llm is not None:
-            account = ProviderAccount(
-                kind="openai", label="Scripted", base_url=llm.openai_base_url, model="m"
-            )
-            settings.providers.append(account)
-            settings.active_provider = account.id
-        if roots is not None:
-            settings.files.allowed_roots = roots
-
-    rt.settings = rt.settings_store.update(configure)
-    return rt
-
-
-@pytest.fixture
-def quiet_keyring(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
 
 def _window(rt: Runtime, qtbot: Any) -> MainWindow:
@@ -68,12 +45,17 @@ def _choice(win: MainWindow, label: str) -> QPushButton | None:
 
 
 def test_always_allow_on_the_card_adds_the_narrow_rule(
-    home: Path, tmp_path: Path, llm: ScriptedLLM, qtbot: Any, qloop: Any, quiet_keyring: None
+    home: Path,
+    tmp_path: Path,
+    llm: ScriptedLLM,
+    qtbot: Any,
+    qloop: Any,
+    make_runtime: RuntimeFactory,
 ) -> None:
     root = tmp_path / "files"
     notes = root / "notes"
     notes.mkdir(parents=True)
-    rt = _runtime(home, llm, [str(root)])
+    rt = make_runtime("m", roots=[str(root)])
     win = _window(rt, qtbot)
     first, second, elsewhere = notes / "a.txt", notes / "b.txt", root / "c.txt"
     llm.add(tool_calls(("w1", "fs_write_file", {"path": str(first), "content": "1"})))
@@ -121,9 +103,9 @@ def test_always_allow_on_the_card_adds_the_narrow_rule(
 
 
 def test_rules_page_lists_and_removes_rules(
-    home: Path, qtbot: Any, qloop: Any, quiet_keyring: None
+    home: Path, qtbot: Any, qloop: Any, make_runtime: RuntimeFactory
 ) -> None:
-    rt = _runtime(home, None, ["/tmp"])
+    rt = make_runtime(llm=None, roots=["/tmp"])
     keep = rt.rules.add(Rule(tool="fs_delete", decision=RuleDecision.DENY, origin="Settings"))
     gone = rt.rules.add(
         Rule(
@@ -134,8 +116,12 @@ def test_rules_page_lists_and_removes_rules(
         )
     )
     chat = rt.rules.add(
-        Rule(tool="docker_*", decision=RuleDecision.ALLOW, scope=Scope.CONVERSATION,
-             conversation_id="c1")
+        Rule(
+            tool="docker_*",
+            decision=RuleDecision.ALLOW,
+            scope=Scope.CONVERSATION,
+            conversation_id="c1",
+        )
     )
     page = RulesPage(rt)
     qtbot.addWidget(page)
@@ -178,12 +164,12 @@ PACK = textwrap.dedent(
 
 
 def test_sources_page_never_imports_a_pack_before_enable(
-    home: Path, tmp_path: Path, qtbot: Any, qloop: Any, quiet_keyring: None
+    home: Path, tmp_path: Path, qtbot: Any, qloop: Any, make_runtime: RuntimeFactory
 ) -> None:
     marker = tmp_path / "imported.txt"
     (home / "tools").mkdir()
     (home / "tools" / "hello.py").write_text(PACK.format(marker=str(marker)))
-    rt = _runtime(home, None, ["/tmp"])
+    rt = make_runtime(llm=None, roots=["/tmp"])
     page = SourcesPage(rt)
     qtbot.addWidget(page)
     page.show()
@@ -214,14 +200,19 @@ def test_sources_page_never_imports_a_pack_before_enable(
 
 
 def test_first_run_asks_for_folders_and_saves_the_choice(
-    home: Path, tmp_path: Path, llm: ScriptedLLM, qtbot: Any, qloop: Any, quiet_keyring: None,
+    home: Path,
+    tmp_path: Path,
+    llm: ScriptedLLM,
+    qtbot: Any,
+    qloop: Any,
+    make_runtime: RuntimeFactory,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     user_home = tmp_path / "user"
     for name in ("Documents", "Projects"):
         (user_home / name).mkdir(parents=True)
     monkeypatch.setenv("HOME", str(user_home))
-    rt = _runtime(home, llm, None)
+    rt = make_runtime("m")
     win = _window(rt, qtbot)
     prompt = win.folders_prompt
     try:
@@ -243,7 +234,7 @@ def test_first_run_asks_for_folders_and_saves_the_choice(
     finally:
         win.stop_background_work()
     # answered once: the next start does not ask again
-    again = _window(Runtime(home, entry_points=False), qtbot)
+    again = _window(make_runtime(llm=None), qtbot)
     try:
         assert not again.folders_prompt.isVisible()
     finally:
@@ -253,9 +244,9 @@ def test_first_run_asks_for_folders_and_saves_the_choice(
 
 
 def test_upgrade_notice_is_shown_once(
-    home: Path, llm: ScriptedLLM, qtbot: Any, qloop: Any, quiet_keyring: None
+    home: Path, llm: ScriptedLLM, qtbot: Any, qloop: Any, make_runtime: RuntimeFactory
 ) -> None:
-    rt = _runtime(home, llm, ["/tmp"])
+    rt = make_runtime("m", roots=["/tmp"])
     rt.settings = rt.settings_store.update(
         lambda s: s.pending_notices.append("Your 2 per-tool approval setting(s) are now rules.")
     )
@@ -270,16 +261,21 @@ def test_upgrade_notice_is_shown_once(
 
 
 def test_a_tasks_profile_is_listed_with_its_scope_and_removable(
-    home: Path, qtbot: Any, qloop: Any, quiet_keyring: None
+    home: Path, qtbot: Any, qloop: Any, make_runtime: RuntimeFactory
 ) -> None:
     from datetime import UTC, datetime, timedelta
 
     from app.core.tasks import Schedule, parse_allow
 
-    rt = _runtime(home, None, ["/tmp"])
+    rt = make_runtime(llm=None, roots=["/tmp"])
     now = datetime.now(UTC)
-    task = rt.tasks.add("Digest", "Summarise", Schedule.once(now + timedelta(hours=1)), now=now,
-                        profile=[parse_allow("fs_read_file")])
+    task = rt.tasks.add(
+        "Digest",
+        "Summarise",
+        Schedule.once(now + timedelta(hours=1)),
+        now=now,
+        profile=[parse_allow("fs_read_file")],
+    )
     page = RulesPage(rt)
     qtbot.addWidget(page)
     page.show()

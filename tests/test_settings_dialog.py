@@ -26,7 +26,7 @@ from app.ui.settings.presets import PRESETS
 from app.ui.settings.providers_page import ProvidersPage
 from tests.fakellm import ScriptedLLM, error, hang
 from tests.fixtures_keyring import MemoryKeyring
-from tests.fixtures_qt import wait_until
+from tests.fixtures_qt import restore_look, saved_look, wait_until
 
 pytestmark = pytest.mark.gui
 
@@ -44,15 +44,13 @@ def run(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any]) -> Any:
 @pytest.fixture
 def restore_theme(qapp: QApplication) -> Iterator[None]:
     """The QApplication outlives this module: put its look back as it was."""
-    style, palette, sheet = qapp.style().name(), QPalette(qapp.palette()), qapp.styleSheet()
+    look = saved_look(qapp)
     yield
     follower = qapp.findChild(theme._SchemeFollower)
     if follower is not None:
         follower.setParent(None)
         follower.deleteLater()
-    qapp.setStyleSheet(sheet)
-    qapp.setPalette(palette)
-    qapp.setStyle(style)
+    restore_look(qapp, look)
 
 
 @pytest.fixture

@@ -39,6 +39,7 @@ def skills_home(tmp_path: Path) -> Path:
     (pdf / "scripts" / "count.py").write_text(
         "import sys\nprint('pages:', len(sys.argv) - 1)\n", encoding="utf-8"
     )
+    # under test: a script that outlasts its time limit
     (pdf / "scripts" / "slow.py").write_text("import time\ntime.sleep(30)\n", encoding="utf-8")
     (pdf / "scripts" / "loud.py").write_text("print('x' * 100_000)\n", encoding="utf-8")
     (pdf / "reference.md").write_text("Field names…", encoding="utf-8")

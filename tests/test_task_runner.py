@@ -25,6 +25,7 @@ from app.core.tasks import Budget, Schedule, TaskBusy, parse_allow
 from tests.clock import Clock as SharedClock
 from tests.fakellm import ScriptedLLM, text, tool_calls
 from tests.fixtures_notify import NotificationServer
+from tests.fixtures_qt import wait_until
 
 START = datetime(2026, 11, 24, 7, 0, tzinfo=UTC)
 WAIT = 20.0
@@ -47,8 +48,13 @@ def world(
     settings = {
         "files": {"allowed_roots": [str(work)], "folders_chosen": True},
         "providers": [
-            {"id": "local", "kind": "openai", "label": "scripted",
-             "base_url": llm.openai_base_url, "model": "scripted"}
+            {
+                "id": "local",
+                "kind": "openai",
+                "label": "scripted",
+                "base_url": llm.openai_base_url,
+                "model": "scripted",
+            }
         ],
         "active_provider": "local",
     }
@@ -120,14 +126,25 @@ def announcer(notifier: Notifier | None, told: list[RunOutcome]) -> Callable[[Ru
     return announce
 
 
-def add_task(runtime: Runtime, *, at: datetime | None = None, cron: str | None = None,
-             allow: tuple[str, ...] = (), budget: Budget | None = None, now: datetime = START):
+def add_task(
+    runtime: Runtime,
+    *,
+    at: datetime | None = None,
+    cron: str | None = None,
+    allow: tuple[str, ...] = (),
+    budget: Budget | None = None,
+    now: datetime = START,
+):
     schedule = (
         Schedule.recurring(cron, "Europe/Paris") if cron else Schedule.once(at, "Europe/Paris")
     )
     return runtime.tasks.add(
-        "Nightly report", "Write the report", schedule, now=now,
-        profile=[parse_allow(line) for line in allow], budget=budget,
+        "Nightly report",
+        "Write the report",
+        schedule,
+        now=now,
+        profile=[parse_allow(line) for line in allow],
+        budget=budget,
     )
 
 
@@ -381,8 +398,22 @@ def test_cli_run_asks_through_a_notification_when_no_terminal(world, llm, server
 
     home, report = world["home"], world["work"] / "report.txt"
     llm.add(write_call(report), text("Written.\nSecond line."))
-    code = main(["--home", str(home), "tasks", "add", "--title", "Report", "--prompt", "Write it",
-                 "--cron", "0 8 * * *", "--allow", "fs_read_file"])
+    code = main(
+        [
+            "--home",
+            str(home),
+            "tasks",
+            "add",
+            "--title",
+            "Report",
+            "--prompt",
+            "Write it",
+            "--cron",
+            "0 8 * * *",
+            "--allow",
+            "fs_read_file",
+        ]
+    )
     assert code == 0
     [task] = json.loads(_out(main, capsys, "--home", str(home), "tasks", "list", "--json"))
     result: list[int] = []
@@ -418,14 +449,21 @@ def test_serve_runs_tasks_and_reminders_with_no_window(world, llm, server, tmp_p
     home, report = world["home"], world["work"] / "report.txt"
     runtime = runtime_for(world)
     now = datetime.now(UTC)
-    runtime.tasks.add("Soon", "Write the report", Schedule.once(now + timedelta(seconds=1)),
-                      now=now, profile=[parse_allow(f"fs_write_file,folder={world['work']}")])
+    runtime.tasks.add(
+        "Soon",
+        "Write the report",
+        Schedule.once(now + timedelta(seconds=1)),
+        now=now,
+        profile=[parse_allow(f"fs_write_file,folder={world['work']}")],
+    )
     reminder = runtime.reminders.create_once("Stretch", now)
     llm.add(write_call(report), text("The report is written."))
     proc = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "--home", str(home), "tasks", "serve"],
-        cwd=Path(__file__).resolve().parents[1], env=os.environ.copy(),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        cwd=Path(__file__).resolve().parents[1],
+        env=os.environ.copy(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         bufsize=0,  # unbuffered: a line read is never left waiting in a buffer select misses
     )
     try:
@@ -490,8 +528,7 @@ def test_quitting_during_a_run_records_it_as_stopped(world, llm):
 
     async def scenario() -> None:
         run = asyncio.ensure_future(runner.run_now(task.id))
-        while not llm.requests:  # the model was asked: the run is under way
-            await asyncio.sleep(0.01)
+        await wait_until(lambda: llm.requests, what="the model to be asked (the run under way)")
         run.cancel()
         with pytest.raises(asyncio.CancelledError):
             await run

@@ -55,6 +55,11 @@ def work(home: Path, llm: ScriptedLLM) -> Iterator[Path]:
 
 
 def started(app: App) -> Any:
+    """The task host running. A home without tasks starts it with its first task (a poke);
+    these tests add theirs after start-up, so the book is made first."""
+    app.runtime.tasks.path.parent.mkdir(parents=True, exist_ok=True)
+    if not app.runtime.tasks.path.exists():
+        app.runtime.tasks.path.write_text('{"tasks": []}', "utf-8")
     return wait_until(lambda: app.tasks.runner is not None, what="the task host to start")
 
 
@@ -240,3 +245,38 @@ def test_tasks_are_reachable_from_the_menu_and_the_tray(
     action.trigger()
     assert view.isVisible() and app.window.tasks_view is view
     view.close()
+
+
+def test_a_home_without_tasks_starts_the_task_host_with_its_first_task(
+    make_app: Callable[[], App], clock: Clock, qloop: Any, work: Path
+) -> None:
+    """Nothing to schedule, nothing loaded (the runner, rules and book: ~3 MiB idle)."""
+    import app.ui.main as gui
+
+    app = make_app()
+    app.tasks.clock = clock
+    run(qloop, wait_until(lambda: app._loop is not None, what="the scheduler to start"))
+    app._start_tasks()  # what the start-up timer does
+    assert not app.tasks.started and not app.tasks.has_tasks()
+    assert gui.TASKS_LOOK_MS <= 30_000  # a task added elsewhere is noticed as the schedule would
+    import threading
+
+    import app.ui.task_host as host
+
+    threads: list[str] = []
+    real_import = host._import_task_modules
+
+    def importing() -> None:
+        threads.append(threading.current_thread().name)
+        real_import()
+
+    host._import_task_modules = importing
+    try:
+        task = add(app, work)
+        app.tasks.poke()  # the window's tasksChanged after a tool or the Tasks view added it
+        run(qloop, started(app))
+    finally:
+        host._import_task_modules = real_import
+    assert app.tasks.runs_schedule
+    assert app.runtime.tasks.get(task.id) is not None
+    assert threads == ["deskhand-tasks_0"]  # the runner's imports: not on the GUI thread

@@ -35,6 +35,7 @@ from app.ui.chat.terminal import (
     terminal_output,
 )
 from app.ui.chat.view import ChatView
+from tests.chat_helpers import settled
 from tests.fixtures_qt import wait_until
 from tools.spec import ToolResult
 
@@ -208,12 +209,6 @@ def view(qtbot: Any, qloop: asyncio.AbstractEventLoop) -> Iterator[ChatView]:
 
 def run(loop: asyncio.AbstractEventLoop, body: Coroutine[Any, Any, None]) -> None:
     loop.run_until_complete(asyncio.wait_for(body, 20))
-
-
-async def settled(view: ChatView) -> None:
-    await asyncio.sleep(0.05)
-    view.grab()
-    await asyncio.sleep(0.02)
 
 
 OUTPUT = (

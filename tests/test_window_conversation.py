@@ -5,39 +5,17 @@ error's "Connect a model"."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
 from app.core.history_marks import BranchInfo
-from app.core.runtime import Runtime
-from app.core.settings import ProviderAccount
 from app.ui.chat.model import AssistantMessage, ErrorItem, MarkerItem, PendingItem, UserMessage
 from app.ui.main_window import MainWindow
-from tests.fakellm import ScriptedLLM, error, hang, text
+from tests.fakellm import error, hang, text
 from tests.fixtures_qt import wait_until
 
 pytestmark = pytest.mark.gui
-
-
-@pytest.fixture
-def runtime(home: Path, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    rt = Runtime(home, entry_points=False)
-    account = ProviderAccount(
-        kind="openai", label="Scripted", base_url=llm.openai_base_url, model="scripted-model"
-    )
-
-    def configure(settings):
-        settings.providers.append(account)
-        settings.active_provider = account.id
-
-    rt.settings = rt.settings_store.update(configure)
-    yield rt
-    rt.close()
 
 
 @pytest.fixture
@@ -178,10 +156,8 @@ def test_an_error_marker_is_still_there_after_reopening(window, llm, qtbot, qloo
     assert len(errors) == 1 and "API key was rejected" in errors[0].message
 
 
-def test_connect_a_model_opens_the_providers_page(home, qtbot, qloop, monkeypatch):
-    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    rt = Runtime(home, entry_points=False)
+def test_connect_a_model_opens_the_providers_page(make_runtime, qtbot, qloop):
+    rt = make_runtime(llm=None)
     win = MainWindow(rt)
     qtbot.addWidget(win)
     win.show()

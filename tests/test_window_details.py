@@ -4,8 +4,6 @@ in the dark theme. Real widgets (pytest-qt, offscreen), the scripted model serve
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QAction, QColor, QGuiApplication, QKeySequence, QPalette, QTextLayout
@@ -20,37 +18,17 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.providers.base import ChatMessage
-from app.core.runtime import Runtime
-from app.core.settings import ProviderAccount
 from app.ui.icons import LINE_ICONS, app_icon, icon_color, line_icon
 from app.ui.main_window import MIN_HEIGHT, MIN_WIDTH, MainWindow
 from app.ui.starter_prompts import STARTERS
 from app.ui.theme import apply_theme, current_theme
 from app.ui.tray import Tray
 from app.ui.ui_state import UiState
-from tests.fakellm import ScriptedLLM, hang, text
+from tests.fakellm import hang, text
 from tests.fixtures_qt import wait_until
+from tests.fixtures_runtime import HOME
 
-pytestmark = pytest.mark.gui
-
-
-@pytest.fixture
-def runtime(home: Path, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    rt = Runtime(home, entry_points=False)
-    account = ProviderAccount(
-        kind="openai", label="Scripted", base_url=llm.openai_base_url, model="scripted-model"
-    )
-
-    def configure(settings):
-        settings.providers.append(account)
-        settings.active_provider = account.id
-        settings.files.allowed_roots = [str(home)]
-
-    rt.settings = rt.settings_store.update(configure)
-    yield rt
-    rt.close()
+pytestmark = [pytest.mark.gui, pytest.mark.runtime(roots=[HOME])]
 
 
 @pytest.fixture

@@ -7,15 +7,29 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:  # types only: spec.py is imported at start-up and imports nothing heavy
+    from integrations.spec import Account, AccountDirectory
+    from tools.registry import ToolRegistry
+    from tools.session import ToolSession
+    from tools.views import SettingsView
 
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+class DeferredParams(BaseModel):
+    """Base for parameter models: pydantic builds a model's validator and schema on first
+    use instead of at import, so reading ~110 manifests costs half as much (the first
+    request and the window need only a few of them)."""
+
+    model_config = ConfigDict(defer_build=True)
 
 
 class Operation(StrEnum):
@@ -193,15 +207,15 @@ class ToolContext:
         *,
         call_id: str = "",
         home: Path,
-        settings: Any = None,
+        settings: SettingsView | None = None,
         progress_sink: Callable[[Progress], None] | None = None,
-        account_resolver: Callable[[str], Any] | None = None,
+        account_resolver: Callable[[str], Account] | None = None,
         integration: str | None = None,
         cancel_event: threading.Event | None = None,
-        registry: Any = None,
-        session: Any = None,
-        accounts: Any = None,
-        services: dict[str, Any] | None = None,
+        registry: ToolRegistry | None = None,
+        session: ToolSession | None = None,
+        accounts: AccountDirectory | None = None,
+        services: Mapping[str, object] | None = None,
         confirm: Callable[[str, str], bool] | None = None,
     ) -> None:
         self.call_id = call_id
@@ -222,7 +236,7 @@ class ToolContext:
         #: The account directory (integrations.spec.AccountDirectory), for tools that list or
         #: switch accounts.
         self.accounts = accounts
-        self._services = services if services is not None else {}
+        self._services: Mapping[str, object] = services if services is not None else {}
         #: Every secret value Deskhand knows (the tripwire's), for tools that must keep them
         #: out of what they start (the terminal's child environment).
         self.secret_values: Callable[[], Iterable[str]] = lambda: ()
@@ -263,16 +277,19 @@ class ToolContext:
         return bool(self._egress_deny and self._egress_deny(site))
 
     def service(self, name: str) -> Any:
-        """An app service a tool category needs (e.g. "reminders"), handed in by the app."""
+        """An app service a tool category needs (e.g. "reminders"), handed in by the app.
+        Each category says what it expects of its service (e.g. tools.reminders.book)."""
         try:
             return self._services[name]
         except KeyError:
             raise ToolError(f"the {name} service is not available here") from None
 
-    def account(self, integration: str | None = None, named: str | None = None) -> Any:
+    def account(self, integration: str | None = None, named: str | None = None) -> Account:
         """The active account of this tool's integration (or of `integration`), or the one
         `named` (id or label) when a tool lets the model choose; secrets filled in."""
         name = integration or self._integration
+        if name is None:
+            raise ToolError("this tool is not tied to an integration")
         if named:
             if self.accounts is None:
                 raise ToolError("choosing an account is not available here")
@@ -282,8 +299,6 @@ class ToolContext:
                 raise ToolError(str(exc.args[0]) if exc.args else str(exc)) from None
             with_secrets = getattr(self.accounts, "with_secrets", None)
             return with_secrets(account) if with_secrets is not None else account
-        if name is None:
-            raise ToolError("this tool is not tied to an integration")
         if self._account_resolver is None:
             raise ToolError(f"no account is configured for {name}")
         return self._account_resolver(name)

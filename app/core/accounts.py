@@ -6,6 +6,7 @@ Blocking (SQLite, keyring, reading kubeconfig): call from a thread, not the UI l
 
 from __future__ import annotations
 
+import builtins
 import logging
 from typing import Any
 
@@ -74,7 +75,8 @@ class AccountDirectory:
         # Nothing chosen: what the machine itself uses (local Docker, current kube context);
         # adding an account never silently moves where tools act.
         discovered = [a for a in accounts if a.discovered]
-        return (discovered or accounts or [None])[0]
+        candidates = discovered or accounts
+        return candidates[0] if candidates else None
 
     def with_secrets(self, account: Account) -> Account:
         """The account with its secret fields read from the keyring (for a tool's use)."""
@@ -97,7 +99,7 @@ class AccountDirectory:
         return self.with_secrets(account)
 
     @off_gui_thread  # reads kubeconfig YAML, Docker contexts, the store
-    def active_summary(self) -> list[tuple[str, str]]:
+    def active_summary(self) -> builtins.list[tuple[str, str]]:
         """(integration title, active account label) where the choice matters: the
         integration has several accounts, or the user picked an added one."""
         summary = []

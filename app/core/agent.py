@@ -10,7 +10,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -48,9 +48,11 @@ from app.core.providers.base import (
 )
 from app.core.rules import RuleBook, RuleDecision, rule_from_legacy_pattern
 from app.core.sources import TrustStore
+from integrations.spec import Account, AccountDirectory
 from tools.runner import InvalidCall, ToolRunner, parse_arguments
 from tools.session import ToolSession
 from tools.spec import ToolResult
+from tools.views import SettingsView
 
 log = logging.getLogger(__name__)
 
@@ -116,12 +118,12 @@ class Agent:
         policy: ApprovalPolicy | None = None,
         approver: Approver,
         recorder: Recorder | None = None,
-        settings: Any = None,
+        settings: SettingsView | None = None,
         system_prompt: str | None = None,
         max_steps: int = 25,
-        account_resolver: Callable[[str], Any] | None = None,
-        accounts: Any = None,
-        services: dict[str, Any] | None = None,
+        account_resolver: Callable[[str], Account] | None = None,
+        accounts: AccountDirectory | None = None,
+        services: Mapping[str, Any] | None = None,
         pipeline: CallPipeline | None = None,
     ) -> None:
         """`pipeline` is how tool calls run (the runtime builds one from the user's rules and
@@ -169,7 +171,7 @@ class Agent:
             recorder=self.recorder,
         )
 
-    def _services_for(self, conversation_id: str | None) -> dict[str, Any] | None:
+    def _services_for(self, conversation_id: str | None) -> Mapping[str, object] | None:
         if self.services is None:
             return None
         return ConversationServices(self.services, conversation_id)
@@ -304,8 +306,8 @@ class Agent:
                 yield TurnFinished(usage, stop_reason, step)
                 return
             outcome = _RoundOutcome()
-            async for event in self._run_calls(conv, calls, outcome):
-                yield event
+            async for call_event in self._run_calls(conv, calls, outcome):
+                yield call_event
             if warning := self._save_warning():
                 yield warning
             invalid_rounds = invalid_rounds + 1 if outcome.all_invalid(len(calls)) else 0

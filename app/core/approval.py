@@ -12,10 +12,12 @@ import fnmatch
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from app.core.rules import Rule
 from tools.spec import Operation, ToolManifest
+
+if TYPE_CHECKING:  # annotations only: the chat view imports this module at start-up
+    from app.core.rules import Rule
 
 
 class Verdict(StrEnum):

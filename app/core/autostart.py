@@ -150,14 +150,18 @@ def _write(path: Path, data: bytes) -> None:
 
 
 def _set_run_value(value: str) -> None:  # pragma: no cover - Windows only
-    import winreg  # type: ignore[import-not-found,unused-ignore]
+    if sys.platform != "win32":
+        raise OSError("the Windows registry exists only on Windows")
+    import winreg
 
     with winreg.CreateKey(winreg.HKEY_CURRENT_USER, RUN_KEY) as key:
         winreg.SetValueEx(key, APP_NAME, 0, winreg.REG_SZ, value)
 
 
 def _delete_run_value() -> None:  # pragma: no cover - Windows only
-    import winreg  # type: ignore[import-not-found,unused-ignore]
+    if sys.platform != "win32":
+        raise OSError("the Windows registry exists only on Windows")
+    import winreg
 
     try:
         with winreg.OpenKey(winreg.HKEY_CURRENT_USER, RUN_KEY, 0, winreg.KEY_SET_VALUE) as key:
@@ -167,7 +171,9 @@ def _delete_run_value() -> None:  # pragma: no cover - Windows only
 
 
 def _get_run_value() -> str | None:  # pragma: no cover - Windows only
-    import winreg  # type: ignore[import-not-found,unused-ignore]
+    if sys.platform != "win32":
+        raise OSError("the Windows registry exists only on Windows")
+    import winreg
 
     try:
         with winreg.OpenKey(winreg.HKEY_CURRENT_USER, RUN_KEY) as key:

@@ -10,17 +10,10 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from app.core.tasks import (
-    Budget,
-    Schedule,
-    Task,
-    TaskBook,
-    TaskBusy,
-    TaskError,
-    parse_allow,
-)
+if TYPE_CHECKING:  # imported where used: building the parser stays light (`deskhand ask`)
+    from app.core.tasks import Task, TaskBook
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -62,8 +55,8 @@ def add_parsers(sub: Any) -> None:
         help="a provider account id from Settings → Providers (default: the active one)",
     )
     add.add_argument("--model")
-    add.add_argument("--max-seconds", type=int, default=Budget().max_seconds)
-    add.add_argument("--max-steps", type=int, default=Budget().max_steps)
+    add.add_argument("--max-seconds", type=int)  # None: the task's default budget
+    add.add_argument("--max-steps", type=int)
     lst = tasks_sub.add_parser("list", help="every task, its next run and last result")
     lst.add_argument("--json", action="store_true")
     for verb, text in (
@@ -89,6 +82,8 @@ def run_tasks(
     book: TaskBook | None = None,
     serve: Callable[[], int] | None = None,
 ) -> int:
+    from app.core.tasks import TaskBook, TaskBusy, TaskError
+
     clock = now or (lambda: datetime.now(UTC))
     book = book if book is not None else TaskBook(home)
     if args.tasks_command == "serve":
@@ -134,13 +129,16 @@ def _dispatch(
 
 
 def _add(args: argparse.Namespace, book: TaskBook, now: datetime) -> int:
+    from app.core.tasks import Budget, Schedule, parse_allow
+
     if args.cron is not None:
         schedule = Schedule.recurring(args.cron, args.zone)
     else:
         schedule = Schedule.once(args.at, args.zone)
     profile = [parse_allow(text) for text in args.allow]
     try:
-        budget = Budget(max_seconds=args.max_seconds, max_steps=args.max_steps)
+        given = {"max_seconds": args.max_seconds, "max_steps": args.max_steps}
+        budget = Budget(**{k: v for k, v in given.items() if v is not None})
     except ValueError:
         print(
             "deskhand tasks add: --max-seconds must be 10 to 21600 and --max-steps 1 to 200",
@@ -224,12 +222,16 @@ def _run(
     runner: Runner | None,
     clock: Callable[[], datetime],
 ) -> int:
+    from app.core.tasks import TaskBusy
+
     task = book.get(args.id)
     if task.is_running(clock()):
         raise TaskBusy(f"“{task.title}” is still running", "id")
     if runner is None:
-        print("deskhand tasks run: running a task needs the agent, which is not available "
-              "here", file=sys.stderr)
+        print(
+            "deskhand tasks run: running a task needs the agent, which is not available here",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
     ok, answer = runner(task.id)
     from app.core.visible import visible

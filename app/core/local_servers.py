@@ -2,7 +2,9 @@
 
 Both speak the OpenAI-compatible API, so one `GET {base_url}/models` tells us that a server
 is there and which models it has. Probes run concurrently and share one deadline; a server
-that is down, slow or answers something else is simply left out. No Qt here.
+that is down, slow or answers something else is simply left out. A port nobody listens on
+(the usual case) is ruled out with a bare connect, so httpx (about 17 MiB with its TLS) is
+only imported when something answers. No Qt here.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ import contextlib
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+from urllib.parse import urlsplit
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +50,16 @@ async def detect_local_servers(
 
     Never raises for network trouble: an unreachable or misbehaving server is just absent.
     """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
     wanted = [Candidate(*c) for c in candidates]
-    if not wanted:
+    listening = await asyncio.gather(*(_listening(c.base_url, timeout) for c in wanted))
+    wanted = [c for c, up in zip(wanted, listening, strict=True) if up]
+    timeout = deadline - loop.time()
+    if not wanted or timeout <= 0:
         return []
+    import httpx
+
     # trust_env=False: a system proxy must never see (or swallow) loopback probes.
     async with httpx.AsyncClient(timeout=timeout, trust_env=False) as client:
         tasks = [asyncio.ensure_future(_probe(client, c)) for c in wanted]
@@ -68,7 +79,25 @@ async def detect_local_servers(
     return found
 
 
+async def _listening(base_url: str, timeout: float) -> bool:
+    """Whether something accepts a TCP connection at the URL's host and port."""
+    parts = urlsplit(base_url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        _reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(parts.hostname, port), timeout
+        )
+    except (OSError, TimeoutError, ValueError):
+        return False
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return True
+
+
 async def _probe(client: httpx.AsyncClient, candidate: Candidate) -> LocalServer | None:
+    import httpx
+
     base = candidate.base_url.rstrip("/")
     try:
         response = await client.get(f"{base}/models")

@@ -14,6 +14,7 @@ never holds one, since `_check_content` folds every whitespace character into a 
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -212,7 +213,7 @@ class MemoryService:
 
     # ---- injection into a new conversation -------------------------------------------
 
-    def relevant(self, query: str, budget: int) -> list[Memory]:
+    def relevant(self, query: str, budget: int) -> builtins.list[Memory]:
         """What to tell the model at the start of a conversation, within `budget` characters
         of notes (`Memory.context_line`; the fixed header and markers are not counted):
         preferences first (most relevant to `query`, then most recent), then facts and
@@ -252,16 +253,16 @@ class MemoryService:
         return self.context_message(query, budget)
 
 
-class ConversationServices(dict):  # type: ignore[type-arg]
+class ConversationServices(dict[str, object]):
     """The app's services as one conversation's tools see them: a service with a
     `for_conversation(id)` method is bound to that conversation on first access."""
 
-    def __init__(self, services: Mapping[str, Any], conversation_id: str | None) -> None:
+    def __init__(self, services: Mapping[str, object], conversation_id: str | None) -> None:
         super().__init__()
         self._services = services
         self._conversation_id = conversation_id
 
-    def __missing__(self, name: str) -> Any:
+    def __missing__(self, name: str) -> object:
         service = self._services[name]  # KeyError → ToolContext says "not available here"
         bind = getattr(service, "for_conversation", None)
         value = bind(self._conversation_id) if callable(bind) else service

@@ -39,6 +39,10 @@ def settings_path(home: Path) -> Path:
     return home / "settings.json"
 
 
+#: The task book (app.core.tasks), written with the first task.
+TASKS_FILE = "tasks.json"
+
+
 def mcp_path(home: Path) -> Path:
     return home / "mcp.json"
 

@@ -17,7 +17,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from app.core.events import AgentEvent, ApprovalDecided, ApprovalRequested, Tool
 from app.core.rules import Evaluation, Matcher, Rule, RuleBook, RuleDecision, Scope
 from app.core.sources import TrustStore, describe, folder_fingerprint
 from app.core.visible import one_line, visible
+from integrations.spec import Account, AccountDirectory
 from tools.credential_values import mask_credential_data
 from tools.registry import ToolSource
 from tools.runner import InvalidCall, ToolRunner
@@ -41,6 +42,7 @@ from tools.spec import (
     ToolManifest,
     ToolResult,
 )
+from tools.views import SettingsView
 
 log = logging.getLogger(__name__)
 
@@ -58,11 +60,11 @@ class ToolEnvironment:
     """What tools reach while running, handed to every call's ToolContext."""
 
     home: Path
-    settings: Any = None
-    account_resolver: Callable[[str], Any] | None = None
-    accounts: Any = None
+    settings: SettingsView | None = None
+    account_resolver: Callable[[str], Account] | None = None
+    accounts: AccountDirectory | None = None
     #: conversation id → the services mapping tools reach with ctx.service(name).
-    services: Callable[[str | None], dict[str, Any] | None] = lambda _cid: None
+    services: Callable[[str | None], Mapping[str, object] | None] = lambda _cid: None
     #: skill name → its folder, to fingerprint skills' scripts as a source.
     skill_folder: Callable[[str], Path | None] = lambda _name: None
     #: Blocks until every stored secret is known to the tripwire (True when done).
@@ -240,6 +242,7 @@ class CallPipeline:
         named = getattr(params, "account", None)
 
         def lookup() -> str | None:
+            account: Account | None
             try:
                 if named:
                     account = accounts.find(integration, named)

@@ -8,14 +8,18 @@ reminder coalesced into one delivery. No Qt, no timers here; `scheduler.py` driv
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from tools.clock import system_zone
+
+if TYPE_CHECKING:
+    from app.core.store import ReminderRow, Store
 
 #: Delivered later than this after its due time → shown as late.
 LATE_AFTER = timedelta(seconds=90)
@@ -89,7 +93,7 @@ def next_occurrence(cron: str, tz: str, after: datetime) -> datetime:
 
     local = after.astimezone(zone(tz))
     try:
-        nxt = croniter(cron, local).get_next(datetime)
+        nxt: datetime = croniter(cron, local).get_next(datetime)
     except (ValueError, KeyError) as exc:
         raise ReminderError(f"invalid cron expression {cron!r}: {exc}") from None
     return nxt.astimezone(UTC)
@@ -107,7 +111,7 @@ def validate_cron(cron: str) -> None:
 class ReminderBook:
     """Reminders in the store. Blocking (SQLite): call from a thread or keep calls short."""
 
-    def __init__(self, store: Any, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(self, store: Store, clock: Callable[[], datetime] | None = None) -> None:
         self.store = store
         self.clock = clock or (lambda: datetime.now(UTC))
 
@@ -164,14 +168,13 @@ class ReminderBook:
     # ---- reading ----------------------------------------------------------------------
 
     def get(self, reminder_id: str) -> Reminder:
-        rows = self.store.reminder_rows("id = ?", (reminder_id,))
-        if not rows:
+        row = self.store.reminder_row(reminder_id)
+        if row is None:
             raise ReminderError(f"no reminder {reminder_id!r}")
-        return _from_row(rows[0])
+        return _from_row(row)
 
     def list(self, statuses: tuple[str, ...] = ("scheduled",)) -> list[Reminder]:
-        marks = ", ".join("?" for _ in statuses)
-        return [_from_row(r) for r in self.store.reminder_rows(f"status IN ({marks})", statuses)]
+        return [_from_row(r) for r in self.store.reminder_rows_with_status(statuses)]
 
     def next_due(self) -> datetime | None:
         upcoming = self.list()
@@ -204,7 +207,7 @@ class ReminderBook:
         self.store.update_reminder(reminder_id, status="scheduled", due_at=due.timestamp())
         return self.get(reminder_id)
 
-    def collect_due(self) -> list[Delivery]:
+    def collect_due(self) -> builtins.list[Delivery]:
         """Marks every reminder due by now as delivered and returns one Delivery for each."""
         now = self.clock()
         deliveries = []
@@ -239,7 +242,7 @@ class ReminderBook:
         return Delivery(self.get(reminder.id), reminder.due_at, late, missed)
 
 
-def _from_row(row: dict[str, Any]) -> Reminder:
+def _from_row(row: ReminderRow) -> Reminder:
     def at(value: float | None) -> datetime | None:
         return None if value is None else datetime.fromtimestamp(value, UTC)
 

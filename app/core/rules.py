@@ -171,7 +171,9 @@ def _command_matches(prefix: str, command: str) -> bool:
     quoted words (a CommandPart's text is shlex-quoted); a command with shell syntax outside
     quotes never matches."""
     wanted, words = _words(prefix), _words(command)
-    return bool(wanted) and words is not None and words[: len(wanted)] == wanted
+    if not wanted or words is None:
+        return False
+    return words[: len(wanted)] == wanted
 
 
 def _words(text: str) -> list[str] | None:

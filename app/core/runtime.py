@@ -11,26 +11,31 @@ import sys
 import threading
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from app.core.agent import Agent, Conversation
-from app.core.approval import Approver
 from app.core.paths import db_path, deskhand_home, mcp_path, settings_path
-from app.core.providers.base import ProviderConfig
 from app.core.providers.urls import normalize_base_url, origin
 from app.core.secrets import SecretStore, SecretStoreError, remember_secret
 from app.core.settings import ProviderAccount, Settings, SettingsStore
-from tools.registry import ToolRegistry
-from tools.runner import ToolRunner
-from tools.session import ToolSession
+from app.core.threads import off_gui_thread
+
+if TYPE_CHECKING:  # imported where used: the window is ready before the agent loads
+    from app.core.agent import Agent, Conversation
+    from app.core.approval import Approver
+    from app.core.providers.base import ProviderConfig
+    from tools.registry import ToolRegistry
+    from tools.runner import ToolRunner
+    from tools.session import ToolSession
 
 log = logging.getLogger(__name__)
 
 #: How long `tools list` waits for MCP servers (from their launch) before listing without
 #: the ones still starting.
 MCP_LIST_WAIT = 1.5
-#: How long `deskhand ask` lets MCP servers come up before the first model request; servers
-#: ready later join the registry (and the next requests) on their own.
+#: How long `deskhand ask` lets MCP servers with no cached tool list (never listed, or their
+#: mcp.json entry changed since) come up before the first model request; servers with one
+#: are offered from it at once (app/core/mcp/cached.py). Servers ready later join the
+#: registry (and the next requests) on their own.
 MCP_ASK_WAIT = 1.5
 #: The longest `tools call mcp__<server>__…` waits for that server (capped by its timeout).
 MCP_CALL_WAIT = 20.0
@@ -95,6 +100,8 @@ class Runtime:
         """Every tool's manifest (~100 ms with all categories): built on first use, so the
         window paints before it. Third-party packs are imported only if the user enabled
         exactly this version of them. MCP tools already known join it."""
+        from tools.registry import ToolRegistry
+
         built = ToolRegistry.default(
             self.home, entry_points=self._entry_points, pack_enabled=self.trust.is_enabled
         )
@@ -109,6 +116,8 @@ class Runtime:
     def reload_registry(self) -> ToolRegistry:
         """Builds the registry again (a pack was enabled or disabled): the runner and every
         new conversation use the new one; MCP tools already known join it again."""
+        from tools.registry import ToolRegistry
+
         fresh = ToolRegistry.default(
             self.home, entry_points=self._entry_points, pack_enabled=self.trust.is_enabled
         )
@@ -124,6 +133,8 @@ class Runtime:
         it once to record its tool names (so `tools list` shows them without importing it),
         remember that exactly this version is enabled, and load it into a registry already
         in use. Its calls still ask until the pack is trusted. Returns its tool names."""
+        from tools.registry import ToolRegistry
+
         probe = ToolRegistry()
         if source.kind == "pack":
             probe.load_directory(self.home / "tools", lambda s: s.id == source.id)
@@ -137,6 +148,8 @@ class Runtime:
 
     def listing_registry(self) -> ToolRegistry:
         """The tools as `tools list` shows them: no third-party code imported at all."""
+        from tools.registry import ToolRegistry
+
         return ToolRegistry.default(self.home, entry_points=self._entry_points)
 
     @cached_property
@@ -158,7 +171,16 @@ class Runtime:
 
     @cached_property
     def runner(self) -> ToolRunner:
+        from tools.runner import ToolRunner
+
         return ToolRunner(self.registry, secrets=self.secrets.known_values)
+
+    def adopt_store(self, store: Any) -> None:
+        """Uses a store opened before the runtime (the window lists the chats first), so
+        a home has one connection. Only before anything used `store`."""
+        if "store" in self.__dict__:
+            raise RuntimeError("the runtime already opened its store")
+        self.__dict__["store"] = store
 
     @cached_property
     def store(self) -> Any:
@@ -240,6 +262,28 @@ class Runtime:
             log.warning("MCP servers not started: %s", exc)
             return False
 
+    def offer_cached_mcp(self) -> list[str]:
+        """For `deskhand ask`: the tools each enabled MCP server listed last time join the
+        registry now — no SDK import, no server started (app/core/mcp/cached.py); a call to
+        one waits for its server. Returns the enabled servers with no usable cached list."""
+        if "mcp" in self.__dict__ or not mcp_path(self.home).exists():
+            return []
+        from app.core.mcp.cached import cached_tools
+
+        found, missing = cached_tools(self.home, mcp_path(self.home), self._call_cached_mcp)
+        with self._mcp_lock:
+            self._mcp_cached = found
+            registry = self.__dict__.get("registry")
+            if registry is not None:
+                self._add_known_mcp_tools(registry)
+        return missing
+
+    def _call_cached_mcp(
+        self, server: str, tool: str, definition: str, arguments: dict[str, Any], ctx: Any
+    ) -> Any:
+        """(a runner thread) A cached MCP tool was called: its server is waited for."""
+        return self.mcp.call_cached_tool(server, tool, definition, arguments, ctx)
+
     def wait_mcp(self, timeout: float, names: list[str] | None = None) -> list[Any]:
         """Wait at most `timeout` s (from their launch) for the MCP servers (or `names`)
         to be ready or to have failed; their states."""
@@ -308,11 +352,15 @@ class Runtime:
                 _register_mcp(registry, server, tools)
 
     def _add_known_mcp_tools(self, registry: ToolRegistry) -> None:
-        """Every MCP tool known now, into `registry` (caller holds `_mcp_lock`)."""
+        """Every MCP tool known now, into `registry` (caller holds `_mcp_lock`): a live
+        server's tools, else those of its cached list (`offer_cached_mcp`)."""
         manager = self.__dict__.get("mcp")
+        known = manager.server_tools() if manager is not None else {}
+        for name, cached in getattr(self, "_mcp_cached", {}).items():
+            if name not in known:
+                _register_mcp(registry, name, cached)
         if manager is None:
             return
-        known = manager.server_tools()
         for cfg in manager.configs():  # mcp.json's order: the first server keeps a name
             if cfg.name in known:
                 _register_mcp(registry, cfg.name, known[cfg.name])
@@ -371,7 +419,9 @@ class Runtime:
 
     def take_notices(self) -> list[str]:
         """Notices to show once (then forgotten)."""
-        _ = self.rules  # an upgrade's notice is written when the rules are first read
+        legacy = self.settings.approvals
+        if legacy.always_allow or legacy.deny:
+            _ = self.rules  # an upgrade's notice is written when the rules are first read
         notices = list(self.settings.pending_notices)
         if notices:
 
@@ -430,6 +480,8 @@ class Runtime:
     # ---- conversations ----------------------------------------------------------------
 
     def new_session(self) -> ToolSession:
+        from tools.session import ToolSession
+
         tools = self.settings.tools
         session = ToolSession(
             self.registry, disabled=frozenset(tools.disabled), exposure=tools.exposure
@@ -446,6 +498,8 @@ class Runtime:
 
     def open_conversation(self, conversation_id: str | None = None) -> Conversation:
         """An existing conversation (history restored) or a new one, stored either way."""
+        from app.core.agent import Conversation
+
         session = self.new_session()
         if conversation_id is None:
             return Conversation(session, self.store.create_conversation())
@@ -493,6 +547,8 @@ class Runtime:
         if origin(url) != origin(account.base_url or DEFAULT_BASE_URLS[kind]):
             keyed = ProviderAccount(id="cli", kind=kind, label="command line", base_url=url)
         api_key = self._api_key(keyed, url)
+        from app.core.providers.base import ProviderConfig
+
         return ProviderConfig(
             kind=kind,  # type: ignore[arg-type]
             base_url=normalize_base_url(kind, url),
@@ -521,8 +577,10 @@ class Runtime:
                 )
             raise ConfigError("no model provider is configured: add one in Settings → Providers")
         url = account.base_url or DEFAULT_BASE_URLS[account.kind]
+        from app.core.providers.base import ProviderConfig
+
         return ProviderConfig(
-            kind=account.kind,  # type: ignore[arg-type]
+            kind=account.kind,
             base_url=normalize_base_url(account.kind, url),
             model=model or account.model,
             api_key=self._api_key(account, url, recheck=recheck_key),
@@ -561,6 +619,20 @@ class Runtime:
             log.exception("could not list skills")
             return ""
 
+    @off_gui_thread
+    def warm_up(self) -> None:
+        """Loads what a first turn needs (the tool manifests, the agent, the active
+        provider's client and httpx: about 200 ms and 20 MiB), so that turn does not load
+        them on the GUI thread. The window calls it when the user starts typing."""
+        import app.core.agent
+
+        account = self.settings.active_provider_account()
+        if account is not None and account.kind == "anthropic":
+            import app.core.providers.anthropic
+        else:
+            import app.core.providers.openai_compat  # noqa: F401
+        _ = self.registry
+
     def make_agent(
         self,
         provider: Any,
@@ -572,6 +644,8 @@ class Runtime:
         max_steps: int | None = None,
     ) -> Agent:
         """`task_id` and `max_steps`: a scheduled task's run (its profile, its step budget)."""
+        from app.core.agent import Agent
+
         return Agent(
             provider,
             self.runner,
@@ -609,7 +683,7 @@ def _register_mcp(registry: ToolRegistry, server: str, tools: Any) -> None:
         )
 
 
-class _LazyServices(dict):  # type: ignore[type-arg]
+class _LazyServices(dict[str, object]):
     """A mapping whose values are created on first access (no store opened for nothing)."""
 
     NAMES = ("reminders", "memory", "skills", "tasks")

@@ -17,6 +17,7 @@ nothing is stored — then the keyring is never touched).
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 import os
@@ -260,7 +261,7 @@ class SecretStore:
 
     # ---- knowing every stored secret without the keyring on the start-up path ----------
 
-    def known_values(self) -> set[str]:
+    def known_values(self) -> builtins.set[str]:
         """Every secret value known so far (never blocks: loading goes on in the background)."""
         return known_secret_values()
 
@@ -269,7 +270,7 @@ class SecretStore:
         """Whether anything is stored, from the index of names (no keyring access)."""
         return bool(self._index.names())
 
-    def stored_names(self) -> set[str]:
+    def stored_names(self) -> builtins.set[str]:
         """The keys of the stored secrets, from the index (no keyring access)."""
         return self._index.names()
 
@@ -338,7 +339,7 @@ class SecretStore:
 
         compile_secrets(known_secret_values())  # the first redaction need not build it
 
-    def _listed_names(self) -> set[str]:
+    def _listed_names(self) -> builtins.set[str]:
         """Keys the keyring itself lists for our service (Secret Service only; one call,
         no values read). Catches entries written by another Deskhand process."""
         try:

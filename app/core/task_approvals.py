@@ -141,7 +141,11 @@ class UnattendedApprovals:
         answered: asyncio.Future[Decision] = loop.create_future()
 
         def resolve(decision: Decision) -> None:  # any thread
-            loop.call_soon_threadsafe(lambda: answered.done() or answered.set_result(decision))
+            def settle() -> None:
+                if not answered.done():
+                    answered.set_result(decision)
+
+            loop.call_soon_threadsafe(settle)
 
         pending = Pending(task.id, task.title, request, frozenset(a.id for a in actions), resolve)
         with self._lock:

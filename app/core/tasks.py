@@ -18,6 +18,7 @@ and a profile rule the user removed stays removed when the task is edited later.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import logging
@@ -32,12 +33,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from app.core.paths import TASKS_FILE
 from app.core.reminders import LATE_AFTER, ReminderError, next_occurrence, validate_cron, zone
 from app.core.rules import BUILTIN, Matcher, Rule, RuleBook, RuleDecision
 
 log = logging.getLogger(__name__)
 
-TASKS_FILE = "tasks.json"
 #: A `running` marker older than the run's time budget plus this is taken as a run that
 #: died with the app (crash, power loss): it no longer blocks the next run.
 STALE_GRACE = timedelta(minutes=2)
@@ -269,7 +270,7 @@ def parse_allow(text: str) -> ProfileEntry:
             value = os.path.expanduser(value)
             if not os.path.isabs(value):
                 raise TaskError(f"{text!r}: the {kind} must be an absolute path", "allow")
-        matcher = Matcher(kind=kind, value=value)  # type: ignore[arg-type]
+        matcher = Matcher(kind=kind, value=value)
     return ProfileEntry(tool=tool.strip(), source=source.strip() or BUILTIN, matcher=matcher)
 
 
@@ -552,7 +553,7 @@ class TaskBook:
 
     # ---- running -----------------------------------------------------------------------
 
-    def due(self, now: datetime) -> list[DueRun]:
+    def due(self, now: datetime) -> builtins.list[DueRun]:
         """The runs to start now, earliest first: each task whose planned time has come,
         not paused and not still running. Nothing is changed: `start_run` claims a run."""
         found = [

@@ -284,7 +284,7 @@ BUILTIN: dict[str, Reads] = {
     "slack_send_message": _MINE,
 }
 
-_CONFIG_KINDS = frozenset({"secret", "secrets", "configmap", "configmaps", "cm"})
+_CONFIG_KINDS: frozenset[str] = frozenset({"secret", "secrets", "configmap", "configmaps", "cm"})
 
 _SOURCE_WORDS = {
     "mcp": "MCP server",
@@ -337,7 +337,7 @@ def _source_origin(manifest: Any, source_kind: str) -> str:
     return clean_origin(f"{words} {owner} (tool {manifest.name})" if owner else words)
 
 
-class _Args(dict):  # type: ignore[type-arg]
+class _Args(dict[str, str]):
     def __missing__(self, key: str) -> str:
         return "?"
 

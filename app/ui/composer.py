@@ -187,6 +187,9 @@ class Composer(QFrame):
         super().__init__(parent)
         self.setObjectName("composer")
         self._busy = False
+        #: While the window starts: Send keeps the text and sends it once released.
+        self._holding = False
+        self._send_when_released = False
         self.attachments: list[str] = []
         self._mcp: McpSource | None = None
         self.mcp_chips: list[McpChip] = []
@@ -271,9 +274,20 @@ class Composer(QFrame):
 
     # ---- actions ------------------------------------------------------------------------
 
+    def hold(self, holding: bool) -> None:
+        """While the window is still starting, typing works and Send waits: the message
+        goes as soon as `hold(False)` (nothing is lost, nothing is sent twice)."""
+        self._holding = holding
+        if not holding and self._send_when_released:
+            self._send_when_released = False
+            self.submit()
+
     def submit(self) -> None:
         """Sends the text and the attachments; waits (sends nothing) while a resource is
         still being read. A resource that could not be read is not sent."""
+        if self._holding:
+            self._send_when_released = bool(self.text().strip() or self.attachments)
+            return
         if self._busy or any(chip.state == "reading" for chip in self.mcp_chips):
             return
         text = self.text().strip()

@@ -10,13 +10,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Coroutine
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 
 from app.core import compaction
-from app.core.agent import Conversation
 from app.core.approval import ApprovalRequest, Decision
 from app.core.attachments import build_user_message
 from app.core.events import AgentEvent, ApprovalRequested, Error
@@ -24,7 +24,13 @@ from app.core.history_marks import BranchInfo, Marker, MarkerKind
 from app.core.providers.base import ChatMessage, ProviderConfig
 from app.core.runtime import ConfigError, Runtime
 
+if TYPE_CHECKING:  # the agent loads with the first conversation, after the window is ready
+    from app.core.agent import Conversation
+
 log = logging.getLogger(__name__)
+#: Builds opened conversations off the GUI thread; plain threads, since qasync's QThreads
+#: abort the process when one still runs at quit.
+_OPENER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deskhand-open")
 
 #: What a stopped turn's marker says.
 STOPPED = "Stopped"
@@ -66,7 +72,9 @@ class ChatController(QObject):
     def __init__(self, runtime: Runtime, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.runtime = runtime
-        self.conversation: Conversation | None = None
+        self._conversation: Conversation | None = None
+        #: The conversation being opened on `_OPENER` (its id, its future).
+        self._opening: tuple[str, Future[Conversation]] | None = None
         self._task: asyncio.Task[None] | None = None
         self._running = False
         self._pending: dict[str, asyncio.Future[Decision]] = {}
@@ -83,8 +91,26 @@ class ChatController(QObject):
         return self._running
 
     @property
+    def conversation(self) -> Conversation | None:
+        """The conversation shown (None: a new chat not stored yet). One opened a moment ago
+        may still be building on a worker thread; asking for it waits for it."""
+        if self._opening is not None:
+            opening, self._opening = self._opening[1], None
+            self._conversation = opening.result()
+        return self._conversation
+
+    @conversation.setter
+    def conversation(self, conversation: Conversation | None) -> None:
+        if self._opening is not None:
+            self._opening[1].cancel()
+            self._opening = None
+        self._conversation = conversation
+
+    @property
     def conversation_id(self) -> str | None:
-        return self.conversation.id if self.conversation else None
+        if self._opening is not None:
+            return self._opening[0]
+        return self._conversation.id if self._conversation else None
 
     def pending_approvals(self) -> list[str]:
         return [call_id for call_id, fut in self._pending.items() if not fut.done()]
@@ -110,13 +136,20 @@ class ChatController(QObject):
         self.modelChanged.emit()
 
     def open(self, conversation_id: str) -> list[ChatMessage]:
-        """Switches to a stored conversation and returns its messages for the view."""
+        """Switches to a stored conversation and returns its messages for the view. The
+        conversation itself (tools, agent) is built on a worker thread: the first open at
+        start-up imports the agent and reads every tool's manifest."""
         self.stop()
-        self.conversation = self.runtime.open_conversation(conversation_id)
+        messages = self.runtime.store.load_messages(conversation_id)
+        self.conversation = None
+        self._opening = (
+            conversation_id,
+            _OPENER.submit(self.runtime.open_conversation, conversation_id),
+        )
         self._unsaved_model = None
         self.conversationOpened.emit(conversation_id)
         self.modelChanged.emit()
-        return self.conversation.messages
+        return messages
 
     # ---- the model --------------------------------------------------------------------------
 
@@ -150,6 +183,13 @@ class ChatController(QObject):
 
     def _account(self, account_id: str) -> Any:
         return next((p for p in self.runtime.settings.providers if p.id == account_id), None)
+
+    def _provider_for(self, choice: tuple[str | None, str] | None) -> tuple[ProviderConfig, Any]:
+        """On a worker thread: the provider's settings and its client."""
+        from app.core.providers import make_provider
+
+        config = self._provider_config(choice)
+        return config, make_provider(config)
 
     def _provider_config(self, choice: tuple[str | None, str] | None) -> ProviderConfig:
         """Blocking (keyring): run it in an executor."""
@@ -386,6 +426,11 @@ class ChatController(QObject):
             )
             for problem in problems:
                 self.notice.emit(f"Not attached: {problem.path} — {problem.reason}")
+        loop = asyncio.get_running_loop()
+        if self._opening is not None:  # a conversation opened a moment ago is still building
+            await asyncio.wrap_future(self._opening[1])
+        # the tool manifests and the agent, if the first keystroke did not load them yet
+        await loop.run_in_executor(_OPENER, self.runtime.warm_up)
         if self.conversation is None:
             self.conversation = self.runtime.open_conversation(None)
             self._turn.conversation = self.conversation
@@ -401,12 +446,11 @@ class ChatController(QObject):
         await self._run(message)
 
     async def _run(self, message: ChatMessage | None) -> None:
-        from app.core.providers import make_provider
-
         loop = asyncio.get_running_loop()
         choice = self._choice()
         try:
-            config = await loop.run_in_executor(None, self._provider_config, choice)
+            # the keyring, and the client's TLS context (tens of ms): off the GUI thread
+            config, provider = await loop.run_in_executor(None, self._provider_for, choice)
         except ConfigError as exc:
             if message is not None and self.conversation is not None:
                 # keep what the user typed: it is in the history, ready for a retry
@@ -416,7 +460,6 @@ class ChatController(QObject):
             self.setupNeeded.emit(str(exc))
             self._emit(Error(str(exc), kind="setup", retryable=True))
             return
-        provider = make_provider(config)
         try:
             if not config.model:
                 models = await provider.list_models()

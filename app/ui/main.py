@@ -12,20 +12,30 @@ import asyncio
 import logging
 import sys
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QApplication
+
+from app.ui import startup_timeline as timeline
 
 if TYPE_CHECKING:
     from app.core.notifications import Action
     from app.core.reminders import Delivery
+    from app.core.runtime import Runtime
+    from app.ui.main_window import MainWindow
     from app.ui.tray import KeepRunningDialog
 
 log = logging.getLogger(__name__)
 REMINDER_KEY = "reminder:"
 TASKS_START_MS = 400
+#: How often a home without tasks is looked at for a first one (the schedule's own wake).
+TASKS_LOOK_MS = 30_000
+#: Start-up's objects are frozen for the collector this long after the window is whole
+#: (MCP servers and the task host have come up by then).
+FREEZE_AFTER_MS = 3000
 REMINDER_TIMEOUT_MS = 20_000
 REMINDER_SNOOZE_MINUTES = 10
 SNOOZE = "snooze"
@@ -37,6 +47,9 @@ QUIT = "quit"
 KEEP_RUNNING, QUIT_ON_CLOSE = "keep", "quit"  # ui_state.background_choice
 #: The notification server is probed this long after start-up (off the first paint).
 PROBE_DELAY_MS = 1000
+#: Builds the runtime during start-up; a plain thread (qasync's QThreads abort the
+#: process if one still runs at quit).
+_STARTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deskhand-start")
 TRAY_NOTICE = "It keeps running in the tray for reminders and approvals. Quit from the tray menu."
 BACKGROUND_NOTICE = (
     "It keeps running in the background for reminders and scheduled tasks. Start Deskhand "
@@ -53,7 +66,16 @@ def _action(action_id: str, label: str) -> Action:
 class App:
     """Everything the running GUI owns, so tests and benchmarks can build it the same way."""
 
-    def __init__(self, qapp: QApplication, home: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        qapp: QApplication,
+        home: str | Path | None = None,
+        *,
+        window: MainWindow | None = None,
+        runtime: Runtime | None = None,
+    ) -> None:
+        """`window`: the frame `run_gui` painted first (else one is made here);
+        `runtime`: one built meanwhile on a worker thread (else one is made here)."""
         from app.core.logging_setup import configure
         from app.core.runtime import Runtime
         from app.core.scheduler import Scheduler
@@ -66,7 +88,7 @@ class App:
 
         self.qapp = qapp
         self.collector = MainThreadCollector(qapp)
-        self.runtime = Runtime(home)
+        self.runtime = runtime or Runtime(home)
         self.runtime.headless = False  # file tools wait for the folder question
         configure(self.runtime.secrets.known_values, log_dir=self.runtime.home / "logs")
         qapp.setApplicationName("Deskhand")
@@ -77,7 +99,10 @@ class App:
         qapp.setWindowIcon(icon)
         apply_theme(qapp, self.runtime.settings.general.theme)
         self.tray = Tray(icon)
-        self.window = MainWindow(self.runtime, self.tray)
+        self.window = window or MainWindow(home=self.runtime.home)
+        self.window.attach(self.runtime, self.tray)
+        if self.window.closed_while_starting:
+            QTimer.singleShot(0, self.quit)
         self.window.close_handler = self._window_closing
         self.window.settingsRequested.connect(self.open_settings)
         self.window.quitRequested.connect(self.quit)
@@ -102,10 +127,8 @@ class App:
         self.scheduler = Scheduler(self.runtime.reminders, self.deliver)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reminders_stopped = False
+        # once the loop runs: reminders, then MCP servers (after the window is ready)
         QTimer.singleShot(0, self.start_scheduler)
-        # Read the tool manifests once the window is up, before the first message needs them.
-        QTimer.singleShot(150, lambda: self.runtime.registry)
-        QTimer.singleShot(0, self.start_mcp_servers)
         QTimer.singleShot(PROBE_DELAY_MS, self.notifications.start)
         from app.ui.task_host import TaskHost
 
@@ -168,12 +191,20 @@ class App:
             return
         self._loop = loop
         self.scheduler.start()
+        QTimer.singleShot(0, self.start_mcp_servers)  # after the window's "ready" mark
         # after the first paint: the task runner's imports are not needed for it
         QTimer.singleShot(TASKS_START_MS, self._start_tasks)
 
     def _start_tasks(self) -> None:
-        if not self._reminders_stopped:
-            self.tasks.start()
+        """Starts the task host once there are tasks (their runner loads the agent, the
+        rules and the task book: about 3 MiB). Until then a stat every TASKS_LOOK_MS
+        notices a task added from the command line, as the running schedule would."""
+        if self._reminders_stopped or self.tasks.started:
+            return
+        if self.tasks.has_tasks():
+            self.tasks.start_soon()
+        else:
+            QTimer.singleShot(TASKS_LOOK_MS, self._start_tasks)
 
     def start_mcp_servers(self) -> None:
         """MCP servers connect in the background after the window shows; the user can chat
@@ -340,30 +371,145 @@ class App:
 
 
 def run_gui(home: str | Path | None = None) -> int:
-    import qasync
-
+    """Paints the window's frame, then the chat list and message box (the user can read
+    and type), then imports the rest and builds the runtime on a worker thread while the
+    event loop runs, and finally the rest of the window (docs/architecture.md §2)."""
     from app.core.paths import deskhand_home
-    from app.ui.single_instance import InstanceServer, ask_running_instance
+    from app.ui.single_instance import ask_running_instance
 
     qapp = QApplication.instance() or QApplication(sys.argv)
     resolved_home = deskhand_home(home)
     if ask_running_instance(resolved_home):
         print("Deskhand is already running; brought its window to the front.", file=sys.stderr)
         return 0
+    frame = paint_frame(qapp, resolved_home)
+    store = frame.build_early()
+    import qasync
+
     loop = qasync.QEventLoop(qapp)
     asyncio.set_event_loop(loop)
     from app.ui.passphrase import install_gui_prompts
 
     install_gui_prompts()  # an encrypted-file keyring asks for its passphrase in a dialog
-    app = App(qapp, resolved_home)
-    server = InstanceServer(resolved_home)
-    server.activationRequested.connect(app.window.bring_to_front)
-    app.show()
-    QTimer.singleShot(0, lambda: log.info("window shown"))
+    start = StagedStart(qapp, resolved_home, frame, store)
+    QTimer.singleShot(0, start.begin)
     with loop:
         loop.run_until_complete(_until_quit(qapp))
-    server.close()
+    start.close()
     return 0
+
+
+class StagedStart:
+    """The rest of start-up once the chat list and message box are up: the window's
+    modules and the runtime on a worker thread (the GUI thread would otherwise wait for
+    an import the worker holds), then the App on the GUI thread."""
+
+    #: Imported on the worker thread before the App is built. They define classes only:
+    #: no widget or pixmap is made at import (those must be made on the GUI thread).
+    MODULES = (
+        "app.ui.chat.render",
+        "app.ui.chat.layouts",
+        "app.ui.chat.delegate",
+        "app.ui.chat.model",
+        "app.ui.chat.view",
+        "app.ui.chat.elicitation_form",
+        "app.ui.controller",
+        "app.ui.model_picker",
+        "app.ui.setup_card",
+        "app.ui.folders_dialog",
+        "app.ui.starter_prompts",
+        "app.ui.task_question",
+        "app.ui.tray",
+        "app.ui.notify_bridge",
+        "app.ui.task_host",
+        "app.core.scheduler",
+        "app.ui.gc_guard",
+    )
+
+    def __init__(self, qapp: QApplication, home: Path, frame: MainWindow, store: Any) -> None:
+        self.qapp = qapp
+        self.home = home
+        self.frame = frame
+        self.store = store
+        self.app: App | None = None
+        self.server: Any = None
+        #: The message shown when start-up failed (for tests).
+        self.failure: Any = None
+
+    def begin(self) -> None:
+        timeline.mark("ready")  # the composer takes keys, the chat list is shown
+        loop = asyncio.get_event_loop()
+        future = _STARTER.submit(_prepare, self.home, self.store, self.MODULES)
+        future.add_done_callback(lambda done: loop.call_soon_threadsafe(self._finish, done))
+
+    def _finish(self, done: Future[Runtime]) -> None:
+        from app.ui.single_instance import InstanceServer
+
+        try:
+            runtime = done.result()
+        except Exception as exc:  # e.g. an unreadable home: say so, then quit
+            log.exception("start-up failed")
+            self._fail(exc)
+            return
+        self.app = App(self.qapp, self.home, window=self.frame, runtime=runtime)
+        self.server = InstanceServer(self.home)
+        self.server.activationRequested.connect(self.app.window.bring_to_front)
+        self.app.show()
+        timeline.mark("attached")
+        log.info("window shown")
+        # what start-up made stays: full collections walk only what comes later
+        QTimer.singleShot(FREEZE_AFTER_MS, self.app.collector.freeze)
+
+    def _fail(self, exc: Exception) -> None:
+        from PySide6.QtWidgets import QMessageBox
+
+        box = QMessageBox(
+            QMessageBox.Icon.Critical,
+            "Deskhand could not start",
+            f"Deskhand could not start: {type(exc).__name__}: {exc}",
+            QMessageBox.StandardButton.Close,
+            self.frame,
+        )
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        box.finished.connect(self.qapp.quit)
+        box.open()
+        self.failure = box
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+
+
+def _prepare(home: Path, store: Any, modules: tuple[str, ...]) -> Runtime:
+    """On a worker thread: the window's modules, the settings model and the runtime
+    (about 200 ms of imports, which would stall the GUI thread)."""
+    import importlib
+
+    for name in modules:
+        importlib.import_module(name)
+    from app.core.runtime import Runtime
+
+    runtime = Runtime(home)
+    runtime.adopt_store(store)
+    return runtime
+
+
+def paint_frame(qapp: QApplication, home: Path) -> MainWindow:
+    """Shows the window's frame in the saved theme and geometry and returns once it is
+    painted, before the runtime, the chat or the event loop's modules are imported (not
+    shown when it starts minimized)."""
+    from app.core.settings_file import read_general
+    from app.ui.main_window import MainWindow
+    from app.ui.theme import apply_theme
+
+    general = read_general(home)
+    apply_theme(qapp, general.theme)
+    window = MainWindow(home=home)
+    if general.start_minimized:
+        return window
+    window.show()
+    timeline.wait_for_paint(qapp, window)
+    return window
 
 
 async def _until_quit(qapp: QApplication) -> None:

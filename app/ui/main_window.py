@@ -7,7 +7,7 @@ import base64
 import contextlib
 import logging
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QByteArray, QSize, Qt, QTimer, QUrl, Signal
@@ -45,24 +45,15 @@ from PySide6.QtWidgets import (
 )
 from shiboken6 import isValid
 
-from app.core.events import Error, Notice, ToolCallFinished, TurnFinished
-from app.core.runtime import Runtime
 from app.core.threads import mark_gui_thread
 from app.core.visible import visible
-from app.ui.chat.elicitation_form import ElicitationPanel
-from app.ui.chat.view import ChatView
-from app.ui.composer import Composer
-from app.ui.controller import ChatController
-from app.ui.folders_dialog import FoldersPrompt, needs_asking
-from app.ui.icons import line_icon
-from app.ui.model_picker import ModelPicker
-from app.ui.plain_text import plain_tooltip
-from app.ui.setup_card import SetupCard
-from app.ui.sidebar import Sidebar, flat
-from app.ui.starter_prompts import StarterPrompts
+from app.ui.start_frame import StartPlaceholder
 from app.ui.ui_state import UiState
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from app.core.runtime import Runtime
     from app.ui.reminders_view import RemindersView
     from app.ui.tasks_view import TasksView
 
@@ -71,6 +62,8 @@ log = logging.getLogger(__name__)
 SAFE_LINK_SCHEMES = frozenset({"http", "https", "mailto"})
 #: Reads the active accounts (kubeconfig YAML, Docker contexts) off the GUI thread.
 _ACCOUNTS_READER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deskhand-accounts")
+#: Loads what a first turn needs once the user starts typing (`Runtime.warm_up`).
+_WARM_UP = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deskhand-warm-up")
 UNDO_SECONDS = 10
 #: The smallest window in which nothing is clipped (sidebar shown).
 MIN_WIDTH, MIN_HEIGHT = 720, 500
@@ -86,6 +79,15 @@ EDIT_OPERATIONS = (
     ("select_all", "Select All", QKeySequence.StandardKey.SelectAll, "selectAll"),
 )
 TEXT_WIDGETS = (QLineEdit, QPlainTextEdit, QTextEdit)
+
+
+def _warm_up(runtime: Runtime) -> None:
+    """On `_WARM_UP`: what the first turn needs, and the code highlighter's commonest
+    lexers (pygments compiles a lexer's patterns on its first use: 30–50 ms)."""
+    from app.ui.chat.render import warm_lexers
+
+    runtime.warm_up()
+    warm_lexers()
 
 
 class ElidedLabel(QLabel):
@@ -164,18 +166,79 @@ class MainWindow(QMainWindow):
     #: Review… on the bar of a task's conversation whose run waits (the question's key).
     taskQuestionReview = Signal(str)
 
-    def __init__(self, runtime: Runtime, tray: Any = None) -> None:
+    def __init__(
+        self, runtime: Runtime | None = None, tray: Any = None, *, home: Path | None = None
+    ) -> None:
+        """With a runtime, the whole window. Without one, only its frame (`home` names
+        the folder of its saved geometry): the start-up paints that first, then calls
+        `attach` once the runtime is up."""
         super().__init__()
-        self.runtime = runtime
-        self.tray = tray
-        self.state_path = runtime.home / "ui_state.json"
+        folder = runtime.home if runtime is not None else home
+        if folder is None:
+            raise ValueError("MainWindow needs a runtime or a home folder")
+        self._home = folder
+        self.state_path = folder / "ui_state.json"
         self.ui_state = UiState.load(self.state_path)
         mark_gui_thread()  # blocking core work called from here is caught (app.core.threads)
-        self.controller = ChatController(runtime, self)
         self.setWindowTitle("Deskhand")
         self.resize(1100, 760)
         self.setMinimumSize(MIN_WIDTH, MIN_HEIGHT)
+        #: True once `attach` built the chat, sidebar and menus.
+        self.attached = False
+        self.closed_while_starting = False
+        if self.ui_state.geometry:
+            self.restoreGeometry(QByteArray(base64.b64decode(self.ui_state.geometry)))
+        sidebar = self.ui_state.sidebar_width if self.ui_state.sidebar_visible else 0
+        self.setCentralWidget(StartPlaceholder(sidebar))
+        if runtime is not None:
+            self.attach(runtime, tray)
+
+    def build_early(self) -> Any:
+        """The chat list and the message box over the store alone, before the runtime:
+        the user can read the list and type while the rest starts (Send waits for it).
+        `attach` keeps both widgets. Returns the store, for the runtime to adopt."""
+        from app.core.paths import db_path
+        from app.core.settings_file import read_general
+        from app.core.store import Store
+        from app.ui.composer import Composer
+        from app.ui.sidebar import Sidebar
+
+        store = Store(db_path(self._home))
+        self.sidebar = Sidebar(store)
+        self.composer = Composer()
+        self.composer.set_send_key(read_general(self._home).send_key)
+        self.composer.hold(True)
+        right = QWidget()
+        right.setObjectName("chatPane")
+        right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(0, 0, 0, 0)
+        right_layout.setSpacing(0)
+        right_layout.addWidget(StartPlaceholder(0, composer=False), 1)
+        right_layout.addWidget(self.composer)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.sidebar)
+        splitter.addWidget(right)
+        splitter.setStretchFactor(1, 1)
+        splitter.setChildrenCollapsible(False)
+        self.sidebar.setMaximumWidth(SIDEBAR_MAX)
+        self.sidebar.setVisible(self.ui_state.sidebar_visible)
+        width = self.ui_state.sidebar_width
+        splitter.setSizes([width, max(0, self.width() - width)])
+        self.setCentralWidget(splitter)
+        self.sidebar.refresh()
+        self.composer.edit.setFocus()
+        return store
+
+    def attach(self, runtime: Runtime, tray: Any = None) -> None:
+        """Builds everything that needs the runtime into the frame (keeping the chat list
+        and the message box `build_early` made, and what was typed in it)."""
+        from app.ui.controller import ChatController
+
+        self.runtime = runtime
+        self.tray = tray
+        self.controller = ChatController(runtime, self)
         self._quitting = False
+        self._warmed = False  # `_warm_up_once` ran
         self._sized = False  # the first show placed the splitter (no saved state)
         self._detect_task: asyncio.Future[None] | None = None
         self.reminders_view: RemindersView | None = None  # built on first use
@@ -195,15 +258,37 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self._connect()
         self.apply_text_size()
+        typed = self.composer.text()  # typed while the window started
+        had_focus = self.composer.edit.hasFocus()
+        self.composer.edit.clear()  # not a draft of the chat `_restore` leaves
         self._restore()
+        if typed.strip():
+            draft = self.composer.text().strip()
+            self.composer.set_text(f"{draft}\n{typed}" if draft else typed)
+        self.attached = True
         self.attach_mcp()
+        if had_focus:
+            self.focus_composer()
+        if self.isVisible():  # the frame was shown first
+            self._shown(focus=True)
+        self.composer.hold(False)  # a Send pressed while starting goes now
 
     # ---- layout --------------------------------------------------------------------------
 
     def _build(self) -> None:
-        self.sidebar = Sidebar(self.runtime.store)
+        from app.ui.chat.elicitation_form import ElicitationPanel
+        from app.ui.chat.view import ChatView
+        from app.ui.composer import Composer
+        from app.ui.folders_dialog import FoldersPrompt
+        from app.ui.setup_card import SetupCard
+        from app.ui.sidebar import Sidebar
+        from app.ui.starter_prompts import StarterPrompts
+
+        early = "composer" in self.__dict__
+        if not early:
+            self.sidebar = Sidebar(self.runtime.store)
+            self.composer = Composer()
         self.chat_view = ChatView()
-        self.composer = Composer()
         self.composer.set_send_key(self.runtime.settings.general.send_key)
         # MCP resources and prompts, once servers were started (never starts or imports them)
         self.composer.set_mcp(lambda: self.runtime.__dict__.get("mcp"))
@@ -275,6 +360,8 @@ class MainWindow(QMainWindow):
         """The chat's title, the accounts and model in use, and the sidebar's toggle."""
         self.title_label = ElidedLabel("New chat")
         self.title_label.setObjectName("chatTitle")
+        from app.ui.model_picker import ModelPicker
+
         self.model_picker = ModelPicker(self.runtime)
         self.model_picker.setObjectName("modelPicker")
         self.accounts_label = ElidedLabel()
@@ -308,6 +395,8 @@ class MainWindow(QMainWindow):
     def _header_button(self, icon: str, tip: str, name: str) -> QToolButton:
         button = QToolButton()
         button.setObjectName(name)
+        from app.ui.icons import line_icon
+
         button.setIcon(line_icon(icon))
         button.setIconSize(QSize(18, 18))
         button.setAutoRaise(True)
@@ -376,6 +465,9 @@ class MainWindow(QMainWindow):
         self.tasks_action = self._action(chat_menu, "Tasks…", "Ctrl+T", lambda: self.show_tasks())
 
     def _connect(self) -> None:
+        # the first keystroke loads what the first turn needs, off the GUI thread
+        self.composer.edit.typed.connect(self._warm_up_once)
+        self.starters.chosen.connect(self._warm_up_once)
         c = self.controller
         c.agentEvent.connect(self._on_event)
         c.busyChanged.connect(self._on_busy)
@@ -417,12 +509,18 @@ class MainWindow(QMainWindow):
         self.setup_card.settingsRequested.connect(lambda: self.settingsRequested.emit("providers"))
         self.setup_card.useServerRequested.connect(self.use_local_server)
 
+    def _warm_up_once(self, *_args: object) -> Future[None] | None:
+        """Starts `Runtime.warm_up` on a worker thread the first time; later calls do
+        nothing (None)."""
+        if self._warmed:
+            return None
+        self._warmed = True
+        return _WARM_UP.submit(_warm_up, self.runtime)
+
     # ---- state ---------------------------------------------------------------------------
 
     def _restore(self) -> None:
-        state = self.ui_state
-        if state.geometry:
-            self.restoreGeometry(QByteArray(base64.b64decode(state.geometry)))
+        state = self.ui_state  # the geometry was restored with the frame
         if state.splitter:
             self.splitter.restoreState(QByteArray(base64.b64decode(state.splitter)))
         self.set_sidebar_visible(state.sidebar_visible)
@@ -435,6 +533,8 @@ class MainWindow(QMainWindow):
         self.refresh_provider()
         QTimer.singleShot(300, self.refresh_accounts)  # after the first paint
         # first run (or an upgrade from an empty folder list): ask, without blocking
+        from app.ui.folders_dialog import needs_asking
+
         if needs_asking(self.runtime.settings):
             self.folders_prompt.show()
             QTimer.singleShot(300, self.folders_prompt.suggest)  # after the first paint
@@ -442,6 +542,8 @@ class MainWindow(QMainWindow):
 
     def show_notices(self) -> None:
         """What changed and why (e.g. after an upgrade), shown once in the conversation."""
+        from app.core.events import Notice
+
         try:
             notices = self.runtime.take_notices()
         except Exception as exc:  # the window must open even if settings cannot be written
@@ -530,9 +632,13 @@ class MainWindow(QMainWindow):
 
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
+        if self.attached:  # else `attach` does this once the chat is built
+            self._shown(focus=not event.spontaneous())
+
+    def _shown(self, *, focus: bool) -> None:
         if self.chat_stack.currentIndex() == 1:
             QTimer.singleShot(0, self._start_detection)
-        if not event.spontaneous() and self.focusWidget() in (None, self.sidebar.new_button):
+        if focus and self.focusWidget() in (None, self.sidebar.new_button):
             self.focus_composer()  # typing can start at once
         if not self.ui_state.splitter and self.sidebar_visible and not self._sized:
             self._sized = True  # first run: a narrower list in a small window
@@ -655,6 +761,9 @@ class MainWindow(QMainWindow):
         self.refresh_provider()
 
     def _set_title(self, title: str) -> None:
+        from app.ui.plain_text import plain_tooltip
+        from app.ui.sidebar import flat
+
         self.title_label.setText(flat(title))
         self.title_label.setToolTip(plain_tooltip(title))
 
@@ -707,6 +816,8 @@ class MainWindow(QMainWindow):
     # ---- agent events --------------------------------------------------------------------
 
     def _on_event(self, event: Any) -> None:
+        from app.core.events import Error, Notice, ToolCallFinished, TurnFinished
+
         self.chat_view.handle_event(event)
         if isinstance(event, TurnFinished | Error):
             self.refresh_accounts()  # the model may have switched one
@@ -949,6 +1060,10 @@ class MainWindow(QMainWindow):
         self.activateWindow()
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        if not self.attached:  # closed while starting: the App quits once it is built
+            self.closed_while_starting = True
+            event.accept()
+            return
         self.save_state()
         if not self._quitting and self.close_handler is not None:
             event.ignore()  # the handler hides the window or quits (it may ask first)

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
     from app.ui.notify_bridge import Notifications
 
 log = logging.getLogger(__name__)
+#: Imports the runner's modules before `start`; a plain thread (qasync's QThreads abort
+#: the process if one still runs at quit).
+_IMPORTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deskhand-tasks")
 
 TASK_KEY = "task:"
 QUESTION_KEY = "task-question:"
@@ -61,13 +65,42 @@ class TaskHost(QObject):
         self._runs: set[asyncio.Task[Any]] = set()
         #: The runner's clock (tests move it); None is the real one.
         self.clock: Callable[[], Any] | None = None
+        self._starting = False  # `start_soon` is importing
+        self._stopped = False
         notifications.actionInvoked.connect(self._action)
         notifications.clicked.connect(self._clicked)
 
     # ---- life ------------------------------------------------------------------------------
 
+    @property
+    def started(self) -> bool:
+        return self.runner is not None
+
+    def has_tasks(self) -> bool:
+        """Whether the home has a task book (written with the first task)."""
+        from app.core.paths import TASKS_FILE
+
+        return (self.runtime.home / TASKS_FILE).exists()
+
+    def start_soon(self) -> None:
+        """`start` once the runner's modules (the agent, the rules, the task book: 80 ms
+        and more) were imported on a worker thread, not on the GUI thread."""
+        if self.started or self._starting:
+            return
+        self._starting = True
+        loop = asyncio.get_event_loop()
+        future = _IMPORTER.submit(_import_task_modules)
+        future.add_done_callback(lambda _done: loop.call_soon_threadsafe(self._imported))
+
+    def _imported(self) -> None:
+        self._starting = False
+        if not self._stopped:
+            self.start()
+
     def start(self) -> None:
         """On the running loop: build the runner, and run the schedule if this process may."""
+        if self.started:
+            return
         from app.core.task_approvals import UnattendedApprovals
         from app.core.task_runner import TaskRunner
         from app.core.task_scheduler import ScheduleLock, TaskScheduler
@@ -93,12 +126,16 @@ class TaskHost(QObject):
         return self.scheduler is not None
 
     def poke(self) -> None:
-        """Tasks changed (edited, paused, added): plan again now."""
+        """Tasks changed (edited, paused, added): plan again now (starting the host if
+        this is the first task)."""
+        if not self.started and self.has_tasks():
+            self.start_soon()
         if self.scheduler is not None:
             self.scheduler.poke()
         self.changed.emit()
 
     def stop(self) -> None:
+        self._stopped = True
         if self.scheduler is not None:
             self.scheduler.stop()
         for run in list(self._runs):
@@ -114,6 +151,8 @@ class TaskHost(QObject):
         """Starts a run now; None, or why it cannot start (shown to the user)."""
         from app.core.tasks import TaskError
 
+        if self.runner is None:
+            self.start()
         if self.runner is None:
             return "Tasks are not ready yet; try again in a moment."
         try:
@@ -236,3 +275,9 @@ class TaskHost(QObject):
     def _answer(self, key: str, decision: Any) -> None:
         if self.approvals is not None:
             self.approvals.answer(key, decision)
+
+
+def _import_task_modules() -> None:
+    import app.core.task_approvals
+    import app.core.task_runner
+    import app.core.task_scheduler  # noqa: F401

@@ -49,7 +49,7 @@ from tools.spec import Operation, ToolManifest
 
 
 class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class _Target(_Params):

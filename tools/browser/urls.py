@@ -137,7 +137,7 @@ def domain_to_ascii(domain: str) -> str | None:
     no STD3 rules), then the forbidden-code-point check."""
     labels = domain.split(".")
     if domain.isascii() and not any(label[:4].lower() == "xn--" for label in labels):
-        result = domain.lower()
+        result: str | None = domain.lower()
     else:
         result = _uts46(domain)
         if result is None:

@@ -12,6 +12,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from integrations import caldav as caldav_integration
+from integrations.spec import Account
 from tools.calendar.zones import parse_date, parse_time, system_zone, zone
 from tools.integrations.approval import CallAccount, call_account, clean, quoted
 from tools.spec import Subject, ToolContext, ToolError
@@ -38,6 +39,7 @@ def _calendar(args: Any, ctx: ToolContext) -> str | None:
     directory = ctx.accounts
     if directory is None:
         return None
+    found: Account | None
     try:
         if args.account:
             found = directory.find(INTEGRATION, args.account)

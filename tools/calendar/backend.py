@@ -10,10 +10,10 @@ import contextlib
 import os
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import icalendar
 
@@ -22,7 +22,13 @@ from integrations.spec import Account
 from tools.calendar.events import PRODID, CalendarRef, StoredEvent
 from tools.spec import ToolContext, ToolError
 
+if TYPE_CHECKING:
+    from caldav.calendarobjectresource import CalendarObjectResource
+    from caldav.collection import Calendar as DavCalendar
+
 INTEGRATION = "caldav"
+
+T = TypeVar("T")
 
 
 class Backend(Protocol):
@@ -52,7 +58,7 @@ def pick(backend: Backend, names: list[str] | None) -> list[CalendarRef]:
     available = backend.calendars()
     if not names:
         return available
-    chosen = []
+    chosen: list[CalendarRef] = []
     for name in names:
         match = [c for c in available if name.strip().lower() in (c.name.lower(), c.id.lower())]
         if not match:
@@ -201,6 +207,15 @@ class LocalIcsBackend:
 # ---- a CalDAV account -------------------------------------------------------------------
 
 
+def _answered(value: T | Coroutine[Any, Any, T]) -> T:
+    """caldav types its calls as "a value, or a coroutine with an async client"; the client
+    here is the synchronous DAVClient, which always answers with the value."""
+    if isinstance(value, Coroutine):
+        value.close()
+        raise ToolError("the CalDAV client answered asynchronously; this is a bug in Deskhand")
+    return value
+
+
 class CalDavBackend:
     """The calendars of a CalDAV account, through the caldav package."""
 
@@ -212,7 +227,7 @@ class CalDavBackend:
             self.client = caldav_integration.connect(account)
         except caldav_integration.CalDavUnavailable as exc:
             raise ToolError(str(exc)) from None
-        self._calendars: dict[str, Any] | None = None
+        self._calendars: dict[str, DavCalendar] | None = None
         self._refs: list[CalendarRef] | None = None
 
     def close(self) -> None:
@@ -232,14 +247,14 @@ class CalDavBackend:
                 raise
             raise ToolError(f"{self.label}: {message}") from None
 
-    def _objects(self) -> dict[str, Any]:
+    def _objects(self) -> dict[str, DavCalendar]:
         if self._calendars is None:
             with self.guard():
                 found = self.client.principal().calendars()
             self._calendars = {str(c.url): c for c in found}
         return self._calendars
 
-    def _ref(self, cal: Any) -> CalendarRef:
+    def _ref(self, cal: DavCalendar) -> CalendarRef:
         url = str(cal.url)
         with self.guard():
             name = cal.get_display_name()
@@ -259,13 +274,15 @@ class CalDavBackend:
             return pick(self, [wanted])[0]
         return available[0]
 
-    def _parse(self, ref: CalendarRef, obj: Any) -> StoredEvent:
+    def _parse(self, ref: CalendarRef, obj: CalendarObjectResource) -> StoredEvent:
         return StoredEvent(ref, icalendar.Calendar.from_ical(obj.data), handle=obj)
 
     def events(self, calendar: CalendarRef, start: datetime, end: datetime) -> list[StoredEvent]:
         cal = self._objects()[calendar.id]
         with self.guard():
-            found = cal.search(start=start, end=end, event=True, expand=False)
+            found: list[CalendarObjectResource] = _answered(
+                cal.search(start=start, end=end, event=True, expand=False)
+            )
             return [self._parse(calendar, obj) for obj in found]
 
     def find(self, uid: str, calendars: list[CalendarRef]) -> StoredEvent | None:
@@ -275,7 +292,7 @@ class CalDavBackend:
             cal = self._objects()[ref.id]
             with self.guard():
                 try:
-                    obj = cal.get_event_by_uid(uid)
+                    obj = _answered(cal.get_event_by_uid(uid))
                 except NotFoundError:
                     continue
                 return self._parse(ref, obj)
@@ -315,13 +332,14 @@ def resolve_account(ctx: ToolContext, ref: str | None) -> Account:
     active = _active_local(ctx)
     if active is not None:
         return active  # no keyring read (and no unlock prompt) for the local calendar
+    configured: Account | None
     try:
-        account = ctx.account(INTEGRATION)
+        configured = ctx.account(INTEGRATION)
     except ToolError:
         if getattr(ctx, "_account_resolver", None) is not None:
             raise  # a configured directory failed: never silently act on another calendar
-        account = None
-    return account or caldav_integration.discover()[0]
+        configured = None
+    return configured or caldav_integration.discover()[0]
 
 
 def _active_local(ctx: ToolContext) -> Account | None:

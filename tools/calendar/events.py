@@ -38,7 +38,7 @@ class StoredEvent:
 
     @property
     def master(self) -> icalendar.Event:
-        events = list(self.ical.walk("VEVENT"))
+        events = [e for e in self.ical.walk("VEVENT") if isinstance(e, icalendar.Event)]
         if not events:
             raise ToolError(f"calendar object in {self.calendar.name} holds no event")
         plain = [e for e in events if "RECURRENCE-ID" not in e]
@@ -125,16 +125,40 @@ def alarm_minutes_of(component: icalendar.Component) -> int | None:
     return None
 
 
+def _dt(component: icalendar.Component, name: str) -> object:
+    """The parsed value of a date, time or duration property. A property icalendar could not
+    parse (vBroken) raises icalendar's own error on `.dt`, as a direct access would."""
+    prop = component[name]
+    if isinstance(prop, icalendar.vDDDTypes | icalendar.vBroken):
+        return prop.dt
+    raise ToolError(f"{name} of event {_text(component, 'UID')} is not a date, time or duration")
+
+
+def when(component: icalendar.Component, name: str) -> date | datetime:
+    """DTSTART, DTEND or RECURRENCE-ID as a date (all-day) or a datetime."""
+    value = _dt(component, name)
+    if isinstance(value, date):  # a datetime is a date too
+        return value
+    raise ToolError(f"{name} of event {_text(component, 'UID')} is not a date or a time")
+
+
+def _duration(component: icalendar.Component) -> timedelta:
+    value = _dt(component, "DURATION")
+    if isinstance(value, timedelta):
+        return value
+    raise ToolError(f"DURATION of event {_text(component, 'UID')} is not a duration")
+
+
 def _end_of(component: icalendar.Component, start: date | datetime) -> date | datetime:
     if "DTEND" in component:
-        return component["DTEND"].dt
+        return when(component, "DTEND")
     if "DURATION" in component:
-        return start + component["DURATION"].dt
+        return start + _duration(component)
     return start if isinstance(start, datetime) else start + timedelta(days=1)
 
 
 def occurrence_of(component: icalendar.Component, calendar: str, recurring: bool) -> Occurrence:
-    start = component["DTSTART"].dt
+    start = when(component, "DTSTART")
     transparent = _text(component, "TRANSP").upper() == "TRANSPARENT"
     cancelled = _text(component, "STATUS").upper() == "CANCELLED"
     return Occurrence(

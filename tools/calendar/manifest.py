@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from tools.spec import Operation, ToolManifest
+from tools.spec import DeferredParams, Operation, ToolManifest
 
 _READ = "tools.calendar.read"
 _WRITE = "tools.calendar.write"
@@ -19,7 +19,7 @@ _TZ = "IANA time zone (e.g. Europe/Paris) for reading and showing times; default
 _TIME = "ISO 8601, e.g. 2026-11-23T14:30; without an offset it is read in `tz`"
 
 
-class AccountParam(BaseModel):
+class AccountParam(DeferredParams):
     account: str | None = Field(
         None,
         description="Calendar account id or label; default: the active one "
@@ -55,7 +55,7 @@ class SearchEvents(AccountParam):
     limit: int = Field(50, ge=1, le=500)
 
 
-class EventDetails(BaseModel):
+class EventDetails(DeferredParams):
     end: str | None = Field(None, description=f"End, {_TIME}; or give duration_minutes")
     duration_minutes: int | None = Field(None, ge=1, le=60 * 24 * 366)
     tz: str | None = Field(None, description="IANA zone the event is kept in; default: user's")

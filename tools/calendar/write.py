@@ -29,6 +29,7 @@ from tools.calendar.events import (
     bump_sequence,
     new_event,
     occurrence_of,
+    when,
     wrap,
 )
 from tools.calendar.manifest import CreateEvent, DeleteEvent, UpdateEvent
@@ -62,7 +63,7 @@ def _create_times(args: CreateEvent, tz: ZoneInfo) -> tuple[date | datetime, dat
 def _check_order(start: date | datetime, end: date | datetime, tz: ZoneInfo) -> None:
     if isinstance(start, datetime) != isinstance(end, datetime):
         raise ToolError("start and end must both be dates (all-day) or both be times")
-    if end <= start:  # type: ignore[operator]
+    if end <= start:
         raise ToolError(f"the event ends ({show(end, tz)}) before it starts ({show(start, tz)})")
 
 
@@ -164,7 +165,7 @@ def _plan_update(args: UpdateEvent, backend: Backend) -> PlannedUpdate:
     copy = StoredEvent(stored.calendar, changed, stored.handle)
     master = copy.master
     tz = zone(args.tz)
-    keep = tz if args.tz else zone_of(master["DTSTART"].dt, tz)
+    keep = tz if args.tz else zone_of(when(master, "DTSTART"), tz)
     start, end = _update_times(args, master, tz, keep)
     fields = EventFields(
         title=args.title,

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any, TypedDict
 
 from tools.core.manifest import BrowseTools, GetToolDetails
 from tools.registry import ToolRegistry
 from tools.session import ToolSession
-from tools.spec import ToolContext, ToolError, ToolManifest, ToolResult
+from tools.spec import Operation, ToolContext, ToolError, ToolManifest, ToolResult
 
 MAX_LISTED = 40
+
+
+class _Details(TypedDict):
+    name: str
+    category: str
+    description: str
+    operations: list[Operation]
+    parameters: dict[str, Any]  # a JSON schema
 
 
 def _registry(ctx: ToolContext) -> ToolRegistry:
@@ -76,7 +85,8 @@ def browse_tools(args: BrowseTools, ctx: ToolContext) -> ToolResult:
 
 def get_tool_details(args: GetToolDetails, ctx: ToolContext) -> ToolResult:
     registry = _registry(ctx)
-    details, missing = [], []
+    details: list[_Details] = []
+    missing: list[str] = []
     for name in args.names:
         manifest = registry.get(name)
         if manifest is None or not _usable(ctx, manifest):

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from tools.spec import Operation, ToolManifest
+from tools.spec import DeferredParams, Operation, ToolManifest
 
 
-class BrowseTools(BaseModel):
+class BrowseTools(DeferredParams):
     category: str | None = Field(None, description="Only this category, e.g. 'fs' or 'docker'")
     query: str | None = Field(None, description="Words that must appear in the tool's name or text")
     operation: Operation | None = Field(
@@ -16,7 +16,7 @@ class BrowseTools(BaseModel):
     )
 
 
-class GetToolDetails(BaseModel):
+class GetToolDetails(DeferredParams):
     names: list[str] = Field(..., min_length=1, max_length=20, description="Tool names")
 
 
@@ -30,7 +30,7 @@ MANIFESTS = [
             "descriptions and parameter schemas."
         ),
         params=BrowseTools,
-        operations={Operation.READ},
+        operations=frozenset({Operation.READ}),
         impl="tools.core.discovery:browse_tools",
         timeout=10,
     ),
@@ -42,7 +42,7 @@ MANIFESTS = [
             "and make them callable in this chat."
         ),
         params=GetToolDetails,
-        operations={Operation.READ},
+        operations=frozenset({Operation.READ}),
         impl="tools.core.discovery:get_tool_details",
         timeout=10,
     ),

@@ -13,7 +13,7 @@ _HOST_NOTE = "Acts on the active Docker host (account); the result names the hos
 
 
 class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class ListContainers(_Params):
@@ -125,9 +125,13 @@ class NoParams(_Params):
 PruneTarget = Literal["containers", "images", "volumes", "networks"]
 
 
+def _default_prune_targets() -> list[PruneTarget]:
+    return ["containers", "images", "networks"]
+
+
 class Prune(_Params):
     targets: list[PruneTarget] = Field(
-        default_factory=lambda: ["containers", "images", "networks"],
+        default_factory=_default_prune_targets,
         min_length=1,
         description="What to clean up; volumes are left alone unless listed (they hold data)",
     )

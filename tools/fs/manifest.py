@@ -12,7 +12,7 @@ _PATH_HELP = "Absolute path, ~/…, or relative to the first allowed folder"
 
 
 class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class ListDir(_Params):

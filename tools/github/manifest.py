@@ -17,7 +17,7 @@ State = Literal["open", "closed", "all"]
 
 
 class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     account: str | None = Field(None, description=_ACCOUNT_HELP)
 

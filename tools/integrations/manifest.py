@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from tools.spec import Operation, ToolManifest
+from tools.spec import DeferredParams, Operation, ToolManifest
 
 IMPL = "tools.integrations.accounts"
 APPROVAL = "tools.integrations.approval"
 
 
-class NoArgs(BaseModel):
+class NoArgs(DeferredParams):
     pass
 
 
-class IntegrationRef(BaseModel):
+class IntegrationRef(DeferredParams):
     integration: str = Field(..., description="Integration id, e.g. 'docker' or 'kubernetes'")
 
 

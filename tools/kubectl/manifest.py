@@ -17,7 +17,7 @@ _KIND_HELP = (
 
 
 class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     context: str | None = Field(
         None,

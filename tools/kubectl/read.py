@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypedDict
 
 import yaml
 
@@ -27,6 +27,13 @@ from tools.spec import ToolContext, ToolError, ToolResult
 # ---- contexts -------------------------------------------------------------------------------
 
 
+class _ContextRow(TypedDict):
+    context: str
+    active: bool
+    namespace: str
+    label: str
+
+
 def contexts(args: Contexts, ctx: ToolContext) -> ToolResult:
     active = active_account(ctx)
     accounts = discover(active.fields.get("kubeconfig", ""))
@@ -37,7 +44,7 @@ def contexts(args: Contexts, ctx: ToolContext) -> ToolResult:
             extra = []
         accounts += extra
     active_name = active.fields.get("context", "")
-    rows = [
+    rows: list[_ContextRow] = [
         {
             "context": a.fields.get("context", ""),
             "active": a.fields.get("context") == active_name,

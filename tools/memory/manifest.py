@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from tools.spec import Operation, ToolManifest
+from tools.spec import DeferredParams, Operation, ToolManifest
 
 IMPL = "tools.memory.actions"
 #: Writing a note right after reading untrusted content asks, naming where it came from.
@@ -14,30 +14,30 @@ AFTER_UNTRUSTED = "tools.memory.policy:after_untrusted"
 Kind = Literal["fact", "preference", "task"]
 
 
-class StoreMemory(BaseModel):
+class StoreMemory(DeferredParams):
     content: str = Field(
         ..., min_length=1, max_length=2000, description="One short, self-contained statement"
     )
     kind: Kind = Field("fact", description="fact, preference (how the user likes things) or task")
 
 
-class SearchMemory(BaseModel):
+class SearchMemory(DeferredParams):
     query: str = Field(..., min_length=1, description="Words to look for")
     kind: Kind | None = Field(None, description="Only this kind")
     limit: int = Field(10, ge=1, le=50)
 
 
-class UpdateMemory(BaseModel):
+class UpdateMemory(DeferredParams):
     id: int = Field(..., description="Memory id from memory_search or memory_list")
     content: str | None = Field(None, min_length=1, max_length=2000, description="New text")
     kind: Kind | None = Field(None, description="New kind")
 
 
-class MemoryRef(BaseModel):
+class MemoryRef(DeferredParams):
     id: int = Field(..., description="Memory id from memory_search or memory_list")
 
 
-class ListMemory(BaseModel):
+class ListMemory(DeferredParams):
     kind: Kind | None = Field(None, description="Only this kind")
     limit: int = Field(50, ge=1, le=200)
 

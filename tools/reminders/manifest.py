@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from tools.spec import Operation, ToolManifest
+from tools.spec import DeferredParams, Operation, ToolManifest
 
 IMPL = "tools.reminders.actions"
 APPROVAL = "tools.reminders.approval"
 
 
-class CreateReminder(BaseModel):
+class CreateReminder(DeferredParams):
     message: str = Field(..., min_length=1, max_length=500, description="What to remind about")
     at: str | None = Field(
         None,
@@ -23,7 +23,7 @@ class CreateReminder(BaseModel):
     tz: str | None = Field(None, description="IANA time zone; default: the user's zone")
 
 
-class CreateRecurring(BaseModel):
+class CreateRecurring(DeferredParams):
     message: str = Field(..., min_length=1, max_length=500)
     cron: str = Field(
         ..., description="Five-field cron: minute hour day month weekday, e.g. '15 9 * * 1-5'"
@@ -31,11 +31,11 @@ class CreateRecurring(BaseModel):
     tz: str | None = Field(None, description="IANA time zone; default: the user's zone")
 
 
-class ListReminders(BaseModel):
+class ListReminders(DeferredParams):
     include_past: bool = Field(False, description="Also fired, done and cancelled ones")
 
 
-class ReminderRef(BaseModel):
+class ReminderRef(DeferredParams):
     id: str = Field(..., description="Reminder id from reminders_list")
 
 

@@ -21,7 +21,7 @@ _NETWORK_HELP = (
 
 
 class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class RunCommand(_Params):

@@ -877,8 +877,8 @@ class _Walker:
         if kind == "raw_string":
             return _Word(self.text(node)[1:-1])
         if kind == "ansi_c_string":
-            value = _ansi_c(self.text(node)[2:-1])
-            return _Word(self.text(node), static=False) if value is None else _Word(value)
+            decoded = _ansi_c(self.text(node)[2:-1])
+            return _Word(self.text(node), static=False) if decoded is None else _Word(decoded)
         if kind in ("string", "translated_string"):
             parts: list[str] = []
             static = True
@@ -1017,7 +1017,7 @@ class _Walker:
             step = self.unwrap(words, assignments, text, via, plain, stdin)
             if step is None:
                 return
-            if step == "done":
+            if isinstance(step, str):  # "done"
                 self.commands.append(_command(words, assignments, plain, text, via))
                 return
             words, assignments, via = step
@@ -1981,9 +1981,9 @@ def reads_program_from_stdin(command: SimpleCommand) -> bool:
             return from_input  # the script's file: its arguments follow
         if isinstance(step, bool):
             return step
-        step, found = step
+        taken, found = step
         from_input = from_input or found
-        index += step
+        index += taken
     return not (spec.code_first and spec.code_first in words)
 
 

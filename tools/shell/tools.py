@@ -143,14 +143,16 @@ def _streamer(ctx: ToolContext) -> Callable[[str], None]:
     """Sends the newest output lines to the tool card, a few times a second at most."""
     from tools.shell.process import plain
 
-    state = {"last": 0.0, "tail": ""}
+    last = 0.0
+    tail = ""
 
     def on_output(chunk: str) -> None:
-        state["tail"] = (str(state["tail"]) + plain(chunk))[-2000:]
+        nonlocal last, tail
+        tail = (tail + plain(chunk))[-2000:]
         now = time.monotonic()
-        if now - float(state["last"]) >= PROGRESS_EVERY:
-            state["last"] = now
-            lines = [line for line in str(state["tail"]).splitlines() if line.strip()]
+        if now - last >= PROGRESS_EVERY:
+            last = now
+            lines = [line for line in tail.splitlines() if line.strip()]
             if lines:
                 ctx.progress("\n".join(lines[-6:])[-600:])
 

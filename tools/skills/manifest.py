@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from tools.spec import Operation, ToolManifest
+from tools.spec import DeferredParams, Operation, ToolManifest
 
 IMPL = "tools.skills.actions"
 
 
-class ListSkills(BaseModel):
+class ListSkills(DeferredParams):
     pass
 
 
-class LoadSkill(BaseModel):
+class LoadSkill(DeferredParams):
     name: str = Field(..., min_length=1, description="Skill name, as listed in the system prompt")
 
 
-class RunScript(BaseModel):
+class RunScript(DeferredParams):
     name: str = Field(..., min_length=1, description="Skill name")
     script: str = Field(
         ...,

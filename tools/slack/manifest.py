@@ -12,7 +12,7 @@ _ACCOUNT_NOTE = "Acts as the active Slack account unless `account` names another
 
 
 class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     account: str | None = Field(None, description=_ACCOUNT_HELP)
 

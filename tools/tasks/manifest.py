@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
-from tools.spec import Operation, ToolManifest
+from tools.spec import DeferredParams, Operation, ToolManifest
 
 IMPL = "tools.tasks.actions"
 APPROVAL = "tools.tasks.approval"
@@ -46,7 +46,7 @@ def check_allow_line(line: str) -> None:
         raise ValueError(f"{line!r}: the {kind} must be an absolute path")
 
 
-class CreateTask(BaseModel):
+class CreateTask(DeferredParams):
     title: str = Field(..., min_length=1, max_length=120, description="A short name")
     prompt: str = Field(
         ...,
@@ -142,11 +142,11 @@ class CreateTask(BaseModel):
         return self
 
 
-class ListTasks(BaseModel):
+class ListTasks(DeferredParams):
     pass
 
 
-class TaskRef(BaseModel):
+class TaskRef(DeferredParams):
     id: str = Field(..., min_length=1, max_length=64, description="Task id from tasks_list")
 
 

@@ -1,7 +1,8 @@
 """`deskhand mcp list [--json]`, `deskhand mcp import [PATH] [--overwrite]`, and
 `deskhand mcp login NAME` / `deskhand mcp logout NAME` for remote servers that use OAuth.
 
-`mcp import` always moves every secret-looking value to the keyring (see config.py)."""
+`mcp import` always moves every secret-looking value to the keyring (see config.py).
+Building the parser imports nothing heavy (`deskhand ask` builds it too)."""
 
 from __future__ import annotations
 
@@ -10,20 +11,13 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from app.core.mcp.config import (
-    McpConfig,
-    McpConfigError,
-    claude_desktop_config_path,
-    import_servers,
-    read_config,
-)
-from app.core.mcp.manifests import NEEDS_TASKS
-from app.core.mcp.status import ServerState, Status
-from app.core.mcp.stderr import recent as recent_stderr
+from app.core.mcp.desktop import claude_desktop_config_path
 from app.core.paths import mcp_path
 from app.core.visible import one_line
 
 if TYPE_CHECKING:
+    from app.core.mcp.config import McpConfig
+    from app.core.mcp.status import ServerState
     from app.core.runtime import Runtime
 
 EXIT_OK = 0
@@ -31,7 +25,7 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     mcp = sub.add_parser("mcp", help="MCP servers (mcp.json)")
     mcp_sub = mcp.add_subparsers(dest="mcp_command", required=True)
     lst = mcp_sub.add_parser(
@@ -87,6 +81,8 @@ def _remote(runtime: Runtime, name: str) -> str | None:
 
 
 def _login(args: argparse.Namespace, runtime: Runtime) -> int:
+    from app.core.mcp.status import Status
+
     problem = _remote(runtime, args.name)
     if problem:
         print(f"deskhand: {problem}", file=sys.stderr)
@@ -132,6 +128,8 @@ def _logout(args: argparse.Namespace, runtime: Runtime) -> int:
 
 
 def _list(args: argparse.Namespace, runtime: Runtime) -> int:
+    from app.core.mcp.config import McpConfigError, read_config
+
     manager = runtime.mcp
     manager.configs()
     if manager.config_error:
@@ -158,6 +156,9 @@ def listed_states(states: list[ServerState], config: McpConfig) -> list[ServerSt
     """Every entry of mcp.json in file order: the manager's state of each usable server
     (with the last lines of its stderr when it is not running), an INVALID state for each
     entry that cannot be used."""
+    from app.core.mcp.status import ServerState
+    from app.core.mcp.stderr import recent as recent_stderr
+
     by_name = {s.name: s for s in states}
     out: list[ServerState] = []
     for name in [*config.names, *(n for n in by_name if n not in config.names)]:
@@ -177,6 +178,8 @@ def listed_states(states: list[ServerState], config: McpConfig) -> list[ServerSt
 
 def _has_failed(state: ServerState) -> bool:
     """Failed, or trying again after a failure (a retry keeps the last error)."""
+    from app.core.mcp.status import Status
+
     if state.status in {Status.FAILED, Status.RESTARTING}:
         return True
     return state.status is Status.STARTING and state.error is not None
@@ -184,6 +187,9 @@ def _has_failed(state: ServerState) -> bool:
 
 def describe(state: ServerState) -> list[str]:
     """A server's lines in `mcp list`, every text from the server made visible."""
+    from app.core.mcp.manifests import NEEDS_TASKS
+    from app.core.mcp.status import Status
+
     if state.status is Status.INVALID:
         lines = [f"{state.name}  [not started: mcp.json entry is invalid]"]
         return lines + [f"  problem: {one_line(p.detail, 300)}" for p in state.problems]
@@ -207,6 +213,8 @@ def describe(state: ServerState) -> list[str]:
 
 def _import(args: argparse.Namespace, runtime: Runtime) -> int:
     from pathlib import Path
+
+    from app.core.mcp.config import McpConfigError, import_servers
 
     source = Path(args.path).expanduser() if args.path else None
     try:

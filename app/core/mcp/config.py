@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import re
-import sys
 import tempfile
 import unicodedata
 from collections.abc import Callable, Mapping
@@ -38,6 +37,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from app.core.mcp.desktop import claude_desktop_config_path
 from app.core.visible import visible
 from tools.credential_values import looks_like_credential_value
 from tools.redact import is_credential_key
@@ -779,17 +779,6 @@ def _arg_spans(args: tuple[str, ...] | list[str], i: int) -> list[tuple[int, int
 # ---- importing Claude Desktop's config -------------------------------------------------------
 
 
-def claude_desktop_config_path() -> Path:
-    """Where Claude Desktop keeps its config on this platform."""
-    if sys.platform == "darwin":
-        base = Path.home() / "Library" / "Application Support"
-    elif sys.platform == "win32":
-        base = Path(os.environ.get("APPDATA") or Path.home() / "AppData" / "Roaming")
-    else:
-        base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    return base / "Claude" / "claude_desktop_config.json"
-
-
 @dataclass
 class ImportReport:
     source: Path
@@ -958,9 +947,10 @@ def _move_secrets(server: str, entry: dict[str, Any], set_secret: SecretSetter) 
     if isinstance(url, str) and (spans := secret_spans(url)):
         entry["url"] = mover.replace_spans("url", "url", url, spans)
     auth = entry.get("auth")
-    for key in ("client_secret", "clientSecret") if isinstance(auth, dict) else ():
-        value = auth.get(key)
-        if isinstance(value, str) and _literal(value):
-            ref = mover.store(f"auth.{key}", "client_secret", value)
-            auth[key] = f"${{{KEYRING_PREFIX}{ref}}}"
+    if isinstance(auth, dict):
+        for key in ("client_secret", "clientSecret"):
+            value = auth.get(key)
+            if isinstance(value, str) and _literal(value):
+                ref = mover.store(f"auth.{key}", "client_secret", value)
+                auth[key] = f"${{{KEYRING_PREFIX}{ref}}}"
     return mover.moved

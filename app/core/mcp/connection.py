@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -394,7 +394,7 @@ class ServerConnection:
             current_redirect=lambda: self._redirect,
         )
 
-    def _errlog(self, stack: AsyncExitStack) -> IO[str]:
+    def _errlog(self, stack: AsyncExitStack) -> TextIO:
         """The server's stderr, logged line by line (and scrubbed by the log tripwire)."""
         pipe = StderrPipe(self.config.name)
         stack.callback(pipe.close)
@@ -575,9 +575,12 @@ class ServerConnection:
         notification); `call_id` ties the server's elicitation requests to this call."""
         session = await self.ready_session(min(timeout, ready_wait))
 
-        async def on_progress(done: float, total: float | None, message: str | None) -> None:
-            if progress is not None:
-                progress(done, total, message)
+        report = progress
+
+        # The SDK's ProgressFnT protocol names the parameters, so the names must match.
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            if report is not None:
+                report(progress, total, message)
 
         self._calls.append(call_id)
         try:

@@ -1,10 +1,12 @@
 """The last tools each MCP server listed, kept in `<home>/mcp-known-tools.json`, so
 `tools list` can show a server's tools while it is still starting — marked as the last
-known list, never offered to the model (only a live server's tools are).
+known list — and `deskhand ask` can offer them to the model before the server is up
+(app/core/mcp/cached.py: the "offers", with their schemas).
 
 Each server's list is stored with the fingerprint of its mcp.json identity (command,
 arguments, environment keys, URL origin…): when the entry changes, the old list is not
-shown as if it were this server's.
+shown as if it were this server's. The offers also carry a hash of the whole raw entry:
+any edit of the entry (a timeout, a secret reference) makes them unusable.
 """
 
 from __future__ import annotations
@@ -63,10 +65,22 @@ def _read(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def remember(home: Path, server: str, fingerprint: str, manifests: list[ToolManifest]) -> None:
-    """Keep `server`'s tools as listed now (a failure to write only loses the cache)."""
+def remember(
+    home: Path,
+    server: str,
+    fingerprint: str,
+    manifests: list[ToolManifest],
+    *,
+    entry: str = "",
+    offers: list[dict[str, Any]] | None = None,
+) -> None:
+    """Keep `server`'s tools as listed now (a failure to write only loses the cache);
+    `offers` (cached.offer_of) are kept when `entry`, the raw entry's hash, is given."""
     path = known_tools_path(home)
-    entry = {
+    kept: dict[str, Any] = {}
+    if entry and offers is not None:
+        kept = {"entry": entry, "offers": offers[:MAX_TOOLS]}
+    record = kept | {
         "fingerprint": fingerprint,
         "listed_at": time.time(),
         "tools": [
@@ -81,9 +95,10 @@ def remember(home: Path, server: str, fingerprint: str, manifests: list[ToolMani
     }
     with _lock:
         data = _read(path)
-        if data.get(server) == entry | {"listed_at": data.get(server, {}).get("listed_at")}:
+        old = data.get(server)
+        if isinstance(old, dict) and old == record | {"listed_at": old.get("listed_at")}:
             return
-        data[server] = entry
+        data[server] = record
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".mcp-known-")
@@ -92,6 +107,16 @@ def remember(home: Path, server: str, fingerprint: str, manifests: list[ToolMani
             os.replace(tmp, path)
         except OSError as exc:
             log.info("could not keep the MCP tools list: %s", exc)
+
+
+def cached_offers(home: Path, server: str, entry: str) -> dict[str, Any] | None:
+    """`server`'s cached offers and fingerprint, if listed with this raw entry (else None)."""
+    record = _read(known_tools_path(home)).get(server)
+    if not isinstance(record, dict) or not entry or record.get("entry") != entry:
+        return None
+    if not isinstance(record.get("offers"), list):
+        return None
+    return record
 
 
 def last_known(home: Path, server: str, fingerprint: str) -> list[KnownTool] | None:

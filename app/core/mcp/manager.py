@@ -28,15 +28,16 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import functools
 import logging
 import threading
 from collections.abc import Callable, Coroutine, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from app.core.mcp.cached import entry_hash, offer_of
 from app.core.mcp.catalog import (
     PromptEntry,
     PromptMessage,
@@ -51,10 +52,11 @@ from app.core.mcp.config import (
     McpConfigError,
     SecretGetter,
     ServerConfig,
-    read_config,
+    parse_servers,
+    read_servers_block,
 )
 from app.core.mcp.elicitation import ElicitationHandler, decline_all
-from app.core.mcp.manifests import build_manifests, category, slug
+from app.core.mcp.manifests import ServerTools, build_manifests, category, slug
 from app.core.mcp.status import ServerState, Status
 from tools.registry import ToolSource
 from tools.spec import Operation, ToolCancelled, ToolContext, ToolError, ToolManifest, ToolResult
@@ -71,16 +73,6 @@ SIGN_IN_WAIT = 300.0
 #: The longest a tool call waits for its server to be ready (capped by the server's timeout).
 READY_WAIT = 20.0
 Listener = Callable[[ServerState], None]
-
-
-@dataclass(frozen=True)
-class ServerTools:
-    """One server's tools as the registry takes them: its manifests (built from its own
-    connection) and itself as a tool source (identity + each tool's definition hash)."""
-
-    server: str
-    manifests: list[ToolManifest]
-    source: ToolSource
 
 
 #: Called on the MCP thread with a server's name and its tools now (None: it has none any
@@ -118,6 +110,8 @@ class McpManager:
         #: Entries of mcp.json that cannot be used, each with its name and field.
         self.config_problems: list[EntryProblem] = []
         self._names: list[str] = []
+        #: Each server's raw mcp.json entry hashed (app/core/mcp/cached.py), as read last.
+        self._entry_hashes: dict[str, str] = {}
         self._connections: dict[str, ServerConnection] = {}
         self._listeners: list[Listener] = []
         self._tool_listeners: list[ToolsListener] = []
@@ -221,7 +215,8 @@ class McpManager:
         if not self._loaded:
             self._loaded = True
             try:
-                loaded = read_config(self.config_path)
+                block = read_servers_block(self.config_path)
+                loaded = parse_servers(block)
             except McpConfigError as exc:
                 self.config_error = str(exc)
                 log.warning("mcp.json: %s", exc)
@@ -229,6 +224,7 @@ class McpManager:
                 self._configs = loaded.servers
                 self.config_problems = loaded.problems
                 self._names = loaded.names
+                self._entry_hashes = {name: entry_hash(raw) for name, raw in block.items()}
                 for problem in loaded.problems:
                     log.warning("mcp.json: %s", problem.message)
                 for config in self._configs:  # literal tokens in mcp.json: keep them out of logs
@@ -308,9 +304,7 @@ class McpManager:
             return None
         for problem in self.config_problems:
             if slug(problem.name, camel=False) == wanted:
-                return "; ".join(
-                    p.message for p in self.config_problems if p.name == problem.name
-                )
+                return "; ".join(p.message for p in self.config_problems if p.name == problem.name)
         for state in self.states():
             if slug(state.name, camel=False) == wanted:
                 if state.status is Status.READY:
@@ -456,13 +450,16 @@ class McpManager:
         name = conn.config.name
         if self._connections.get(name) is not conn:
             return  # replaced or removed meanwhile
-        tools = self._build_tools(conn)
+        tools, offers = self._build_tools(conn)
         with self._tools_lock:
             self._tools[name] = tools
         self._tell(name, tools)
         from app.core.mcp.known_tools import remember
 
-        remember(self.home, name, tools.source.fingerprint, tools.manifests)
+        entry = self._entry_hashes.get(name, "")
+        remember(
+            self.home, name, tools.source.fingerprint, tools.manifests, entry=entry, offers=offers
+        )
 
     def _drop_tools(self, name: str) -> None:
         with self._tools_lock:
@@ -477,18 +474,22 @@ class McpManager:
             except Exception:  # a listener must not break the MCP thread
                 log.exception("MCP tools listener failed for %s", name)
 
-    def _build_tools(self, conn: ServerConnection) -> ServerTools:
+    def _build_tools(self, conn: ServerConnection) -> tuple[ServerTools, list[dict[str, Any]]]:
+        """The server's tools now, and what the cache keeps of them to offer next time."""
         from app.core.sources import mcp_server_fingerprint, mcp_tool_fingerprint
 
         name = conn.config.name
         found, names = build_manifests(
             name,
             conn.listing.tools,
-            lambda tool, server=name: self._tool_impl(server, tool),
+            functools.partial(self._tool_impl, name),
             timeout=conn.config.timeout,
         )
         definitions = {t.name: mcp_tool_fingerprint(t) for t in conn.listing.tools}
         tools = {m.name: definitions.get(names.get(m.name, ""), "") for m in found}
+        offers = [
+            offer for m in found if (offer := offer_of(m, names[m.name], tools[m.name])) is not None
+        ]
         reader = self._resource_manifest(name) if conn.listing.resources else None
         if reader is not None and reader.name not in {m.name for m in found}:
             found.append(reader)
@@ -507,7 +508,7 @@ class McpManager:
             origin=f"the MCP server {name!r} in mcp.json",
             tools=tools,
         )
-        return ServerTools(name, found, source)
+        return ServerTools(name, found, source), offers
 
     def last_known_tools(self, name: str) -> list[Any] | None:
         """`name`'s tools as it listed them last time (app.core.mcp.known_tools), if its
@@ -597,6 +598,42 @@ class McpManager:
             return self.call_tool(server, tool, args.arguments(), ctx)
 
         return run
+
+    def call_cached_tool(
+        self, server: str, tool: str, definition: str, arguments: dict[str, Any], ctx: ToolContext
+    ) -> ToolResult:
+        """Blocking: a tool offered from `server`'s cached listing (app/core/mcp/cached.py)
+        was called. Start the server if it is not, wait for it (at most `ready_wait` s, never
+        past its timeout), and call the tool only if the server still has it exactly as
+        cached (the trust check was made for that definition)."""
+        from app.core.mcp.connection import ServerUnavailable
+        from app.core.sources import mcp_tool_fingerprint
+
+        cfg = self.config(server)
+        if cfg is None or cfg.disabled:
+            raise ToolError(self.not_ready_text(server) or f"{server!r} is not configured")
+        if server not in self._connections:
+            self.submit(self._start([cfg], 0.0)).result()
+        conn = self._connection(server)
+        try:
+            self._wait(conn.ready_session(min(self.ready_wait, cfg.timeout)), ctx)
+        except ToolError as exc:  # not ready in time, or failed
+            raise ToolError(str(exc)) from None
+        except ServerUnavailable as exc:  # pragma: no cover - _wait turns it into ToolError
+            raise ToolError(str(exc)) from None
+        live = next((t for t in conn.listing.tools if t.name == tool), None)
+        if live is None:
+            names = ", ".join(t.name for t in conn.listing.tools) or "none"
+            raise ToolError(
+                f"the MCP server {server!r} no longer has the tool {tool!r} (its tools now: "
+                f"{names}); ask again to use one of those"
+            )
+        if mcp_tool_fingerprint(live) != definition:
+            raise ToolError(
+                f"the MCP server {server!r} changed the tool {tool!r} since it last listed it, "
+                "so it was not called; ask again to use its new definition"
+            )
+        return self.call_tool(server, tool, arguments, ctx)
 
     def _connection(self, server: str) -> ServerConnection:
         conn = self._connections.get(server)

@@ -9,15 +9,28 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from tools.registry import ToolSource
 from tools.spec import Operation, ToolContext, ToolManifest
 
 PREFIX = "mcp__"
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _NOT_NAME = re.compile(r"[^a-z0-9]+")
+
+
+@dataclass(frozen=True)
+class ServerTools:
+    """One server's tools as the registry takes them: its manifests (built from its own
+    connection, or from its cached listing) and itself as a tool source (identity + each
+    tool's definition hash)."""
+
+    server: str
+    manifests: list[ToolManifest]
+    source: ToolSource
 
 
 def slug(text: str, *, camel: bool = True) -> str:
@@ -54,7 +67,7 @@ class McpParams(BaseModel):
     mcp_schema: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
 
     @classmethod
-    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
         return copy.deepcopy(cls.mcp_schema)
 
     @model_validator(mode="before")

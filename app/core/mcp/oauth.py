@@ -519,7 +519,8 @@ class DeskhandOAuth(_Remembering, OAuthClientProvider):
                 f"the server's sign-in page is not a web address ({parts.scheme or 'none'}:); "
                 "Deskhand did not open it"
             )
-        redirect.expected_state = (parse_qs(parts.query).get("state") or [None])[0]
+        states = parse_qs(parts.query).get("state")
+        redirect.expected_state = states[0] if states else None
         await redirect.start()
         log.info("MCP server %s: opening the sign-in page at %s", self._server, parts.hostname)
         await asyncio.to_thread(self._open_url, authorization_url)

@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time
-from typing import IO
+from typing import TextIO
 
 from app.core.secrets import known_secret_values
 from app.core.visible import visible
@@ -53,7 +53,7 @@ class StderrPipe:
         self._closed = False
         self._output = _Output()
         read_fd, write_fd = os.pipe()
-        self.writer: IO[str] = os.fdopen(write_fd, "w", encoding="utf-8", errors="replace")
+        self.writer: TextIO = os.fdopen(write_fd, "w", encoding="utf-8", errors="replace")
         self._reader = os.fdopen(read_fd, "r", encoding="utf-8", errors="replace")
         with _lock:
             _starts.setdefault(server, collections.deque(maxlen=KEPT_STARTS)).append(self._output)

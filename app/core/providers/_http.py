@@ -265,15 +265,26 @@ async def open_event_stream(
     headers: Mapping[str, str],
     payload: dict[str, Any],
     config: ProviderConfig,
+    on_sent: Callable[[], None] | None = None,
 ) -> AsyncIterator[AsyncIterator[ServerSentEvent]]:
     """POST `payload` and give the response's server-sent events.
 
     One attempt, no retries. HTTP errors and network failures (before or during the
-    stream) come out as typed errors; leaving the block closes the response."""
+    stream) come out as typed errors; leaving the block closes the response. `on_sent` is
+    called (on the loop) once the request's body is on the wire."""
     secret = config.api_key
+    extra: dict[str, Any] = {}
+    if on_sent is not None:
+        extra["extensions"] = {"trace": _body_sent_trace(on_sent)}
     try:
         async with aconnect_sse(
-            client, "POST", url, headers=dict(headers), json=payload, timeout=timeouts(config)
+            client,
+            "POST",
+            url,
+            headers=dict(headers),
+            json=payload,
+            timeout=timeouts(config),
+            **extra,
         ) as source:
             await _raise_for_status(source.response, url=url, secret=secret)
             if _content_type(source.response) == "application/json":
@@ -288,6 +299,16 @@ async def open_event_stream(
         raise error_from_transport(exc, url=url, secret=secret) from exc
     except SSEError as exc:
         raise StreamError(f"The server's event stream could not be read: {exc}") from exc
+
+
+def _body_sent_trace(on_sent: Callable[[], None]) -> Callable[[str, Any], Awaitable[None]]:
+    """An httpcore trace hook that calls `on_sent` when a request body was written."""
+
+    async def trace(event: str, _info: Any) -> None:
+        if event.endswith(".send_request_body.complete"):
+            on_sent()
+
+    return trace
 
 
 async def _raise_for_status(response: httpx.Response, *, url: str, secret: str | None) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -251,6 +251,9 @@ class AnthropicProvider:
         self.config = config
         self._owns_client = client is None
         self._client = client or httpx.AsyncClient(timeout=_http.timeouts(config))
+        #: Called (on the loop) each time a request's body has been sent (`deskhand ask`
+        #: starts its MCP servers then, so they never delay the first request).
+        self.on_sent: Callable[[], None] | None = None
 
     @property
     def _base(self) -> str:
@@ -281,7 +284,12 @@ class AnthropicProvider:
         url = f"{self._base}/v1/messages"
         parser = StreamParser(url=url, secret=self.config.api_key)
         async with _http.open_event_stream(
-            self._client, url, headers=self._headers(), payload=payload, config=self.config
+            self._client,
+            url,
+            headers=self._headers(),
+            payload=payload,
+            config=self.config,
+            on_sent=self.on_sent,
         ) as events:
             # Read to the end of the body even after the final event: the connection then
             # goes back to the pool, and no half-read generator is left for the GC to close.

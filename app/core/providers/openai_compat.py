@@ -265,6 +265,9 @@ class OpenAICompatProvider:
         self.config = config
         self._owns_client = client is None
         self._client = client or httpx.AsyncClient(timeout=_http.timeouts(config))
+        #: Called (on the loop) each time a request's body has been sent (`deskhand ask`
+        #: starts its MCP servers then, so they never delay the first request).
+        self.on_sent: Callable[[], None] | None = None
         self._ids = itertools.count(1)
 
     @property
@@ -306,6 +309,7 @@ class OpenAICompatProvider:
             headers=self._headers(),
             payload=payload,
             config=self.config,
+            on_sent=self.on_sent,
         ) as events:
             # Read to the end of the body even after the final event: the connection then
             # goes back to the pool, and no half-read generator is left for the GC to close.

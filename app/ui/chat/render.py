@@ -173,6 +173,18 @@ def _lexer(lang: str) -> Any:
         return None
 
 
+#: Lexers warmed before the first answer (`warm_lexers`): what answers show most.
+COMMON_LEXERS = ("python", "bash", "json", "javascript", "yaml", "diff")
+
+
+def warm_lexers() -> None:
+    """Builds the common lexers (any thread): their first use compiles their patterns."""
+    for lang in COMMON_LEXERS:
+        lexer = _lexer(lang)
+        if lexer is not None:
+            list(lexer.get_tokens("x = 1\n"))
+
+
 _TOKENS_CACHE: OrderedDict[tuple[str, str], list[tuple[Any, str]]] = OrderedDict()
 
 

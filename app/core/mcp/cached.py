@@ -1,0 +1,131 @@
+"""MCP tools offered from each server's last listing, before the server is up.
+
+`deskhand ask` must send its first request without importing the MCP SDK or waiting for a
+server. So when a server lists its tools, the manager keeps what the model needs of each
+(name, description, input schema, hints, definition hash) in `<home>/mcp-known-tools.json`
+(app/core/mcp/known_tools.py), keyed by a hash of the server's raw mcp.json entry: any edit
+of the entry makes the cached list unusable. `cached_tools` turns those lists back into
+manifests (json, pydantic and no SDK), each with the same `ToolSource` a live listing gives
+— so the same trust rules and labels apply; a cached description is as untrusted as a live
+one. A call to such a tool goes through `CachedCall` (the manager's `call_cached_tool`):
+it waits for the server, and refuses if the server no longer has the tool as cached.
+When the server is up, its live tools replace the cached ones in the registry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from app.core.mcp.known_tools import cached_offers
+from app.core.mcp.manifests import ServerTools, category, params_model
+from tools.registry import ToolSource
+from tools.spec import Operation, ToolContext, ToolManifest, ToolResult
+
+#: (server, the server's tool name, its cached definition hash, arguments, ctx) → result.
+CachedCall = Callable[[str, str, str, dict[str, Any], ToolContext], ToolResult]
+#: The most of one tool's description and schema that is cached (bigger tools wait for
+#: their server: the cache must not grow with whatever a server sends).
+MAX_DESCRIPTION = 20_000
+MAX_SCHEMA = 100_000
+
+
+def entry_hash(entry: Any) -> str:
+    """A hash of one raw `mcpServers` entry: any change to it gives another hash."""
+    text = json.dumps(entry, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def raw_entries(config_path: Path) -> dict[str, Any]:
+    """mcp.json's `mcpServers` entries as written, without checking them (a file that
+    cannot be read gives none: the manager reports it when it starts)."""
+    try:
+        data = json.loads(config_path.read_text("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    return servers if isinstance(servers, dict) else {}
+
+
+def enabled_entries(config_path: Path) -> dict[str, Any]:
+    """The entries the manager would start (an object not marked disabled)."""
+    return {
+        name: entry
+        for name, entry in raw_entries(config_path).items()
+        if isinstance(entry, dict) and entry.get("disabled") is not True
+    }
+
+
+def offer_of(manifest: ToolManifest, tool: str, definition: str) -> dict[str, Any] | None:
+    """What the cache keeps of one live tool (None: too big to keep)."""
+    schema = manifest.params.model_json_schema()
+    if len(manifest.description) > MAX_DESCRIPTION or len(json.dumps(schema)) > MAX_SCHEMA:
+        return None
+    return {
+        "name": manifest.name,
+        "tool": tool,
+        "description": manifest.description,
+        "schema": schema,
+        "operations": sorted(o.value for o in manifest.operations),
+        "definition": definition,
+        "timeout": manifest.timeout,
+    }
+
+
+def cached_tools(
+    home: Path, config_path: Path, call: CachedCall
+) -> tuple[dict[str, ServerTools], list[str]]:
+    """The cached tools of each enabled server whose entry is unchanged since it listed
+    them, and the names of the enabled servers that have no usable cache."""
+    found: dict[str, ServerTools] = {}
+    missing: list[str] = []
+    for name, entry in enabled_entries(config_path).items():
+        cached = cached_offers(home, name, entry_hash(entry))
+        tools = _server_tools(name, cached, call) if cached is not None else None
+        if tools is None:
+            missing.append(name)
+        else:
+            found[name] = tools
+    return found, missing
+
+
+def _server_tools(server: str, cached: dict[str, Any], call: CachedCall) -> ServerTools | None:
+    manifests: list[ToolManifest] = []
+    definitions: dict[str, str] = {}
+    for raw in cached.get("offers") or []:
+        try:
+            manifest = _manifest(server, raw, call)
+        except (KeyError, TypeError, ValueError):
+            return None  # a damaged cache is no cache
+        manifests.append(manifest)
+        definitions[manifest.name] = str(raw["definition"])
+    source = ToolSource(
+        "mcp",
+        f"mcp:{server}",
+        fingerprint=str(cached.get("fingerprint", "")),
+        origin=f"the MCP server {server!r} in mcp.json",
+        tools=definitions,
+    )
+    return ServerTools(server, manifests, source)
+
+
+def _manifest(server: str, raw: dict[str, Any], call: CachedCall) -> ToolManifest:
+    name, tool, definition = str(raw["name"]), str(raw["tool"]), str(raw["definition"])
+    if category(server) != f"mcp:{name.removeprefix('mcp__').partition('__')[0]}":
+        raise ValueError("a cached tool of another server")
+
+    def run(args: Any, ctx: ToolContext) -> ToolResult:
+        return call(server, tool, definition, args.arguments(), ctx)
+
+    return ToolManifest(
+        name=name,
+        category=category(server),
+        description=str(raw["description"]),
+        params=params_model(name, raw["schema"]),
+        operations=frozenset(Operation(o) for o in raw["operations"]),
+        impl=run,
+        timeout=float(raw["timeout"]),
+    )

@@ -1,0 +1,273 @@
+"""Conversations and their live messages: create, rename, soft delete, list, title, the
+private flag and the model each talks to; append (one commit per message), load and page."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import cast
+
+from app.core.providers.base import ChatMessage, ToolCallRequest, Usage
+from app.core.store.database import (
+    Database,
+    NotFoundError,
+    SqlValue,
+    assignments,
+    checked_columns,
+    utc,
+)
+
+DEFAULT_TITLE = "New chat"
+TITLE_MAX = 60
+
+#: The columns of `conversations` that methods here change (never a caller's string).
+_SETTABLE = frozenset({"title", "deleted_at", "private", "provider_account", "model"})
+
+
+@dataclass(frozen=True)
+class Conversation:
+    id: str
+    title: str
+    created_at: datetime
+    updated_at: datetime
+    deleted_at: datetime | None
+    message_count: int
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """A message with its storage identity, for paging through long conversations."""
+
+    id: int
+    seq: int
+    message: ChatMessage
+    usage: Usage | None
+    created_at: datetime
+
+
+class Conversations(Database):
+    """The `conversations` and `messages` tables."""
+
+    # ---- conversations --------------------------------------------------------------
+
+    def create_conversation(self, title: str = DEFAULT_TITLE) -> str:
+        conv_id = str(uuid.uuid4())
+        now = self._clock()
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (?,?,?,?)",
+                (conv_id, title, now, now),
+            )
+        return conv_id
+
+    def rename_conversation(self, conv_id: str, title: str) -> None:
+        self._update_conversation(conv_id, title=title)
+
+    def delete_conversation(self, conv_id: str) -> None:
+        """Soft delete: hidden from lists and search until restored or purged."""
+        self._update_conversation(conv_id, deleted_at=self._clock())
+
+    def restore_conversation(self, conv_id: str) -> None:
+        self._update_conversation(conv_id, deleted_at=None)
+
+    def purge_deleted(self, older_than: timedelta) -> int:
+        """Permanently remove conversations soft-deleted more than `older_than` ago."""
+        cutoff = self._clock() - older_than.total_seconds()
+        with self._write() as db:
+            cur = db.execute(
+                "DELETE FROM conversations WHERE deleted_at IS NOT NULL AND deleted_at <= ?",
+                (cutoff,),
+            )
+            return cur.rowcount
+
+    def list_conversations(
+        self, limit: int = 100, offset: int = 0, include_deleted: bool = False
+    ) -> list[Conversation]:
+        """Most recently active first."""
+        where = "" if include_deleted else "WHERE c.deleted_at IS NULL"
+        rows = self._read(
+            f"""SELECT c.*, (SELECT count(*) FROM messages m WHERE m.conversation_id = c.id)
+                       AS message_count
+                FROM conversations c {where}
+                ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ? OFFSET ?""",
+            (limit, offset),
+        )
+        return [_conversation(r) for r in rows]
+
+    def get_conversation(self, conv_id: str) -> Conversation | None:
+        """The conversation, deleted or not; None if it does not exist."""
+        rows = self._read(
+            """SELECT c.*, (SELECT count(*) FROM messages m WHERE m.conversation_id = c.id)
+                      AS message_count
+               FROM conversations c WHERE c.id = ?""",
+            (conv_id,),
+        )
+        return _conversation(rows[0]) if rows else None
+
+    def auto_title(self, conv_id: str, first_user_text: str) -> str:
+        """Title the conversation after its first user message; returns the title."""
+        title = make_title(first_user_text)
+        self.rename_conversation(conv_id, title)
+        return title
+
+    # ---- privacy ----------------------------------------------------------------------
+
+    def set_private(self, conv_id: str, private: bool) -> None:
+        """A private conversation is never a source of memories."""
+        self._update_conversation(conv_id, private=int(private))
+
+    def is_private(self, conv_id: str) -> bool:
+        rows = self._read("SELECT private FROM conversations WHERE id = ?", (conv_id,))
+        if not rows:
+            raise NotFoundError(f"no conversation {conv_id}")
+        return bool(rows[0][0])
+
+    # ---- the model a conversation talks to ----------------------------------------------
+
+    def set_conversation_model(self, conv_id: str, account_id: str | None, model: str) -> None:
+        """Remember the provider account (None: whichever is active) and model chosen."""
+        self._update_conversation(conv_id, provider_account=account_id, model=model)
+
+    def clear_conversation_model(self, conv_id: str) -> None:
+        self._update_conversation(conv_id, provider_account=None, model=None)
+
+    def conversation_model(self, conv_id: str) -> tuple[str | None, str] | None:
+        """(account id or None, model) chosen for the conversation; None if nothing was."""
+        rows = self._read(
+            "SELECT provider_account, model FROM conversations WHERE id = ?", (conv_id,)
+        )
+        if not rows:
+            raise NotFoundError(f"no conversation {conv_id}")
+        if rows[0]["model"] is None:
+            return None
+        return rows[0]["provider_account"], rows[0]["model"]
+
+    def _update_conversation(self, conv_id: str, **changes: SqlValue) -> None:
+        names = checked_columns("conversations", changes, _SETTABLE)
+        with self._write() as db:
+            cur = db.execute(
+                f"UPDATE conversations SET {assignments(names)} WHERE id = ?",
+                (*changes.values(), conv_id),
+            )
+            if cur.rowcount == 0:
+                raise NotFoundError(f"no conversation {conv_id}")
+
+    # ---- messages -------------------------------------------------------------------
+
+    def append_message(self, conv_id: str, msg: ChatMessage, usage: Usage | None = None) -> int:
+        """Commit one complete message; returns its id. Bumps the conversation's updated_at."""
+        with self._write() as db:
+            return self._insert_message(db, conv_id, msg, usage)
+
+    def _insert_message(
+        self, db: sqlite3.Connection, conv_id: str, msg: ChatMessage, usage: Usage | None
+    ) -> int:
+        """Store `msg` after the last live message, inside the caller's transaction."""
+        now = self._clock()
+        tool_calls = (
+            json.dumps(
+                [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in msg.tool_calls]
+            )
+            if msg.tool_calls
+            else None
+        )
+        usage_json = (
+            json.dumps({"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens})
+            if usage is not None
+            else None
+        )
+        cur = db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conv_id))
+        if cur.rowcount == 0:
+            raise NotFoundError(f"no conversation {conv_id}")
+        cur = db.execute(
+            """INSERT INTO messages (conversation_id, seq, role, content, tool_calls,
+                                     tool_call_id, is_error, images, usage, created_at)
+               VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM messages
+                           WHERE conversation_id = ?), ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (
+                conv_id,
+                conv_id,
+                msg.role,
+                msg.content,
+                tool_calls,
+                msg.tool_call_id,
+                int(msg.is_error),
+                json.dumps(msg.images) if msg.images else None,
+                usage_json,
+                now,
+            ),
+        )
+        return cast(int, cur.lastrowid)
+
+    def load_messages(self, conv_id: str) -> list[ChatMessage]:
+        """Every message of the conversation, in order (ready to send to a provider)."""
+        rows = self._read(
+            "SELECT * FROM messages WHERE conversation_id = ? ORDER BY seq", (conv_id,)
+        )
+        return [_message(r) for r in rows]
+
+    def count_messages(self, conv_id: str) -> int:
+        rows = self._read("SELECT count(*) FROM messages WHERE conversation_id = ?", (conv_id,))
+        return int(rows[0][0])
+
+    def load_messages_page(
+        self, conv_id: str, before_seq: int | None = None, limit: int = 50
+    ) -> list[StoredMessage]:
+        """Up to `limit` messages just before `before_seq` (None: the latest), oldest first."""
+        rows = self._read(
+            """SELECT * FROM (SELECT * FROM messages WHERE conversation_id = ? AND seq < ?
+                              ORDER BY seq DESC LIMIT ?)
+               ORDER BY seq""",
+            (conv_id, before_seq if before_seq is not None else 2**62, limit),
+        )
+        return [
+            StoredMessage(
+                id=r["id"],
+                seq=r["seq"],
+                message=_message(r),
+                usage=Usage(**json.loads(r["usage"])) if r["usage"] else None,
+                created_at=utc(r["created_at"]),
+            )
+            for r in rows
+        ]
+
+
+def make_title(text: str) -> str:
+    """The first non-empty line, whitespace collapsed, at most TITLE_MAX characters."""
+    line = next((ln for ln in text.splitlines() if ln.strip()), "")
+    line = re.sub(r"\s+", " ", line).strip()
+    if not line:
+        return DEFAULT_TITLE
+    if len(line) <= TITLE_MAX:
+        return line
+    cut = line[: TITLE_MAX - 1]
+    if " " in cut[TITLE_MAX // 2 :]:  # end on a word boundary when one is near
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip() + "…"
+
+
+def _conversation(r: sqlite3.Row) -> Conversation:
+    return Conversation(
+        id=r["id"],
+        title=r["title"],
+        created_at=utc(r["created_at"]),
+        updated_at=utc(r["updated_at"]),
+        deleted_at=utc(r["deleted_at"]) if r["deleted_at"] is not None else None,
+        message_count=r["message_count"],
+    )
+
+
+def _message(r: sqlite3.Row) -> ChatMessage:
+    calls = json.loads(r["tool_calls"]) if r["tool_calls"] else []
+    return ChatMessage(
+        role=r["role"],
+        content=r["content"],
+        tool_calls=[ToolCallRequest(c["id"], c["name"], c["arguments"]) for c in calls],
+        tool_call_id=r["tool_call_id"],
+        is_error=bool(r["is_error"]),
+        images=json.loads(r["images"]) if r["images"] else [],
+    )

@@ -1,0 +1,260 @@
+"""The measured process of bench/loop_stall.py (one fresh process per run).
+
+`stall_child.py bare SETTLE_S TURN_S`: an empty window, gaps for SETTLE_S after the loop
+starts (phase "startup"), then TURN_S more (phase "turn").
+`stall_child.py app HOME TURNS`: the real App on HOME; phase "startup" is the 3 s after the
+loop starts; then TURNS messages sent through the composer (phase "turn").
+Prints one JSON line: the gaps of each phase (ms), the time before the loop ran, and every
+gap over 16 ms with the GUI thread's stack samples taken during it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from PySide6.QtCore import Qt, QTimer  # noqa: E402
+from PySide6.QtWidgets import QApplication, QMainWindow  # noqa: E402
+
+THRESHOLD_S = 0.016
+SAMPLE_EVERY_S = 0.001
+SETTLE_S = 3.0
+PROJECT = ("app/", "tools/", "integrations/")
+HERE = Path(__file__).name
+
+
+def short(filename: str) -> str:
+    if filename.startswith(str(REPO) + os.sep):
+        return filename[len(str(REPO)) + 1 :]
+    if "site-packages" in filename:
+        return filename.split("site-packages" + os.sep, 1)[1]
+    return "py:" + Path(filename).name
+
+
+Frame = tuple[str, int, str]
+
+
+def stack_of(frame: Any) -> tuple[Frame, ...]:
+    """Innermost first."""
+    out: list[Frame] = []
+    while frame is not None:
+        code = frame.f_code
+        out.append((short(code.co_filename), frame.f_lineno, code.co_name))
+        frame = frame.f_back
+    return tuple(out)
+
+
+class Watchdog(threading.Thread):
+    """Samples the GUI thread's stack while the current gap is over the threshold."""
+
+    def __init__(self, start: float) -> None:
+        super().__init__(name="stall-watchdog", daemon=True)
+        self.gui = threading.main_thread().ident
+        self.last_tick = start
+        self.samples: list[tuple[float, tuple[Frame, ...]]] = []
+        self.stopped = False
+
+    def run(self) -> None:
+        while not self.stopped:
+            time.sleep(SAMPLE_EVERY_S)
+            now = time.perf_counter()
+            if now - self.last_tick > THRESHOLD_S:
+                frame = sys._current_frames().get(self.gui)
+                if frame is not None:
+                    self.samples.append((now, stack_of(frame)))
+                del frame
+
+    def between(self, start: float, end: float) -> list[tuple[Frame, ...]]:
+        return [s for t, s in self.samples if start < t <= end]
+
+
+def blame_of(stack: tuple[Frame, ...]) -> str:
+    """The innermost project frame (with its caller chain's first project frame), else
+    the innermost frame outside this file."""
+    inner = [f for f in stack if not f[0].endswith(HERE)]
+    project = [f for f in inner if f[0].startswith(PROJECT)]
+    chosen = project[0] if project else (inner[0] if inner else ("?", 0, "?"))
+    return f"{chosen[0]}:{chosen[1]} {chosen[2]}"
+
+
+def shown(stack: tuple[Frame, ...]) -> tuple[Frame, ...]:
+    """The innermost 4 frames, then up to 5 project frames further out (the caller)."""
+    inner = tuple(f for f in stack if not f[0].endswith(HERE))
+    callers = tuple(f for f in inner[4:] if f[0].startswith(PROJECT))[:5]
+    return inner[:4] + callers
+
+
+def summarise(stacks: list[tuple[Frame, ...]]) -> tuple[list[Any], list[str]]:
+    counts = Counter(shown(s) for s in stacks)
+    common = [
+        [n, [f"{file}:{line} {name}" for file, line, name in stack]]
+        for stack, n in counts.most_common(3)
+    ]
+    return common, [blame_of(s) for s in stacks]
+
+
+class Probe:
+    """The 1 ms timer: gaps per phase, long gaps with their stacks."""
+
+    def __init__(self, start: float) -> None:
+        self.start = start
+        self.last = start
+        self.phase = "preloop"
+        self.phases: dict[str, dict[str, Any]] = {}
+        self.long: list[dict[str, Any]] = []
+        self.watchdog = Watchdog(start)
+        self.watchdog.start()
+        self.first_tick: float | None = None
+        self.extra: dict[str, Any] = {}
+        self.timer = QTimer()
+        self.timer.setTimerType(Qt.TimerType.PreciseTimer)
+        self.timer.setInterval(1)
+        self.timer.timeout.connect(self.tick)
+        self.timer.start()
+
+    def enter(self, phase: str) -> None:
+        self.phase = phase
+        self.phases[phase] = {"gaps": [], "began": time.perf_counter()}
+
+    def tick(self) -> None:
+        now = time.perf_counter()
+        gap = now - self.last
+        if self.first_tick is None:
+            self.first_tick = now
+            self._long("preloop", gap, self.last, now)
+            self.enter("startup")
+        else:
+            self.phases[self.phase]["gaps"].append(gap * 1000)
+            if gap > THRESHOLD_S:
+                self._long(self.phase, gap, self.last, now)
+        self.last = now
+        self.watchdog.last_tick = now
+
+    def _long(self, phase: str, gap: float, start: float, end: float) -> None:
+        stacks = self.watchdog.between(start, end)
+        common, blame = summarise(stacks)
+        self.long.append(
+            {
+                "phase": phase,
+                "ms": gap * 1000,
+                "at": start - self.start,
+                "samples": len(stacks),
+                "stacks": common,
+                "blame": blame,
+            }
+        )
+
+    def result(self) -> dict[str, Any]:
+        self.watchdog.stopped = True
+        now = time.perf_counter()
+        names = list(self.phases)
+        ends = [self.phases[n]["began"] for n in names[1:]] + [now]
+        phases = {}
+        for name, end in zip(names, ends, strict=True):
+            phase = self.phases[name]
+            phases[name] = {"gaps": phase["gaps"] or [0.0], "seconds": end - phase["began"]}
+        assert self.first_tick is not None
+        return {
+            "preloop_ms": (self.first_tick - self.start) * 1000,
+            "phases": phases,
+            "long": self.long,
+            **self.extra,
+        }
+
+
+def finish(probe: Probe, cleanup: Any = None) -> None:
+    print(json.dumps(probe.result()))
+    sys.stdout.flush()
+    if cleanup is not None:
+        cleanup()
+    os._exit(0)
+
+
+def bare(settle_s: float, turn_s: float) -> None:
+    start = time.perf_counter()
+    app = QApplication(sys.argv[:1])
+    probe = Probe(start)
+    window = QMainWindow()
+    window.resize(1100, 760)
+    window.show()
+    QTimer.singleShot(int(settle_s * 1000), lambda: probe.enter("turn"))
+    QTimer.singleShot(int((settle_s + turn_s) * 1000), lambda: finish(probe))
+    app.exec()
+
+
+def real_app(home: str, turns: int) -> None:
+    start = time.perf_counter()
+    app = QApplication(sys.argv[:1])
+    probe = Probe(start)
+    import asyncio
+
+    import qasync
+
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    from app.ui.main import App
+
+    gui = App(app, home)
+    gui.show()
+
+    def cleanup() -> None:
+        if "mcp" in gui.runtime.__dict__:
+            gui.runtime.mcp.shutdown()
+
+    async def drive() -> None:
+        await asyncio.sleep(SETTLE_S)
+        if turns:
+            before = tool_results(gui.runtime)
+            probe.enter("turn")
+            for n in range(turns):
+                await one_turn(gui.window, f"What is in my folder? ({n})")
+            probe.enter("done")  # counting the results below is not part of a turn
+            probe.extra["tool_results"] = tool_results(gui.runtime) - before
+        finish(probe, cleanup)
+
+    with loop:
+        loop.run_until_complete(drive())
+
+
+def tool_results(runtime: Any) -> int:
+    """Successful tool results stored in all conversations."""
+    total = 0
+    for conv in runtime.store.list_conversations(limit=10_000):
+        messages = runtime.store.load_messages(conv.id)
+        total += sum(m.role == "tool" and not m.is_error for m in messages)
+    return total
+
+
+async def one_turn(window: Any, message: str) -> None:
+    import asyncio
+
+    controller = window.controller
+    count = window.chat_view.message_count()
+    window.composer.edit.setPlainText(message)
+    window.composer.submit()
+    deadline = time.monotonic() + 60
+    while controller.busy or window.chat_view.message_count() <= count + 1:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the turn did not finish: {window.chat_view.message_count()}")
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.2)
+
+
+def main() -> None:
+    if sys.argv[1] == "bare":
+        bare(float(sys.argv[2]), float(sys.argv[3]))
+    else:
+        real_app(sys.argv[2], int(sys.argv[3]))
+
+
+if __name__ == "__main__":
+    main()
