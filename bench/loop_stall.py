@@ -9,13 +9,14 @@ Fresh processes, RUNS measured runs each (after one warm-up run, like a second l
 
 * bare:        QApplication + an empty QMainWindow, shown, the same timer and watchdog;
                the floor, for the same durations as the measured phases.
-* start-up:    QApplication → App (app.ui.main.App, as bench/startup.py builds it) → show
-               → the 3 s after (registry load, task host, secrets load, MCP start), for
+* start-up:    QApplication → `run_gui` as `deskhand` starts (the frame, the chat list and
+               composer, the runtime on a worker, the rest of the window) → the 3 s after
+               the window is whole (secrets load, MCP start, task host), for
                a home with no MCP servers and nothing stored, and for a home with two MCP
                servers (the reference `server-everything` and `server-filesystem`, stdio)
                and the provider's API key stored in a private gnome-keyring.
-               "before the loop" is QApplication → the first tick (App construction,
-               show: nothing can respond yet); "max gap" is once the loop runs.
+               "before the loop" is QApplication → the first tick (the frame's paint:
+               nothing can respond yet); "max gap" is once the loop runs.
 * turn:        then, in the second home, TURNS messages typed and sent in the window; the
                scripted model (tests/fakellm.py, in its own process, real HTTP) calls three
                read-only file tools in the allowed folder (no approval card) and streams a

@@ -167,7 +167,7 @@ class Probe:
             "preloop_ms": (self.first_tick - self.start) * 1000,
             "phases": phases,
             "long": self.long,
-            **self.extra,
+            **{k: v for k, v in self.extra.items() if k != "driver"},
         }
 
 
@@ -192,37 +192,39 @@ def bare(settle_s: float, turn_s: float) -> None:
 
 
 def real_app(home: str, turns: int) -> None:
+    """The real start-up path (`run_gui`: frame, chat list and composer, the runtime on a
+    worker, then the rest of the window), then SETTLE_S of idle, then the turns."""
+    import asyncio
+
     start = time.perf_counter()
     app = QApplication(sys.argv[:1])
     probe = Probe(start)
-    import asyncio
+    from app.ui import startup_timeline
 
-    import qasync
+    def cleanup(window: Any) -> None:
+        if "mcp" in window.runtime.__dict__:
+            window.runtime.mcp.shutdown()
 
-    loop = qasync.QEventLoop(app)
-    asyncio.set_event_loop(loop)
-    from app.ui.main import App
-
-    gui = App(app, home)
-    gui.show()
-
-    def cleanup() -> None:
-        if "mcp" in gui.runtime.__dict__:
-            gui.runtime.mcp.shutdown()
-
-    async def drive() -> None:
+    async def drive(window: Any) -> None:
         await asyncio.sleep(SETTLE_S)
         if turns:
-            before = tool_results(gui.runtime)
+            before = tool_results(window.runtime)
             probe.enter("turn")
             for n in range(turns):
-                await one_turn(gui.window, f"What is in my folder? ({n})")
+                await one_turn(window, f"What is in my folder? ({n})")
             probe.enter("done")  # counting the results below is not part of a turn
-            probe.extra["tool_results"] = tool_results(gui.runtime) - before
-        finish(probe, cleanup)
+            probe.extra["tool_results"] = tool_results(window.runtime) - before
+        finish(probe, lambda: cleanup(window))
 
-    with loop:
-        loop.run_until_complete(drive())
+    def marked(name: str, _when: float) -> None:
+        if name == "attached":
+            window = next(w for w in app.topLevelWidgets() if hasattr(w, "controller"))
+            probe.extra["driver"] = asyncio.ensure_future(drive(window))
+
+    startup_timeline.listeners.append(marked)
+    from app.ui.main import run_gui
+
+    run_gui(home)
 
 
 def tool_results(runtime: Any) -> int:

@@ -423,13 +423,18 @@ def test_reopening_a_chat_builds_its_tools_off_the_gui_thread(window, monkeypatc
     threads: list[str] = []
     real = window.runtime.open_conversation
 
+    built = threading.Event()
+
     def recording(conversation_id: str | None = None):
         threads.append(threading.current_thread().name)
+        assert built.wait(10), "the window waited for the conversation to build"
         return real(conversation_id)
 
     monkeypatch.setattr(window.runtime, "open_conversation", recording)
-    window.open_conversation(conv_id)
+    window.open_conversation(conv_id)  # returns while the worker is still building
     assert window.controller.conversation_id == conv_id  # known at once, for the sidebar
+    assert window.chat_view.message_count() == 1  # shown from the store meanwhile
+    built.set()
     conversation = window.controller.conversation  # waits for the worker
     assert conversation is not None and conversation.id == conv_id
     assert [m.content for m in conversation.messages] == ["hello there"]
@@ -492,3 +497,41 @@ def test_freezing_start_up_objects_hides_them_from_full_collections():
         assert gc.get_freeze_count() > before
     finally:
         gc.unfreeze()
+
+
+def test_a_send_pressed_while_starting_sends_what_was_typed_and_keeps_the_draft(
+    runtime, llm, qtbot, qloop
+):
+    """The window's early composer (before the runtime): typing works, Send waits; once
+    whole, the window sends exactly what was typed, to the chat picked meanwhile, and the
+    chat's saved draft stays saved."""
+    from app.ui.ui_state import UiState
+
+    store = runtime.store
+    first, picked = store.create_conversation("First"), store.create_conversation("Picked")
+    state = UiState(last_conversation=first, drafts={first: "an old draft", picked: "saved"})
+    state.save(runtime.home / "ui_state.json")
+    del runtime.__dict__["store"]  # the frame opens the store itself, as at start-up
+    store.close()
+
+    frame = MainWindow(home=runtime.home)
+    qtbot.addWidget(frame)
+    runtime.adopt_store(frame.build_early())
+    frame.sidebar.conversationSelected.emit(picked)  # a click on a chat while starting
+    frame.composer.edit.insertPlainText("typed while starting")
+    frame.composer.submit()
+    assert frame.composer.text() == "typed while starting"  # held, not lost
+    llm.add(text("ok"))
+
+    async def body():
+        frame.attach(runtime, Tray(app_icon()))
+        await wait_until(lambda: len(llm.requests) == 1 and not frame.controller.busy)
+
+    qloop.run_until_complete(body())
+    frame.stop_background_work()
+    assert frame.controller.conversation_id == picked
+    assert [m.content for m in runtime.store.load_messages(picked)] == [
+        "typed while starting",
+        "ok",
+    ]
+    assert frame.ui_state.drafts.get(picked) == "saved"

@@ -165,9 +165,51 @@ def test_a_server_that_no_longer_has_the_tool_says_so(home: Path, markers: Path)
         runtime.close()
 
 
-@pytest.mark.parametrize("damage", ["{", '{"srv": {"entry": 1, "offers": [{"name": 3}]}}'])
+@pytest.mark.parametrize(
+    "damage", ["{", '{"srv": {"entry": 1, "offers": [{"name": 3}]}}', "[" * 100_000]
+)
 def test_a_damaged_cache_is_no_cache(home: Path, markers: Path, damage: str) -> None:
     write_servers(home, {"srv": entry(markers)})
     (home / "mcp-known-tools.json").write_text(damage, "utf-8")
     found, missing = cached_tools(home, mcp_path(home), no_call)
     assert found == {} and missing == ["srv"]
+
+
+def test_cached_tools_are_trusted_under_the_server_the_entry_names_now(
+    home: Path, markers: Path
+) -> None:
+    """A cache written from an older server (its fingerprint in the file) under the current
+    entry's hash: the tools count as the current entry's server's, whose trust is its own,
+    and a call refuses a running server that is not that one."""
+    from app.core.mcp.cached import server_fingerprint
+
+    write_servers(home, {"srv": entry(markers)})
+    list_once(home)
+    cache = home / "mcp-known-tools.json"
+    data = json.loads(cache.read_text("utf-8"))
+    data["srv"]["fingerprint"] = "an-older-server"  # e.g. listed before mcp.json changed
+    cache.write_text(json.dumps(data), "utf-8")
+    found, _missing = cached_tools(home, mcp_path(home), no_call)
+    now = server_fingerprint("srv", entry(markers))
+    assert now is not None and found["srv"].source.fingerprint == now
+
+    manager = McpManager(mcp_path(home), home=home)
+    try:
+        manager.start(wait=30)
+        ctx = ToolContext(home=home, call_id="c1")
+        with pytest.raises(ToolError, match="not the one this tool was offered from"):
+            manager.call_cached_tool("srv", "echo", "", "an-older-server", {"text": "x"}, ctx)
+    finally:
+        manager.shutdown()
+
+
+def test_a_server_listing_too_much_keeps_no_offers(home: Path) -> None:
+    """A hostile server cannot bloat the cache every `ask` reads: over 1 MB, it keeps none
+    (it is then started before the first request, as a server with no cache)."""
+    from app.core.mcp.known_tools import MAX_OFFERS_CHARS, cached_offers, remember
+
+    big = [{"name": "mcp__srv__t", "description": "x" * (MAX_OFFERS_CHARS + 1)}]
+    remember(home, "srv", "fp", [], entry="hash", offers=big)
+    assert cached_offers(home, "srv", "hash") is None
+    remember(home, "srv", "fp", [], entry="hash", offers=[{"name": "mcp__srv__t"}])
+    assert cached_offers(home, "srv", "hash") is not None

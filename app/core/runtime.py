@@ -279,10 +279,16 @@ class Runtime:
         return missing
 
     def _call_cached_mcp(
-        self, server: str, tool: str, definition: str, arguments: dict[str, Any], ctx: Any
+        self,
+        server: str,
+        tool: str,
+        definition: str,
+        fingerprint: str,
+        arguments: dict[str, Any],
+        ctx: Any,
     ) -> Any:
         """(a runner thread) A cached MCP tool was called: its server is waited for."""
-        return self.mcp.call_cached_tool(server, tool, definition, arguments, ctx)
+        return self.mcp.call_cached_tool(server, tool, definition, fingerprint, arguments, ctx)
 
     def wait_mcp(self, timeout: float, names: list[str] | None = None) -> list[Any]:
         """Wait at most `timeout` s (from their launch) for the MCP servers (or `names`)

@@ -155,10 +155,11 @@ class ChatController(QObject):
 
     def set_model(self, account_id: str | None, model: str) -> None:
         """The provider account (None: the active one) and model this conversation uses."""
-        if self.conversation is None or self.conversation.id is None:
+        conv_id = self.conversation_id  # (never waits for a conversation still opening)
+        if conv_id is None:
             self._unsaved_model = (account_id, model)
         else:
-            self.runtime.store.set_conversation_model(self.conversation.id, account_id, model)
+            self.runtime.store.set_conversation_model(conv_id, account_id, model)
         self.modelChanged.emit()
 
     def model_choice(self) -> tuple[str | None, str]:
@@ -177,9 +178,10 @@ class ChatController(QObject):
         return (account.id if account else None), model or (account.model if account else "")
 
     def _choice(self) -> tuple[str | None, str] | None:
-        if self.conversation is None or self.conversation.id is None:
+        conv_id = self.conversation_id
+        if conv_id is None:
             return self._unsaved_model
-        return self.runtime.store.conversation_model(self.conversation.id)
+        return self.runtime.store.conversation_model(conv_id)
 
     def _account(self, account_id: str) -> Any:
         return next((p for p in self.runtime.settings.providers if p.id == account_id), None)

@@ -9,6 +9,7 @@ the notification server is probed on a worker thread after it shows.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 from collections.abc import Callable
@@ -382,6 +383,8 @@ def run_gui(home: str | Path | None = None) -> int:
     if ask_running_instance(resolved_home):
         print("Deskhand is already running; brought its window to the front.", file=sys.stderr)
         return 0
+    # closing the window while it starts must not quit before the App decides (tray)
+    qapp.setQuitOnLastWindowClosed(False)
     frame = paint_frame(qapp, resolved_home)
     store = frame.build_early()
     import qasync
@@ -440,7 +443,13 @@ class StagedStart:
         timeline.mark("ready")  # the composer takes keys, the chat list is shown
         loop = asyncio.get_event_loop()
         future = _STARTER.submit(_prepare, self.home, self.store, self.MODULES)
-        future.add_done_callback(lambda done: loop.call_soon_threadsafe(self._finish, done))
+
+        def back_on_the_loop(done: Future[Runtime]) -> None:
+            if not loop.is_closed():  # quit meanwhile: nothing to finish
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(self._finish, done)
+
+        future.add_done_callback(back_on_the_loop)
 
     def _finish(self, done: Future[Runtime]) -> None:
         from app.ui.single_instance import InstanceServer
@@ -451,10 +460,16 @@ class StagedStart:
             log.exception("start-up failed")
             self._fail(exc)
             return
-        self.app = App(self.qapp, self.home, window=self.frame, runtime=runtime)
-        self.server = InstanceServer(self.home)
-        self.server.activationRequested.connect(self.app.window.bring_to_front)
-        self.app.show()
+        try:
+            self.app = App(self.qapp, self.home, window=self.frame, runtime=runtime)
+            self.server = InstanceServer(self.home)
+            self.server.activationRequested.connect(self.app.window.bring_to_front)
+            if not self.frame.closed_while_starting:  # else the App is quitting
+                self.app.show()
+        except Exception as exc:
+            log.exception("start-up failed")
+            self._fail(exc)
+            return
         timeline.mark("attached")
         log.info("window shown")
         # what start-up made stays: full collections walk only what comes later

@@ -81,6 +81,12 @@ EDIT_OPERATIONS = (
 TEXT_WIDGETS = (QLineEdit, QPlainTextEdit, QTextEdit)
 
 
+def _log_failure(future: Future[Any]) -> None:
+    """A worker's error goes to the log (nobody waits on these futures)."""
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("warming up failed: %r", future.exception())
+
+
 def _warm_up(runtime: Runtime) -> None:
     """On `_WARM_UP`: what the first turn needs, and the code highlighter's commonest
     lexers (pygments compiles a lexer's patterns on its first use: 30–50 ms)."""
@@ -226,8 +232,14 @@ class MainWindow(QMainWindow):
         splitter.setSizes([width, max(0, self.width() - width)])
         self.setCentralWidget(splitter)
         self.sidebar.refresh()
+        # a chat picked while starting is the one `attach` opens (and a waiting Send goes to)
+        self.sidebar.conversationSelected.connect(self._picked_while_starting)
         self.composer.edit.setFocus()
         return store
+
+    def _picked_while_starting(self, conversation_id: str) -> None:
+        if not self.attached:
+            self.ui_state.last_conversation = conversation_id
 
     def attach(self, runtime: Runtime, tray: Any = None) -> None:
         """Builds everything that needs the runtime into the frame (keeping the chat list
@@ -263,15 +275,19 @@ class MainWindow(QMainWindow):
         self.composer.edit.clear()  # not a draft of the chat `_restore` leaves
         self._restore()
         if typed.strip():
-            draft = self.composer.text().strip()
-            self.composer.set_text(f"{draft}\n{typed}" if draft else typed)
+            # what was typed wins; the chat's saved draft stays saved, not sent with it
+            draft = self.composer.text()
+            if draft.strip():
+                self.ui_state.drafts[self.controller.conversation_id or ""] = draft
+            self.composer.set_text(typed)
         self.attached = True
         self.attach_mcp()
         if had_focus:
             self.focus_composer()
         if self.isVisible():  # the frame was shown first
             self._shown(focus=True)
-        self.composer.hold(False)  # a Send pressed while starting goes now
+        if not self.closed_while_starting:  # quitting: the text is kept as a draft instead
+            self.composer.hold(False)  # a Send pressed while starting goes now
 
     # ---- layout --------------------------------------------------------------------------
 
@@ -515,7 +531,9 @@ class MainWindow(QMainWindow):
         if self._warmed:
             return None
         self._warmed = True
-        return _WARM_UP.submit(_warm_up, self.runtime)
+        future = _WARM_UP.submit(_warm_up, self.runtime)
+        future.add_done_callback(_log_failure)
+        return future
 
     # ---- state ---------------------------------------------------------------------------
 
@@ -701,20 +719,27 @@ class MainWindow(QMainWindow):
 
     def open_conversation(self, conversation_id: str) -> None:
         self._stash_draft()
-        self.controller.open(conversation_id)
-        self._reload_history()
+        messages = self.controller.open(conversation_id)
+        self._reload_history(messages)
         self.focus_composer()
 
-    def _reload_history(self) -> None:
+    def _reload_history(self, messages: list[Any] | None = None) -> None:
         """Shows the controller's conversation as stored: messages, tool calls, markers and
-        branch points (after opening it, and after an edit, regenerate or branch switch)."""
-        conversation = self.controller.conversation
-        if conversation is None or conversation.id is None:
+        branch points (after opening it, and after an edit, regenerate or branch switch).
+        `messages`: the stored ones `controller.open` gave, so showing a chat never waits
+        for its tools and agent, which build on a worker."""
+        conversation_id = self.controller.conversation_id
+        if conversation_id is None:
             return
+        if messages is None:
+            conversation = self.controller.conversation
+            if conversation is None:
+                return
+            messages = conversation.messages
         markers, branches = self.controller.conversation_marks()
         self.chat_view.load_history(
-            conversation.messages,
-            self.runtime.store.list_tool_calls(conversation.id),
+            messages,
+            self.runtime.store.list_tool_calls(conversation_id),
             markers,
             branches,
         )

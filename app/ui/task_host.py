@@ -90,11 +90,15 @@ class TaskHost(QObject):
         self._starting = True
         loop = asyncio.get_event_loop()
         future = _IMPORTER.submit(_import_task_modules)
-        future.add_done_callback(lambda _done: loop.call_soon_threadsafe(self._imported))
+        future.add_done_callback(
+            lambda done: loop.call_soon_threadsafe(self._imported, done.exception())
+        )
 
-    def _imported(self) -> None:
+    def _imported(self, failure: BaseException | None = None) -> None:
         self._starting = False
-        if not self._stopped:
+        if failure is not None:
+            log.warning("the task runner could not be loaded: %r", failure)
+        elif not self._stopped:
             self.start()
 
     def start(self) -> None:

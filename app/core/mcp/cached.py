@@ -26,7 +26,8 @@ from tools.registry import ToolSource
 from tools.spec import Operation, ToolContext, ToolManifest, ToolResult
 
 #: (server, the server's tool name, its cached definition hash, arguments, ctx) → result.
-CachedCall = Callable[[str, str, str, dict[str, Any], ToolContext], ToolResult]
+#: (server, tool, definition hash, server fingerprint, arguments, context) → result
+CachedCall = Callable[[str, str, str, str, dict[str, Any], ToolContext], ToolResult]
 #: The most of one tool's description and schema that is cached (bigger tools wait for
 #: their server: the cache must not grow with whatever a server sends).
 MAX_DESCRIPTION = 20_000
@@ -84,7 +85,10 @@ def cached_tools(
     missing: list[str] = []
     for name, entry in enabled_entries(config_path).items():
         cached = cached_offers(home, name, entry_hash(entry))
-        tools = _server_tools(name, cached, call) if cached is not None else None
+        fingerprint = server_fingerprint(name, entry)
+        tools = None
+        if cached is not None and fingerprint is not None:
+            tools = _server_tools(name, cached, fingerprint, call)
         if tools is None:
             missing.append(name)
         else:
@@ -92,12 +96,33 @@ def cached_tools(
     return found, missing
 
 
-def _server_tools(server: str, cached: dict[str, Any], call: CachedCall) -> ServerTools | None:
+def server_fingerprint(name: str, entry: Any) -> str | None:
+    """The identity of the server mcp.json's entry starts now (None: not a valid entry).
+    Cached tools are trusted, and called, under this one, never the cache's own: the
+    server that runs is the one the entry names today."""
+    from app.core.mcp.config import parse_servers
+    from app.core.sources import mcp_server_fingerprint
+
+    try:
+        loaded = parse_servers({name: entry})
+    except Exception:  # a bad entry means no cached tools, never a crash
+        return None
+    if not loaded.servers:
+        return None
+    cfg = loaded.servers[0]
+    return mcp_server_fingerprint(
+        command=cfg.command, args=cfg.args, env=cfg.env, url=cfg.url, cwd=cfg.cwd
+    )
+
+
+def _server_tools(
+    server: str, cached: dict[str, Any], fingerprint: str, call: CachedCall
+) -> ServerTools | None:
     manifests: list[ToolManifest] = []
     definitions: dict[str, str] = {}
     for raw in cached.get("offers") or []:
         try:
-            manifest = _manifest(server, raw, call)
+            manifest = _manifest(server, raw, fingerprint, call)
         except (KeyError, TypeError, ValueError):
             return None  # a damaged cache is no cache
         manifests.append(manifest)
@@ -105,20 +130,20 @@ def _server_tools(server: str, cached: dict[str, Any], call: CachedCall) -> Serv
     source = ToolSource(
         "mcp",
         f"mcp:{server}",
-        fingerprint=str(cached.get("fingerprint", "")),
+        fingerprint=fingerprint,
         origin=f"the MCP server {server!r} in mcp.json",
         tools=definitions,
     )
     return ServerTools(server, manifests, source)
 
 
-def _manifest(server: str, raw: dict[str, Any], call: CachedCall) -> ToolManifest:
+def _manifest(server: str, raw: dict[str, Any], fingerprint: str, call: CachedCall) -> ToolManifest:
     name, tool, definition = str(raw["name"]), str(raw["tool"]), str(raw["definition"])
     if category(server) != f"mcp:{name.removeprefix('mcp__').partition('__')[0]}":
         raise ValueError("a cached tool of another server")
 
     def run(args: Any, ctx: ToolContext) -> ToolResult:
-        return call(server, tool, definition, args.arguments(), ctx)
+        return call(server, tool, definition, fingerprint, args.arguments(), ctx)
 
     return ToolManifest(
         name=name,

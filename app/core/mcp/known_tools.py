@@ -11,6 +11,7 @@ any edit of the entry (a timeout, a secret reference) makes them unusable.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -29,6 +30,8 @@ FILE_NAME = "mcp-known-tools.json"
 #: A server's list is kept to this many tools, each with its first line only (what is shown):
 #: the file must not grow with whatever a server sends.
 MAX_TOOLS = 500
+#: The most a server's cached offers may take in the file (1 MB of JSON).
+MAX_OFFERS_CHARS = 1_000_000
 SUMMARY_CHARS = 200
 _lock = threading.Lock()
 
@@ -60,7 +63,7 @@ def known_tools_path(home: Path) -> Path:
 def _read(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # a damaged file is no cache
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -79,7 +82,10 @@ def remember(
     path = known_tools_path(home)
     kept: dict[str, Any] = {}
     if entry and offers is not None:
-        kept = {"entry": entry, "offers": offers[:MAX_TOOLS]}
+        offers = offers[:MAX_TOOLS]
+        # a server listing more than this keeps no offers: it starts before `ask` asks
+        if len(json.dumps(offers, ensure_ascii=False)) <= MAX_OFFERS_CHARS:
+            kept = {"entry": entry, "offers": offers}
     record = kept | {
         "fingerprint": fingerprint,
         "listed_at": time.time(),
@@ -102,9 +108,14 @@ def remember(
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".mcp-known-")
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(data, out, ensure_ascii=False)
-            os.replace(tmp, path)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as out:
+                    json.dump(data, out, ensure_ascii=False)
+                os.replace(tmp, path)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
         except OSError as exc:
             log.info("could not keep the MCP tools list: %s", exc)
 

@@ -106,6 +106,7 @@ class McpManager:
         self.ready_wait = ready_wait
         self._configs: list[ServerConfig] = []
         self._loaded = False
+        self._config_lock = threading.RLock()
         self.config_error: str | None = None
         #: Entries of mcp.json that cannot be used, each with its name and field.
         self.config_problems: list[EntryProblem] = []
@@ -211,35 +212,41 @@ class McpManager:
 
     def configs(self) -> list[ServerConfig]:
         """The usable servers of mcp.json; each bad entry is in `config_problems` and the
-        others run (one bad entry never disables the rest)."""
-        if not self._loaded:
-            self._loaded = True
-            try:
-                block = read_servers_block(self.config_path)
-                loaded = parse_servers(block)
-            except McpConfigError as exc:
-                self.config_error = str(exc)
-                log.warning("mcp.json: %s", exc)
-            else:
-                self._configs = loaded.servers
-                self.config_problems = loaded.problems
-                self._names = loaded.names
-                self._entry_hashes = {name: entry_hash(raw) for name, raw in block.items()}
-                for problem in loaded.problems:
-                    log.warning("mcp.json: %s", problem.message)
-                for config in self._configs:  # literal tokens in mcp.json: keep them out of logs
-                    for value in config.credential_values():
-                        self._remember_secret(value)
-        return list(self._configs)
+        others run (one bad entry never disables the rest). Any thread: `ask` starts the
+        servers on one while a runner thread may already call a cached tool."""
+        with self._config_lock:
+            if not self._loaded:
+                self._load_config()
+                self._loaded = True  # only once everything above is in place
+            return list(self._configs)
+
+    def _load_config(self) -> None:
+        try:
+            block = read_servers_block(self.config_path)
+            loaded = parse_servers(block)
+        except McpConfigError as exc:
+            self.config_error = str(exc)
+            log.warning("mcp.json: %s", exc)
+            return
+        self._configs = loaded.servers
+        self.config_problems = loaded.problems
+        self._names = loaded.names
+        self._entry_hashes = {name: entry_hash(raw) for name, raw in block.items()}
+        for problem in loaded.problems:
+            log.warning("mcp.json: %s", problem.message)
+        for config in self._configs:  # literal tokens in mcp.json: keep them out of logs
+            for value in config.credential_values():
+                self._remember_secret(value)
 
     def reload_config(self) -> list[ServerConfig]:
         """Read mcp.json again (running servers keep running; see `reload`)."""
-        self._configs = []
-        self._loaded = False
-        self.config_error = None
-        self.config_problems = []
-        self._names = []
-        return self.configs()
+        with self._config_lock:
+            self._configs = []
+            self._loaded = False
+            self.config_error = None
+            self.config_problems = []
+            self._names = []
+            return self.configs()
 
     def config(self, name: str) -> ServerConfig | None:
         return next((c for c in self.configs() if c.name == name), None)
@@ -600,14 +607,21 @@ class McpManager:
         return run
 
     def call_cached_tool(
-        self, server: str, tool: str, definition: str, arguments: dict[str, Any], ctx: ToolContext
+        self,
+        server: str,
+        tool: str,
+        definition: str,
+        fingerprint: str,
+        arguments: dict[str, Any],
+        ctx: ToolContext,
     ) -> ToolResult:
         """Blocking: a tool offered from `server`'s cached listing (app/core/mcp/cached.py)
         was called. Start the server if it is not, wait for it (at most `ready_wait` s, never
         past its timeout), and call the tool only if the server still has it exactly as
-        cached (the trust check was made for that definition)."""
+        cached (the trust check was made for that definition), on a server started from
+        the entry the tool was offered under (`fingerprint`: mcp.json may have changed)."""
         from app.core.mcp.connection import ServerUnavailable
-        from app.core.sources import mcp_tool_fingerprint
+        from app.core.sources import mcp_server_fingerprint, mcp_tool_fingerprint
 
         cfg = self.config(server)
         if cfg is None or cfg.disabled:
@@ -615,6 +629,18 @@ class McpManager:
         if server not in self._connections:
             self.submit(self._start([cfg], 0.0)).result()
         conn = self._connection(server)
+        running = conn.config
+        if fingerprint != mcp_server_fingerprint(
+            command=running.command,
+            args=running.args,
+            env=running.env,
+            url=running.url,
+            cwd=running.cwd,
+        ):
+            raise ToolError(
+                f"the MCP server {server!r} is not the one this tool was offered from (its "
+                "entry in mcp.json changed), so it was not called; ask again"
+            )
         try:
             self._wait(conn.ready_session(min(self.ready_wait, cfg.timeout)), ctx)
         except ToolError as exc:  # not ready in time, or failed
