@@ -185,3 +185,27 @@ def test_a_runtime_that_cannot_start_is_reported_and_quits(tmp_path: Path, qtbot
     assert "PermissionError: cannot write <home>/settings.json" in box.text()
     box.button(QMessageBox.StandardButton.Close).click()
     assert quits == [True]
+
+
+def test_waiting_for_start_up_work_keeps_the_window_answering(qapp):
+    """Before the asyncio loop exists, start-up waits for its worker with Qt's events
+    running (a resize or repaint is answered); the worker's error reaches the caller."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from PySide6.QtCore import QTimer
+
+    from app.ui.startup_timeline import wait_for
+
+    release = threading.Event()
+    ticks: list[int] = []
+    timer = QTimer()
+    timer.timeout.connect(lambda: (ticks.append(1), len(ticks) >= 3 and release.set()))
+    timer.start(1)
+    with ThreadPoolExecutor(1) as pool:
+        wait_for(qapp, pool.submit(lambda: release.wait(10) or None))
+        timer.stop()
+        assert len(ticks) >= 3  # Qt ran while the worker waited for it
+        failing = pool.submit(lambda: 1 / 0)
+        with pytest.raises(ZeroDivisionError):
+            wait_for(qapp, failing)

@@ -386,6 +386,9 @@ def run_gui(home: str | Path | None = None) -> int:
     # closing the window while it starts must not quit before the App decides (tray)
     qapp.setQuitOnLastWindowClosed(False)
     frame = paint_frame(qapp, resolved_home)
+    # the chat list's and composer's modules (and the event loop's) load on a worker while
+    # the painted frame keeps answering the window system (a resize, a repaint)
+    timeline.wait_for(qapp, _STARTER.submit(_import_all, EARLY_MODULES))
     store = frame.build_early()
     import qasync
 
@@ -495,13 +498,30 @@ class StagedStart:
             self.server.close()
 
 
-def _prepare(home: Path, store: Any, modules: tuple[str, ...]) -> Runtime:
-    """On a worker thread: the window's modules, the settings model and the runtime
-    (about 200 ms of imports, which would stall the GUI thread)."""
+#: What `build_early` and the event loop need, imported on a worker after the first paint.
+EARLY_MODULES = (
+    "app.core.store",
+    "app.core.settings_file",
+    "app.ui.icons",
+    "app.ui.plain_text",
+    "app.ui.sidebar",
+    "app.ui.composer",
+    "qasync",
+    "app.ui.passphrase",
+)
+
+
+def _import_all(modules: tuple[str, ...]) -> None:
     import importlib
 
     for name in modules:
         importlib.import_module(name)
+
+
+def _prepare(home: Path, store: Any, modules: tuple[str, ...]) -> Runtime:
+    """On a worker thread: the window's modules, the settings model and the runtime
+    (about 200 ms of imports, which would stall the GUI thread)."""
+    _import_all(modules)
     from app.core.runtime import Runtime
 
     runtime = Runtime(home)

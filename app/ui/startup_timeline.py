@@ -6,6 +6,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
 
 from PySide6.QtCore import QEvent, QEventLoop, QObject, QTimer
 from PySide6.QtWidgets import QApplication, QWidget
@@ -39,6 +41,21 @@ class _PaintWatcher(QObject):
             mark("paint")
             self.loop.quit()  # the loop returns once this paint is done
         return False
+
+
+def wait_for(qapp: QApplication, future: Future[Any], poll_ms: int = 2) -> None:
+    """Runs Qt's events until `future` (work on another thread) is done, then returns its
+    result or raises its error: before the asyncio loop exists, this is how start-up
+    waits without freezing the window."""
+    loop = QEventLoop()
+    poll = QTimer()
+    poll.setInterval(poll_ms)
+    poll.timeout.connect(lambda: future.done() and loop.quit())
+    poll.start()
+    if not future.done():
+        loop.exec()
+    poll.stop()
+    future.result()
 
 
 def wait_for_paint(qapp: QApplication, window: QWidget) -> None:
