@@ -31,6 +31,8 @@ from pydantic import (
     model_validator,
 )
 
+from app.core.settings_file import SendKey, ThemeMode
+
 log = logging.getLogger(__name__)
 
 
@@ -194,7 +196,7 @@ class ToolSettings(_Model):
 
 
 class GeneralSettings(_Model):
-    theme: Literal["system", "light", "dark"] = Field(
+    theme: ThemeMode = Field(
         "system",
         title="Theme",
         json_schema_extra={"labels": {"system": "Follow system", "light": "Light", "dark": "Dark"}},
@@ -215,7 +217,7 @@ class GeneralSettings(_Model):
         title="Start Deskhand at login",
         description="Reminders and scheduled tasks then run even if you never open the window.",
     )
-    send_key: Literal["enter", "ctrl_enter"] = Field(
+    send_key: SendKey = Field(
         "enter",
         title="Send message with",
         json_schema_extra={

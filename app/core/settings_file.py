@@ -10,14 +10,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, cast
+from typing import Literal, cast, get_args
 
 from app.core.paths import settings_path
 
+#: The settings model's own types for these fields (app.core.settings uses them).
 ThemeMode = Literal["system", "light", "dark"]
-THEMES: tuple[ThemeMode, ...] = ("system", "light", "dark")
+THEMES: tuple[ThemeMode, ...] = get_args(ThemeMode)
 SendKey = Literal["enter", "ctrl_enter"]
-SEND_KEYS: tuple[SendKey, ...] = ("enter", "ctrl_enter")
+SEND_KEYS: tuple[SendKey, ...] = get_args(SendKey)
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,10 @@ the notification server is probed on a worker thread after it shows.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import sys
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -444,17 +443,13 @@ class StagedStart:
 
     def begin(self) -> None:
         timeline.mark("ready")  # the composer takes keys, the chat list is shown
-        loop = asyncio.get_event_loop()
-        future = _STARTER.submit(_prepare, self.home, self.store, self.MODULES)
+        # asyncio hands the result back on the loop (and drops it if the app quit meanwhile)
+        future = asyncio.get_event_loop().run_in_executor(
+            _STARTER, _prepare, self.home, self.store, self.MODULES
+        )
+        future.add_done_callback(self._finish)
 
-        def back_on_the_loop(done: Future[Runtime]) -> None:
-            if not loop.is_closed():  # quit meanwhile: nothing to finish
-                with contextlib.suppress(RuntimeError):
-                    loop.call_soon_threadsafe(self._finish, done)
-
-        future.add_done_callback(back_on_the_loop)
-
-    def _finish(self, done: Future[Runtime]) -> None:
+    def _finish(self, done: asyncio.Future[Runtime]) -> None:
         from app.ui.single_instance import InstanceServer
 
         try:

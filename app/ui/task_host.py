@@ -88,11 +88,8 @@ class TaskHost(QObject):
         if self.started or self._starting:
             return
         self._starting = True
-        loop = asyncio.get_event_loop()
-        future = _IMPORTER.submit(_import_task_modules)
-        future.add_done_callback(
-            lambda done: loop.call_soon_threadsafe(self._imported, done.exception())
-        )
+        imported = asyncio.get_event_loop().run_in_executor(_IMPORTER, _import_task_modules)
+        imported.add_done_callback(lambda done: self._imported(done.exception()))
 
     def _imported(self, failure: BaseException | None = None) -> None:
         self._starting = False

@@ -18,7 +18,8 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
-ThemeMode = Literal["system", "light", "dark"]
+from app.core.settings_file import ThemeMode
+
 Effective = Literal["light", "dark"]
 
 

@@ -101,7 +101,6 @@ def server_fingerprint(name: str, entry: Any) -> str | None:
     Cached tools are trusted, and called, under this one, never the cache's own: the
     server that runs is the one the entry names today."""
     from app.core.mcp.config import parse_servers
-    from app.core.sources import mcp_server_fingerprint
 
     try:
         loaded = parse_servers({name: entry})
@@ -109,10 +108,7 @@ def server_fingerprint(name: str, entry: Any) -> str | None:
         return None
     if not loaded.servers:
         return None
-    cfg = loaded.servers[0]
-    return mcp_server_fingerprint(
-        command=cfg.command, args=cfg.args, env=cfg.env, url=cfg.url, cwd=cfg.cwd
-    )
+    return loaded.servers[0].fingerprint()
 
 
 def _server_tools(

@@ -162,6 +162,15 @@ class ServerConfig:
             else self.auth,
         )
 
+    def fingerprint(self) -> str:
+        """The server's identity for trust (app.core.sources.mcp_server_fingerprint): the
+        program with its arguments and environment keys, or the URL's origin."""
+        from app.core.sources import mcp_server_fingerprint
+
+        return mcp_server_fingerprint(
+            command=self.command, args=self.args, env=self.env, url=self.url, cwd=self.cwd
+        )
+
     def credential_values(self) -> list[str]:
         """Literal (non-keyring) secrets, for the tripwire: values under credential-looking
         names, credential-looking values under any name, and the secret parts of the

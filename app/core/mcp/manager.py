@@ -483,7 +483,7 @@ class McpManager:
 
     def _build_tools(self, conn: ServerConnection) -> tuple[ServerTools, list[dict[str, Any]]]:
         """The server's tools now, and what the cache keeps of them to offer next time."""
-        from app.core.sources import mcp_server_fingerprint, mcp_tool_fingerprint
+        from app.core.sources import mcp_tool_fingerprint
 
         name = conn.config.name
         found, names = build_manifests(
@@ -505,13 +505,7 @@ class McpManager:
         source = ToolSource(
             "mcp",
             f"mcp:{name}",
-            fingerprint=mcp_server_fingerprint(
-                command=config.command,
-                args=config.args,
-                env=config.env,
-                url=config.url,
-                cwd=config.cwd,
-            ),
+            fingerprint=config.fingerprint(),
             origin=f"the MCP server {name!r} in mcp.json",
             tools=tools,
         )
@@ -521,15 +515,11 @@ class McpManager:
         """`name`'s tools as it listed them last time (app.core.mcp.known_tools), if its
         mcp.json entry is unchanged since; for listings while it is still starting."""
         from app.core.mcp.known_tools import last_known
-        from app.core.sources import mcp_server_fingerprint
 
         cfg = self.config(name)
         if cfg is None:
             return None
-        fingerprint = mcp_server_fingerprint(
-            command=cfg.command, args=cfg.args, env=cfg.env, url=cfg.url, cwd=cfg.cwd
-        )
-        return last_known(self.home, name, fingerprint)
+        return last_known(self.home, name, cfg.fingerprint())
 
     def server_tools(self) -> dict[str, ServerTools]:
         """Every server's tools now (servers that were ready at least once)."""
@@ -621,7 +611,7 @@ class McpManager:
         cached (the trust check was made for that definition), on a server started from
         the entry the tool was offered under (`fingerprint`: mcp.json may have changed)."""
         from app.core.mcp.connection import ServerUnavailable
-        from app.core.sources import mcp_server_fingerprint, mcp_tool_fingerprint
+        from app.core.sources import mcp_tool_fingerprint
 
         cfg = self.config(server)
         if cfg is None or cfg.disabled:
@@ -629,14 +619,7 @@ class McpManager:
         if server not in self._connections:
             self.submit(self._start([cfg], 0.0)).result()
         conn = self._connection(server)
-        running = conn.config
-        if fingerprint != mcp_server_fingerprint(
-            command=running.command,
-            args=running.args,
-            env=running.env,
-            url=running.url,
-            cwd=running.cwd,
-        ):
+        if fingerprint != conn.config.fingerprint():
             raise ToolError(
                 f"the MCP server {server!r} is not the one this tool was offered from (its "
                 "entry in mcp.json changed), so it was not called; ask again"
