@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from app.core.ask_early import EarlyRequest
     from app.core.runtime import Runtime
 
 EXIT_OK = 0
@@ -124,6 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         return _gui(args)
+    if args.command == "ask":
+        return _run_async(_ask_command(args))
     from app.core.logging_setup import configure
     from app.core.runtime import ConfigError, Runtime
 
@@ -134,8 +137,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     configure(runtime.secrets.known_values, log_dir=runtime.home / "logs")
     try:
-        if args.command == "ask":
-            return _run_async(_ask(args, runtime))
         if args.command == "accounts":
             from app.core.cli_accounts import run_accounts
 
@@ -195,7 +196,64 @@ def _run_async(coro: Any) -> int:
 # ---- ask ----------------------------------------------------------------------------------
 
 
-async def _ask(args: argparse.Namespace, runtime: Runtime) -> int:
+async def _ask_command(args: argparse.Namespace) -> int:
+    """The first request may go out before Deskhand has loaded (app.core.ask_early); the
+    rest loads on a worker meanwhile, so the event loop keeps sending it."""
+    import asyncio
+
+    from app.core.ask_early import SEND_HEAD_START, begin
+    from app.core.paths import deskhand_home
+
+    try:
+        home = deskhand_home(args.home)
+    except OSError as exc:
+        print(f"deskhand: cannot open the home folder: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    flags = (args.provider, args.base_url, args.model)
+    early = begin(home, args.prompt, flags, new_conversation=not args.conversation)
+    try:
+        await early.wait_written(SEND_HEAD_START)
+        try:
+            runtime = await asyncio.to_thread(_load_for_ask, home)
+        except Exception as exc:  # an unreadable home or database: say so plainly
+            print(f"deskhand: cannot open the home folder: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        try:
+            from app.core.logging_setup import configure
+            from app.core.runtime import ConfigError
+
+            configure(runtime.secrets.known_values, log_dir=runtime.home / "logs")
+            runtime.time_line = early.time_line
+            early.key_mode = runtime.secrets.mode
+            try:
+                return await _ask(args, runtime, early)
+            except ConfigError as exc:
+                print(f"deskhand: {exc}", file=sys.stderr)
+                return EXIT_USAGE
+        finally:
+            runtime.close()
+    finally:
+        await early.aclose()
+
+
+def _load_for_ask(home: Any) -> Runtime:
+    """The runtime with what a turn needs loaded (settings, store, tools, agent, client)."""
+    import app.core.cli_output  # noqa: F401
+    from app.core.runtime import Runtime
+
+    runtime = Runtime(home)
+    try:
+        runtime.warm_up()
+        _ = runtime.store
+    except BaseException:
+        runtime.close()
+        raise
+    return runtime
+
+
+async def _ask(
+    args: argparse.Namespace, runtime: Runtime, early: EarlyRequest | None = None
+) -> int:
     from app.core.approval import deny_all
     from app.core.cli_output import JsonPrinter, TextPrinter, interactive_approver
     from app.core.providers import make_provider
@@ -209,9 +267,10 @@ async def _ask(args: argparse.Namespace, runtime: Runtime) -> int:
     if uncached:
         runtime.start_mcp()
     provider = make_provider(config)
+    provider.early = early
     starter = _McpStarter(args, runtime)
     if not uncached:
-        provider.on_sent = starter.start  # type: ignore[attr-defined]
+        provider.on_sent = starter.start
     printer = JsonPrinter() if args.json else TextPrinter()
     try:
         if not config.model:

@@ -127,6 +127,8 @@ class NotificationServer:
             self._loop.call_soon_threadsafe(self._bus.disconnect)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
+        if not self._thread.is_alive():  # an unclosed loop warns when it is collected
+            self._loop.close()
 
 
 def _first_line(proc: subprocess.Popen[bytes]) -> str:

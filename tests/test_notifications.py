@@ -310,6 +310,7 @@ def test_notifier_on_a_given_loop(server: NotificationServer) -> None:
     finally:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=5)
+        loop.close()
 
 
 # -- the same against dunst, the freedesktop daemon Debian ships ----------------------------

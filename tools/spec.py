@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from pydantic import BaseModel, ConfigDict
 
@@ -19,7 +19,13 @@ if TYPE_CHECKING:  # types only: spec.py is imported at start-up and imports not
     from integrations.spec import Account, AccountDirectory
     from tools.registry import ToolRegistry
     from tools.session import ToolSession
-    from tools.views import SettingsView
+    from tools.views import (
+        MemoryServiceView,
+        ReminderBookView,
+        SettingsView,
+        SkillLibraryView,
+        TaskBookView,
+    )
 
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -276,9 +282,21 @@ class ToolContext:
         """True when a deny rule forbids this tool to send data to `site` (no question)."""
         return bool(self._egress_deny and self._egress_deny(site))
 
-    def service(self, name: str) -> Any:
+    @overload
+    def service(self, name: Literal["reminders"]) -> ReminderBookView: ...
+    @overload
+    def service(self, name: Literal["tasks"]) -> TaskBookView: ...
+    @overload
+    def service(self, name: Literal["memory"]) -> MemoryServiceView: ...
+    @overload
+    def service(self, name: Literal["skills"]) -> SkillLibraryView: ...
+    @overload
+    def service(self, name: str) -> object: ...
+
+    def service(self, name: str) -> object:
         """An app service a tool category needs (e.g. "reminders"), handed in by the app.
-        Each category says what it expects of its service (e.g. tools.reminders.book)."""
+        What each category expects of its service is a Protocol in tools/views.py, typed
+        here by name; app/core/tool_services.py has mypy check that the app's conform."""
         try:
             return self._services[name]
         except KeyError:

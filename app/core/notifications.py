@@ -172,6 +172,8 @@ class Notifier:
                 drained.result(timeout)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout)
+        if not self._thread.is_alive():  # an unclosed loop warns when it is collected
+            self._loop.close()
 
     # -- on the loop ----------------------------------------------------------------------
 

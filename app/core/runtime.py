@@ -18,6 +18,7 @@ from app.core.providers.urls import normalize_base_url, origin
 from app.core.secrets import SecretStore, SecretStoreError, remember_secret
 from app.core.settings import ProviderAccount, Settings, SettingsStore
 from app.core.threads import off_gui_thread
+from app.core.time_line import current_time_line
 
 if TYPE_CHECKING:  # imported where used: the window is ready before the agent loads
     from app.core.agent import Agent, Conversation
@@ -46,17 +47,6 @@ DEFAULT_BASE_URLS = {
 }
 
 
-def current_time_line() -> str:
-    """So "tomorrow at 5" means something: the user's date, time and zone."""
-    from datetime import datetime
-
-    from app.core.reminders import system_zone
-
-    tz = system_zone()
-    now = datetime.now(tz)
-    return f"Now: {now.strftime('%A %Y-%m-%d %H:%M')} in {tz.key} (UTC{now.strftime('%z')})."
-
-
 class ConfigError(Exception):
     """The user must change a setting or a flag; the message says which."""
 
@@ -78,6 +68,9 @@ class Runtime:
         #: A command-line run; the window sets False (file tools then wait for the folder
         #: question instead of using the current folder).
         self.headless = True
+        #: The system prompt's time line, when it must not change from a line already
+        #: sent (`deskhand ask`'s early request); else it is read at each prompt.
+        self.time_line: str | None = None
         #: Guards swapping the registry against MCP tools arriving from the MCP thread.
         self._mcp_lock = threading.RLock()
 
@@ -362,8 +355,9 @@ class Runtime:
         server's tools, else those of its cached list (`offer_cached_mcp`)."""
         manager = self.__dict__.get("mcp")
         known = manager.server_tools() if manager is not None else {}
+        failed = manager.failed_servers() if manager is not None else set()
         for name, cached in getattr(self, "_mcp_cached", {}).items():
-            if name not in known:
+            if name not in known and name not in failed:  # a failed server's list is stale
                 _register_mcp(registry, name, cached)
         if manager is None:
             return
@@ -561,6 +555,7 @@ class Runtime:
             model=model or account.model,
             api_key=api_key,
             tool_format=account.tool_format,
+            key_source=(keyed.id, keyed.base_url, url),
         )
 
     def account_provider_config(
@@ -591,6 +586,7 @@ class Runtime:
             model=model or account.model,
             api_key=self._api_key(account, url, recheck=recheck_key),
             tool_format=account.tool_format,
+            key_source=(account.id, account.base_url, url),
         )
 
     def _api_key(self, account: ProviderAccount, url: str, *, recheck: bool = False) -> str | None:
@@ -610,7 +606,7 @@ class Runtime:
         categories = sorted({m.category for m in session.enabled_manifests()} - {"core"})
         prompt = (
             f"{base}\nTool categories you can browse: {', '.join(categories)}.\n"
-            f"{current_time_line()}"
+            f"{self.time_line or current_time_line()}"
         )
         skills = self._skills_section()
         return f"{prompt}\n\n{skills}" if skills else prompt

@@ -26,7 +26,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from app.core.keyring_fallback import (
     EncryptedFileOpener,
@@ -43,7 +43,6 @@ from app.core.keyring_fallback import (
 if TYPE_CHECKING:
     from keyring.backend import KeyringBackend
 
-    from app.core.settings import ProviderAccount
 
 T = TypeVar("T")
 
@@ -63,6 +62,16 @@ ENV_KEY_ORIGINS = {
 
 _known: set[str] = set()
 _known_lock = threading.Lock()
+
+
+class KeyOwner(Protocol):
+    """What `SecretStore.api_key_for` needs of a provider account."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def base_url(self) -> str: ...
 
 
 class SecretStoreError(Exception):
@@ -367,7 +376,7 @@ class SecretStore:
         return key in self._index.names(fresh=True)
 
     def api_key_for(
-        self, account: ProviderAccount, url: str | None = None, *, recheck: bool = False
+        self, account: KeyOwner, url: str | None = None, *, recheck: bool = False
     ) -> str | None:
         """The account's API key: keyring `provider/<id>/api_key`, else the environment's
         key for the account's server (`env_api_key`). `url`: where the request goes, when

@@ -3,20 +3,20 @@ the alarm pops up even if no other calendar client is running."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import timedelta
 from zoneinfo import ZoneInfo
 
 from tools.calendar.events import StoredEvent, alarm_minutes_of, expand
 from tools.calendar.zones import as_datetime
 from tools.spec import ToolContext, ToolError
+from tools.views import ReminderBookView, ReminderView
 
 SOURCE = "calendar"
 #: How far ahead the next occurrence of a repeating event is looked for.
 HORIZON = timedelta(days=400)
 
 
-def _book(ctx: ToolContext) -> Any | None:
+def _book(ctx: ToolContext) -> ReminderBookView | None:
     try:
         return ctx.service("reminders")
     except ToolError:
@@ -36,7 +36,9 @@ def cancel(ctx: ToolContext, uid: str) -> int:
     return count
 
 
-def schedule(ctx: ToolContext, stored: StoredEvent, tz: ZoneInfo) -> tuple[Any | None, str]:
+def schedule(
+    ctx: ToolContext, stored: StoredEvent, tz: ZoneInfo
+) -> tuple[ReminderView | None, str]:
     """A reminder at the next alarm of the event (its next occurrence for a series).
     Returns (reminder or None, a note for the result text; "" when there is no alarm)."""
     minutes = alarm_minutes_of(stored.master)
@@ -45,8 +47,7 @@ def schedule(ctx: ToolContext, stored: StoredEvent, tz: ZoneInfo) -> tuple[Any |
     book = _book(ctx)
     if book is None:
         return None, "the alarm is stored in the event (no reminder service here)"
-    clock = getattr(book, "clock", None)
-    now = clock() if callable(clock) else datetime.now(UTC)
+    now = book.clock()
     lead = timedelta(minutes=minutes)
     for occurrence in expand(stored, now, now + HORIZON):
         start = as_datetime(occurrence.start, tz)

@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import ParamSpec, TypeVar
 
 from tools.memory.manifest import ListMemory, MemoryRef, SearchMemory, StoreMemory, UpdateMemory
 from tools.memory.policy import untrusted_origin
 from tools.spec import ToolContext, ToolError, ToolResult
+from tools.views import MemoryServiceView, MemoryView
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
-def _memory(ctx: ToolContext) -> Any:
+def _memory(ctx: ToolContext) -> MemoryServiceView:
     return ctx.service("memory")
 
 
-def _guard(fn: Any, *args: Any, **kwargs: Any) -> Any:
+def _guard(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     try:
         return fn(*args, **kwargs)
     except ValueError as exc:  # MemoryRefused: private conversation, unknown id, bad kind
         raise ToolError(str(exc)) from None
 
 
-def _listing(memories: list[Any], empty: str) -> ToolResult:
+def _listing(memories: Sequence[MemoryView], empty: str) -> ToolResult:
     if not memories:
         return ToolResult(ok=True, content=empty, data={"memories": []})
     return ToolResult(

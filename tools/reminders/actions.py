@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import ParamSpec, TypeVar
 
 from tools.reminders.manifest import (
     CreateRecurring,
@@ -13,20 +14,24 @@ from tools.reminders.manifest import (
     SnoozeReminder,
 )
 from tools.spec import ToolContext, ToolError, ToolResult
+from tools.views import ReminderBookView, ReminderView
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
-def _book(ctx: ToolContext) -> Any:
+def _book(ctx: ToolContext) -> ReminderBookView:
     return ctx.service("reminders")
 
 
-def _guard(fn: Any, *args: Any, **kwargs: Any) -> Any:
+def _guard(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     try:
         return fn(*args, **kwargs)
     except ValueError as exc:  # ReminderError is a ValueError: bad time, zone, cron, id
         raise ToolError(str(exc)) from None
 
 
-def _describe(reminder: Any) -> str:
+def _describe(reminder: ReminderView) -> str:
     when = reminder.local_due().strftime("%a %d %b %Y %H:%M %Z")
     repeat = f" (repeats: {reminder.cron})" if reminder.cron else ""
     return f"[{reminder.id}] {when} — {reminder.message}{repeat} ({reminder.status})"

@@ -14,9 +14,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from tools.clock import system_zone
 from tools.integrations.approval import quoted
 from tools.spec import ToolContext, ToolError
+from tools.views import ReminderBookView, ReminderView
 
 
-def _book(ctx: ToolContext) -> Any:
+def _book(ctx: ToolContext) -> ReminderBookView | None:
     try:
         return ctx.service("reminders")
     except ToolError:
@@ -25,8 +26,8 @@ def _book(ctx: ToolContext) -> Any:
 
 def _now(ctx: ToolContext) -> datetime:
     """Now by the reminder book's clock (the one the tools use), else the machine's."""
-    clock = getattr(_book(ctx), "clock", None)
-    return clock() if callable(clock) else datetime.now(UTC)
+    book = _book(ctx)
+    return book.clock() if book is not None else datetime.now(UTC)
 
 
 def _zone(name: str | None) -> ZoneInfo | None:
@@ -40,7 +41,7 @@ def _zone(name: str | None) -> ZoneInfo | None:
 
 
 def day_words(day: date, today: date) -> str:
-    """"today", "tomorrow", or "on Mon 30 Mar" (with the year when it is not this year's)."""
+    """ "today", "tomorrow", or "on Mon 30 Mar" (with the year when it is not this year's)."""
     if day == today:
         return "today"
     if day == today + timedelta(days=1):
@@ -50,7 +51,7 @@ def day_words(day: date, today: date) -> str:
 
 
 def when_words(moment: datetime, now: datetime, tz: ZoneInfo) -> str:
-    """"at 20:15 today" for an aware `moment`, read in `tz`; the zone is named when it is
+    """ "at 20:15 today" for an aware `moment`, read in `tz`; the zone is named when it is
     not the user's, and a time already gone is said to be."""
     local = moment.astimezone(tz)
     words = f"at {local:%H:%M} {day_words(local.date(), now.astimezone(tz).date())}"
@@ -95,7 +96,7 @@ def summary_create_recurring(args: Any, ctx: ToolContext) -> str:
     return f"{head}, first {when_words(first, now, tz)}"
 
 
-def _reminder(ctx: ToolContext, reminder_id: str) -> Any:
+def _reminder(ctx: ToolContext, reminder_id: str) -> ReminderView | None:
     book = _book(ctx)
     if book is None:
         return None
@@ -105,7 +106,7 @@ def _reminder(ctx: ToolContext, reminder_id: str) -> Any:
         return None
 
 
-def _named(ctx: ToolContext, reminder_id: str) -> tuple[str, Any]:
+def _named(ctx: ToolContext, reminder_id: str) -> tuple[str, ReminderView | None]:
     reminder = _reminder(ctx, reminder_id)
     if reminder is None:
         return f"{quoted(reminder_id, 40)} (no such reminder)", None

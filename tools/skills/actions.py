@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import ParamSpec, TypeVar
 
 from tools.skills.manifest import ListSkills, LoadSkill, RunScript
 from tools.spec import ToolContext, ToolError, ToolResult
+from tools.views import SkillLibraryView
 
 OUTPUT_CAP = 20_000
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
-def _library(ctx: ToolContext) -> Any:
+def _library(ctx: ToolContext) -> SkillLibraryView:
     return ctx.service("skills")
 
 
-def _guard(fn: Any, *args: Any, **kwargs: Any) -> Any:
+def _guard(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     try:
         return fn(*args, **kwargs)
     except ValueError as exc:  # SkillError: unknown skill, malformed SKILL.md, bad script

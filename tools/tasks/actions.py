@@ -5,23 +5,27 @@ No tool edits a task's prompt or profile: a model must not widen what a task may
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from tools.spec import ToolContext, ToolError, ToolResult
 from tools.summary_text import clean, quoted
 from tools.tasks.approval import draft, moment_words, schedule_words, task_api
 from tools.tasks.manifest import CreateTask, ListTasks, TaskRef
+from tools.views import TaskBookView, TaskView
 
 #: How much of a run's answer the list shows: earlier answers are data, kept short.
 LAST_RESULT_CHARS = 100
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
-def _book(ctx: ToolContext) -> Any:
+def _book(ctx: ToolContext) -> TaskBookView:
     return ctx.service("tasks")
 
 
-def _guard(ctx: ToolContext, fn: Any, *args: Any, **kwargs: Any) -> Any:
+def _guard(ctx: ToolContext, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     """TaskError (bad input, no such task) becomes a ToolError naming the argument."""
     api = task_api(_book(ctx))
     try:
@@ -30,7 +34,7 @@ def _guard(ctx: ToolContext, fn: Any, *args: Any, **kwargs: Any) -> Any:
         raise ToolError(f"{exc.field or 'arguments'}: {exc}") from None
 
 
-def _next(book: Any, task: Any, now: datetime) -> str:
+def _next(book: TaskBookView, task: TaskView, now: datetime) -> str:
     if task.paused:
         return "paused"
     when = book.next_run(task, now)
@@ -39,7 +43,7 @@ def _next(book: Any, task: Any, now: datetime) -> str:
     return f"next run {moment_words(when, task.schedule.zone, now)}"
 
 
-def _last(task: Any, now: datetime) -> str | None:
+def _last(task: TaskView, now: datetime) -> str | None:
     record = task.last_run
     if record is None:
         return None
@@ -49,7 +53,7 @@ def _last(task: Any, now: datetime) -> str | None:
     return f"last run {when}: {'ok' if record.ok else 'failed'}{said}"
 
 
-def _describe(book: Any, task: Any, now: datetime) -> str:
+def _describe(book: TaskBookView, task: TaskView, now: datetime) -> str:
     head = f"[{task.id}] {quoted(task.title, 80)} — {schedule_words(task.schedule, now)}"
     lines = [f"{head}; {_next(book, task, now)}"]
     if task.is_running(now):
@@ -60,7 +64,7 @@ def _describe(book: Any, task: Any, now: datetime) -> str:
     return "\n".join(lines)
 
 
-def _data(book: Any, task: Any, now: datetime) -> dict[str, Any]:
+def _data(book: TaskBookView, task: TaskView, now: datetime) -> dict[str, Any]:
     when = book.next_run(task, now)
     record = task.last_run
     return {

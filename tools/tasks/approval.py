@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo
 from tools.reminders.approval import day_words
 from tools.spec import Escalation, Operation, ToolContext, ToolError
 from tools.summary_text import clean, quoted
+from tools.views import ScheduleView, TaskBookView, TaskView
 
 BUILTIN = "builtin"
 ALWAYS_ASK = (
@@ -53,7 +54,7 @@ _PROBES = ("a", "z9", "fs_delete", "shell_run", "mcp__server__tool")
 _DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
 
 
-def task_api(book: Any) -> ModuleType:
+def task_api(book: TaskBookView) -> ModuleType:
     """The module defining the app's task book: its model and its own parsing."""
     return sys.modules[type(book).__module__]
 
@@ -168,10 +169,12 @@ def moment_words(moment: datetime, zone: str, now: datetime) -> str:
     return f"{local:%H:%M} {day_words(local.date(), now.astimezone(tz).date())}"
 
 
-def schedule_words(schedule: Any, now: datetime) -> str:
+def schedule_words(schedule: ScheduleView, now: datetime) -> str:
     """In words with its zone: "every weekday at 08:00 (Europe/Berlin)"."""
     if schedule.cron is not None:
         return f"{cron_words(schedule.cron)} ({schedule.zone})"
+    if schedule.at is None:  # not made by Schedule.once/recurring
+        return f"never ({schedule.zone})"
     return f"once, at {moment_words(schedule.at, schedule.zone, now)} ({schedule.zone})"
 
 
@@ -336,7 +339,7 @@ def preview_create(args: Any, ctx: ToolContext) -> str:
     return "\n".join(lines)
 
 
-def _task(ctx: ToolContext, task_id: str) -> Any:
+def _task(ctx: ToolContext, task_id: str) -> TaskView | None:
     try:
         return ctx.service("tasks").get(task_id)
     except (ToolError, ValueError):  # no service, or TaskError: no such task

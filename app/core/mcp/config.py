@@ -164,11 +164,20 @@ class ServerConfig:
 
     def fingerprint(self) -> str:
         """The server's identity for trust (app.core.sources.mcp_server_fingerprint): the
-        program with its arguments and environment keys, or the URL's origin."""
+        program with its arguments and environment keys, or the URL's origin. No secret is
+        part of it (it is kept on disk, and a hash of a weak token can be guessed): not the
+        environment's or headers' values, not the URL past its origin, and each secret part
+        of the arguments (`--token=…`, `--api-key VALUE`) stands as a mark. A rotated token
+        is the same server, as for the environment; the tools cache, which must not outlive
+        a token, is keyed apart (app.core.mcp.cached.entry_hashes)."""
         from app.core.sources import mcp_server_fingerprint
 
         return mcp_server_fingerprint(
-            command=self.command, args=self.args, env=self.env, url=self.url, cwd=self.cwd
+            command=self.command,
+            args=masked_args(self.args),
+            env=self.env,
+            url=self.url,
+            cwd=self.cwd,
         )
 
     def credential_values(self) -> list[str]:
@@ -769,6 +778,16 @@ def _url_spans(url: str, start: int) -> list[tuple[int, int]]:
 def secret_args(args: tuple[str, ...] | list[str]) -> list[int]:
     """Indexes of the arguments holding a secret (in whole or in part)."""
     return [i for i in range(len(args)) if _arg_spans(args, i)]
+
+
+def masked_args(args: tuple[str, ...] | list[str]) -> list[str]:
+    """The arguments with each secret part (as `secret_args` finds them) replaced by a mark."""
+    out = []
+    for i, arg in enumerate(args):
+        for start, end in sorted(_arg_spans(args, i), reverse=True):
+            arg = f"{arg[:start]}<secret>{arg[end:]}"
+        out.append(arg)
+    return out
 
 
 def _arg_spans(args: tuple[str, ...] | list[str], i: int) -> list[tuple[int, int]]:

@@ -5,8 +5,12 @@ known list — and `deskhand ask` can offer them to the model before the server 
 
 Each server's list is stored with the fingerprint of its mcp.json identity (command,
 arguments, environment keys, URL origin…): when the entry changes, the old list is not
-shown as if it were this server's. The offers also carry a hash of the whole raw entry:
-any edit of the entry (a timeout, a secret reference) makes them unusable.
+shown as if it were this server's. That fingerprint leaves out every value Deskhand
+takes for a secret (environment and header values, secret parts of the arguments, all of
+the URL but its origin). The offers also carry a keyed hash of the whole raw entry
+(app.core.mcp.cached.entry_hashes: an HMAC under the home's own key, so no token is
+hashed in plain): any edit of the entry (a timeout, a token) makes them unusable.
+Records written before that (no `format`) are dropped when the file is next written.
 """
 
 from __future__ import annotations
@@ -33,6 +37,10 @@ MAX_TOOLS = 500
 #: The most a server's cached offers may take in the file (1 MB of JSON).
 MAX_OFFERS_CHARS = 1_000_000
 SUMMARY_CHARS = 200
+#: How `entry` values are made now (app.core.mcp.cached.entry_hashes).
+ENTRY_PREFIX = "hmac-sha256:"
+#: The record layout: records without it (plain hashes of entries) are dropped on write.
+FORMAT = 2
 _lock = threading.Lock()
 
 
@@ -87,6 +95,7 @@ def remember(
         if len(json.dumps(offers, ensure_ascii=False)) <= MAX_OFFERS_CHARS:
             kept = {"entry": entry, "offers": offers}
     record = kept | {
+        "format": FORMAT,
         "fingerprint": fingerprint,
         "listed_at": time.time(),
         "tools": [
@@ -104,6 +113,7 @@ def remember(
         old = data.get(server)
         if isinstance(old, dict) and old == record | {"listed_at": old.get("listed_at")}:
             return
+        data = {name: kept for name, kept in data.items() if _current(kept)}
         data[server] = record
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -118,6 +128,11 @@ def remember(
                 raise
         except OSError as exc:
             log.info("could not keep the MCP tools list: %s", exc)
+
+
+def _current(record: Any) -> bool:
+    """Written in today's layout (older ones may hold plain hashes of entries with tokens)."""
+    return isinstance(record, dict) and record.get("format") == FORMAT
 
 
 def cached_offers(home: Path, server: str, entry: str) -> dict[str, Any] | None:

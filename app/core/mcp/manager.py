@@ -12,7 +12,7 @@ A call to a server that is not ready waits at most `ready_wait` s (and never lon
 the server's own timeout), then fails saying so.
 
 Public API: `configs`, `start`, `start_soon`, `wait_settled`, `reload`, `remove`,
-`states`, `status`, `tools`, `server_tools`, `server_manifests`, `tool_sources`,
+`states`, `status`, `failed_servers`, `tools`, `server_tools`, `server_manifests`, `tool_sources`,
 `subscribe`, `subscribe_tools`, `call_tool`, `resources`, `read_resource`, `prompts`,
 `get_prompt`, `missing_tool_hint`, `shutdown`, and for what
 servers ask of the client: `set_roots` (the folders advertised as roots) and
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from app.core.mcp.cached import entry_hash, offer_of
+from app.core.mcp.cached import entry_hashes, offer_of
 from app.core.mcp.catalog import (
     PromptEntry,
     PromptMessage,
@@ -111,7 +111,8 @@ class McpManager:
         #: Entries of mcp.json that cannot be used, each with its name and field.
         self.config_problems: list[EntryProblem] = []
         self._names: list[str] = []
-        #: Each server's raw mcp.json entry hashed (app/core/mcp/cached.py), as read last.
+        #: Each server's raw mcp.json entry, as read last, as the cache keys it
+        #: (app.core.mcp.cached.entry_hashes).
         self._entry_hashes: dict[str, str] = {}
         self._connections: dict[str, ServerConnection] = {}
         self._listeners: list[Listener] = []
@@ -231,7 +232,7 @@ class McpManager:
         self._configs = loaded.servers
         self.config_problems = loaded.problems
         self._names = loaded.names
-        self._entry_hashes = {name: entry_hash(raw) for name, raw in block.items()}
+        self._entry_hashes = entry_hashes(self.home, block) if block else {}
         for problem in loaded.problems:
             log.warning("mcp.json: %s", problem.message)
         for config in self._configs:  # literal tokens in mcp.json: keep them out of logs
@@ -291,6 +292,17 @@ class McpManager:
     def status(self, name: str) -> ServerState | None:
         """One server's state (None when mcp.json has no such server)."""
         return next((s for s in self.states() if s.name == name), None)
+
+    def failed_servers(self) -> set[str]:
+        """The servers that failed to start in this process: their first attempt ended
+        without a tool listing (it failed, or the server waits for a sign-in) and none came
+        since. Their cached tools (app/core/mcp/cached.py) must not be offered again until
+        they list (or are reloaded). Any thread."""
+        return {
+            name
+            for name, conn in list(self._connections.items())
+            if conn.settled and not conn.listed
+        }
 
     def not_ready_text(self, name: str) -> str | None:
         """Why `name`'s tools cannot be called now, in plain words (None: they can)."""

@@ -5,7 +5,10 @@ The implementations (and httpx, ~100 ms to import) load on first use, not at sta
 
 from __future__ import annotations
 
-from .base import Provider, ProviderConfig
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .base import Provider, ProviderConfig
 
 __all__ = ["make_provider"]
 

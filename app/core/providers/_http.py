@@ -25,11 +25,12 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
-from httpx_sse import ServerSentEvent, SSEError, aconnect_sse
+from httpx_sse import EventSource, ServerSentEvent, SSEError, aconnect_sse
 
 from .base import (
     AuthError,
     BadRequestError,
+    EarlyClaim,
     ProviderConfig,
     ProviderError,
     ProviderTimeout,
@@ -266,26 +267,17 @@ async def open_event_stream(
     payload: dict[str, Any],
     config: ProviderConfig,
     on_sent: Callable[[], None] | None = None,
+    early: EarlyClaim | None = None,
 ) -> AsyncIterator[AsyncIterator[ServerSentEvent]]:
     """POST `payload` and give the response's server-sent events.
 
     One attempt, no retries. HTTP errors and network failures (before or during the
     stream) come out as typed errors; leaving the block closes the response. `on_sent` is
-    called (on the loop) once the request's body is on the wire."""
+    called (on the loop) once the request's body is on the wire. `early`: the response of
+    this very request sent earlier is used instead of sending it again."""
     secret = config.api_key
-    extra: dict[str, Any] = {}
-    if on_sent is not None:
-        extra["extensions"] = {"trace": _body_sent_trace(on_sent)}
     try:
-        async with aconnect_sse(
-            client,
-            "POST",
-            url,
-            headers=dict(headers),
-            json=payload,
-            timeout=timeouts(config),
-            **extra,
-        ) as source:
+        async with _connect(client, url, headers, payload, config, on_sent, early) as source:
             await _raise_for_status(source.response, url=url, secret=secret)
             if _content_type(source.response) == "application/json":
                 # The server ignored `stream: true` and sent the whole reply at once.
@@ -299,6 +291,41 @@ async def open_event_stream(
         raise error_from_transport(exc, url=url, secret=secret) from exc
     except SSEError as exc:
         raise StreamError(f"The server's event stream could not be read: {exc}") from exc
+
+
+@asynccontextmanager
+async def _connect(
+    client: httpx.AsyncClient,
+    url: str,
+    headers: Mapping[str, str],
+    payload: dict[str, Any],
+    config: ProviderConfig,
+    on_sent: Callable[[], None] | None,
+    early: EarlyClaim | None,
+) -> AsyncIterator[EventSource]:
+    sent_early = early.claim(url, headers, payload, config) if early is not None else None
+    if sent_early is None:
+        extra: dict[str, Any] = {}
+        if on_sent is not None:
+            extra["extensions"] = {"trace": _body_sent_trace(on_sent)}
+        async with aconnect_sse(
+            client,
+            "POST",
+            url,
+            headers=dict(headers),
+            json=payload,
+            timeout=timeouts(config),
+            **extra,
+        ) as source:
+            yield source
+        return
+    if on_sent is not None:
+        on_sent()
+    response = await sent_early
+    try:
+        yield EventSource(response)
+    finally:
+        await response.aclose()
 
 
 def _body_sent_trace(on_sent: Callable[[], None]) -> Callable[[str, Any], Awaitable[None]]:

@@ -13,6 +13,7 @@ from httpx_sse import ServerSentEvent
 from . import _http
 from .base import (
     ChatMessage,
+    EarlyClaim,
     ProviderConfig,
     ProviderEvent,
     StreamDone,
@@ -23,6 +24,7 @@ from .base import (
     ToolSpec,
     Usage,
 )
+from .http_client import new_client
 
 API_VERSION = "2023-06-01"
 
@@ -250,10 +252,13 @@ class AnthropicProvider:
     def __init__(self, config: ProviderConfig, *, client: httpx.AsyncClient | None = None) -> None:
         self.config = config
         self._owns_client = client is None
-        self._client = client or httpx.AsyncClient(timeout=_http.timeouts(config))
+        self._client = client or new_client(config.base_url, _http.timeouts(config))
         #: Called (on the loop) each time a request's body has been sent (`deskhand ask`
         #: starts its MCP servers then, so they never delay the first request).
         self.on_sent: Callable[[], None] | None = None
+        #: `deskhand ask`'s first request, sent before the app had loaded: taken instead of
+        #: sending the same request again (app.core.ask_early).
+        self.early: EarlyClaim | None = None
 
     @property
     def _base(self) -> str:
@@ -290,6 +295,7 @@ class AnthropicProvider:
             payload=payload,
             config=self.config,
             on_sent=self.on_sent,
+            early=self.early,
         ) as events:
             # Read to the end of the body even after the final event: the connection then
             # goes back to the pool, and no half-read generator is left for the GC to close.

@@ -5,7 +5,7 @@ Providers translate these to and from their wire format. The agent loop only see
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -158,10 +158,27 @@ class ProviderConfig:
     extra_headers: dict[str, str] = field(default_factory=dict)
     #: Merged into every request body (server-specific options, e.g. `tool_choice`).
     extra_body: dict[str, Any] = field(default_factory=dict)
+    #: Where `api_key` comes from, so it can be read again the same way: the account's id
+    #: and base URL, and the URL the key is for (`SecretStore.api_key_for`). Not secret.
+    key_source: tuple[str, str, str] | None = None
+
+
+class EarlyClaim(Protocol):
+    """A request already on its way (`deskhand ask`'s, app.core.ask_early)."""
+
+    def claim(
+        self, url: str, headers: Mapping[str, str], payload: dict[str, Any], config: ProviderConfig
+    ) -> Awaitable[Any] | None:
+        """Its response (an httpx.Response) when it is exactly this request, once; else None."""
+        ...
 
 
 class Provider(Protocol):
     config: ProviderConfig
+    #: Called (on the loop) each time a request's body has been sent.
+    on_sent: Callable[[], None] | None
+    #: A first request sent before the provider was made, taken if it is the one wanted.
+    early: EarlyClaim | None
 
     def stream(
         self,

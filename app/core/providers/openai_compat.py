@@ -15,6 +15,7 @@ from httpx_sse import ServerSentEvent
 from . import _http
 from .base import (
     ChatMessage,
+    EarlyClaim,
     ProviderConfig,
     ProviderEvent,
     ReasoningChunk,
@@ -26,6 +27,7 @@ from .base import (
     ToolSpec,
     Usage,
 )
+from .http_client import new_client
 from .text_calls import TextCallFilter
 
 #: Where the legacy single `function_call` delta is kept among the indexed tool calls.
@@ -264,10 +266,13 @@ class OpenAICompatProvider:
     def __init__(self, config: ProviderConfig, *, client: httpx.AsyncClient | None = None) -> None:
         self.config = config
         self._owns_client = client is None
-        self._client = client or httpx.AsyncClient(timeout=_http.timeouts(config))
+        self._client = client or new_client(config.base_url, _http.timeouts(config))
         #: Called (on the loop) each time a request's body has been sent (`deskhand ask`
         #: starts its MCP servers then, so they never delay the first request).
         self.on_sent: Callable[[], None] | None = None
+        #: `deskhand ask`'s first request, sent before the app had loaded: taken instead of
+        #: sending the same request again (app.core.ask_early).
+        self.early: EarlyClaim | None = None
         self._ids = itertools.count(1)
 
     @property
@@ -310,6 +315,7 @@ class OpenAICompatProvider:
             payload=payload,
             config=self.config,
             on_sent=self.on_sent,
+            early=self.early,
         ) as events:
             # Read to the end of the body even after the final event: the connection then
             # goes back to the pool, and no half-read generator is left for the GC to close.
