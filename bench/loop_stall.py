@@ -17,7 +17,7 @@ Fresh processes, RUNS measured runs each (after one warm-up run, like a second l
                and the provider's API key stored in a private gnome-keyring.
                "before the loop" is QApplication → the first tick (the frame's paint:
                nothing can respond yet); "max gap" is once the loop runs.
-* turn:        then, in the second home, TURNS messages typed and sent in the window; the
+* turn:        then, in the second home, TURNS messages typed (key by key) and sent; the
                scripted model (tests/fakellm.py, in its own process, real HTTP) calls three
                read-only file tools in the allowed folder (no approval card) and streams a
                ~600-character answer at ~100 deltas/s.

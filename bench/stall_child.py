@@ -28,6 +28,8 @@ from PySide6.QtWidgets import QApplication, QMainWindow  # noqa: E402
 THRESHOLD_S = 0.016
 SAMPLE_EVERY_S = 0.001
 SETTLE_S = 3.0
+#: Seconds between two keys typed in a turn's message.
+TYPING_S = 0.03
 PROJECT = ("app/", "tools/", "integrations/")
 HERE = Path(__file__).name
 
@@ -241,7 +243,12 @@ async def one_turn(window: Any, message: str) -> None:
 
     controller = window.controller
     count = window.chat_view.message_count()
-    window.composer.edit.setPlainText(message)
+    from PySide6.QtTest import QTest
+
+    window.composer.edit.setFocus()
+    for key in message:  # typed key by key, as a quick typist does (the first warms up)
+        QTest.keyClick(window.composer.edit, key)
+        await asyncio.sleep(TYPING_S)
     window.composer.submit()
     deadline = time.monotonic() + 60
     while controller.busy or window.chat_view.message_count() <= count + 1:

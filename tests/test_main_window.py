@@ -535,3 +535,41 @@ def test_a_send_pressed_while_starting_sends_what_was_typed_and_keeps_the_draft(
         "ok",
     ]
     assert frame.ui_state.drafts.get(picked) == "saved"
+
+
+def test_the_collector_freezes_what_an_import_made_and_collects_the_rest(tmp_path, monkeypatch):
+    """After start-up, a stretch in which modules were imported (the MCP SDK on a worker)
+    leaves thousands of long-lived objects: they are frozen, not walked on the GUI thread.
+    Garbage made without an import is still collected."""
+    import gc
+    import sys
+
+    from app.ui.gc_guard import IMPORT_BURST_OBJECTS, MainThreadCollector
+
+    (tmp_path / "burst_module_for_collector.py").write_text(
+        f"TABLE = [[i] for i in range({IMPORT_BURST_OBJECTS * 2})]\n", "utf-8"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    collector = MainThreadCollector(interval_ms=60_000, freeze_imports=True)
+    try:
+        gc.collect()
+        collector.tick()  # the collector's module count is now the current one
+        frozen_before = gc.get_freeze_count()
+        import burst_module_for_collector  # noqa: F401
+
+        assert gc.get_count()[0] > IMPORT_BURST_OBJECTS
+        assert collector.tick() == 0
+        assert gc.get_freeze_count() >= frozen_before + IMPORT_BURST_OBJECTS
+
+        class Cycle:
+            me: object = None
+
+        for _ in range(gc.get_threshold()[0] + 10):  # young garbage, no import meanwhile
+            loop = Cycle()
+            loop.me = loop
+        del loop
+        assert collector.tick() > 0
+    finally:
+        collector.stop()
+        gc.unfreeze()
+        sys.modules.pop("burst_module_for_collector", None)

@@ -56,14 +56,23 @@ def default_system_prompt() -> str:
 
 
 class Runtime:
-    def __init__(self, home: str | Path | None = None, *, entry_points: bool = True) -> None:
+    def __init__(
+        self,
+        home: str | Path | None = None,
+        *,
+        entry_points: bool = True,
+        load_secrets: bool = True,
+    ) -> None:
+        """`load_secrets`: start reading the stored secrets now (the window starts it once
+        it is whole); anything that needs them waits for them either way."""
         self.home = deskhand_home(home)
         self.settings_store = SettingsStore(settings_path(self.home))
         self._settings: Settings = self.settings_store.load()
         self.secrets = SecretStore(mode=self.settings.security.keyring, home=self.home)
         # names of stored secrets are known now; values load in the background (no keyring
         # on the start-up path, none at all when nothing is stored)
-        self.secrets.start_loading()
+        if load_secrets:
+            self.secrets.start_loading()
         self._entry_points = entry_points
         #: A command-line run; the window sets False (file tools then wait for the folder
         #: question instead of using the current folder).
@@ -634,6 +643,19 @@ class Runtime:
         else:
             import app.core.providers.openai_compat  # noqa: F401
         _ = self.registry
+        self._warm_file_places()
+
+    def _warm_file_places(self) -> None:
+        """The file tools' catalogue of protected places (a few hundred paths resolved on
+        disk, then cached): made here rather than inside the first file tool's call."""
+        from tools.fs.sandbox import Sandbox, effective_roots
+
+        try:
+            roots, note = effective_roots(self.settings, Path.cwd(), headless=self.headless)
+            denied = [Path(d) for d in self.settings.files.denied_paths]
+            Sandbox(roots, denied, deskhand_home=self.home, note=note)
+        except Exception:  # only a head start: the call itself says what is wrong
+            log.debug("could not prepare the file tools' protected places", exc_info=True)
 
     def make_agent(
         self,

@@ -9,9 +9,10 @@ the notification server is probed on a worker thread after it shows.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,9 +34,16 @@ REMINDER_KEY = "reminder:"
 TASKS_START_MS = 400
 #: How often a home without tasks is looked at for a first one (the schedule's own wake).
 TASKS_LOOK_MS = 30_000
-#: Start-up's objects are frozen for the collector this long after the window is whole
-#: (MCP servers and the task host have come up by then).
-FREEZE_AFTER_MS = 3000
+#: While the window starts, the collector makes no full collection (one took 15 ms of the
+#: interpreter lock on a worker); once it is whole, what start-up made is frozen instead.
+NO_FULL_COLLECTION = 1_000_000_000
+#: How soon a thread hands the interpreter lock on when another waits (Python's default
+#: is 5 ms): the GUI thread re-enters Python for each widget event and each row it paints,
+#: and waiting 5 ms each time while a worker imported made a 45 ms window build take 108 ms.
+GUI_SWITCH_INTERVAL_S = 0.0005
+#: The stored secrets (the keyring's modules, a D-Bus round trip) load this long after the
+#: window is whole, not while it is being built; a turn sent earlier waits for them.
+SECRETS_AFTER_MS = 300
 REMINDER_TIMEOUT_MS = 20_000
 REMINDER_SNOOZE_MINUTES = 10
 SNOOZE = "snooze"
@@ -73,9 +81,27 @@ class App:
         *,
         window: MainWindow | None = None,
         runtime: Runtime | None = None,
+        staged: bool = False,
     ) -> None:
         """`window`: the frame `run_gui` painted first (else one is made here);
-        `runtime`: one built meanwhile on a worker thread (else one is made here)."""
+        `runtime`: one built meanwhile on a worker thread (else one is made here);
+        `staged`: built part by part by `build_step`, not all here."""
+        self._parts = self._build(qapp, home, window, runtime)
+        if not staged:
+            for _ in self._parts:
+                pass
+
+    def build_step(self) -> bool:
+        """Builds the next part (a few milliseconds); False once the App is whole."""
+        return next(self._parts, False) is None
+
+    def _build(
+        self,
+        qapp: QApplication,
+        home: str | Path | None,
+        window: MainWindow | None,
+        runtime: Runtime | None,
+    ) -> Iterator[None]:
         from app.core.logging_setup import configure
         from app.core.runtime import Runtime
         from app.core.scheduler import Scheduler
@@ -100,7 +126,9 @@ class App:
         apply_theme(qapp, self.runtime.settings.general.theme)
         self.tray = Tray(icon)
         self.window = window or MainWindow(home=self.runtime.home)
-        self.window.attach(self.runtime, self.tray)
+        yield
+        yield from self.window.attach_steps(self.runtime, self.tray)
+        yield
         if self.window.closed_while_starting:
             QTimer.singleShot(0, self.quit)
         self.window.close_handler = self._window_closing
@@ -377,6 +405,9 @@ def run_gui(home: str | Path | None = None) -> int:
     from app.core.paths import deskhand_home
     from app.ui.single_instance import ask_running_instance
 
+    sys.setswitchinterval(GUI_SWITCH_INTERVAL_S)
+    thresholds = gc.get_threshold()
+    gc.set_threshold(thresholds[0], thresholds[1], NO_FULL_COLLECTION)
     qapp = QApplication.instance() or QApplication(sys.argv)
     resolved_home = deskhand_home(home)
     if ask_running_instance(resolved_home):
@@ -388,7 +419,12 @@ def run_gui(home: str | Path | None = None) -> int:
     # the chat list's and composer's modules (and the event loop's) load on a worker while
     # the painted frame keeps answering the window system (a resize, a repaint)
     timeline.wait_for(qapp, _STARTER.submit(_import_all, EARLY_MODULES))
-    store = frame.build_early()
+    # in parts, with Qt's events handled in between (a few milliseconds each)
+    _prime_widgets()
+    qapp.processEvents()
+    store = frame.build_early(composer=False)
+    qapp.processEvents()  # the chat list paints before the message box is made
+    frame.add_early_composer()
     import qasync
 
     loop = qasync.QEventLoop(qapp)
@@ -396,7 +432,7 @@ def run_gui(home: str | Path | None = None) -> int:
     from app.ui.passphrase import install_gui_prompts
 
     install_gui_prompts()  # an encrypted-file keyring asks for its passphrase in a dialog
-    start = StagedStart(qapp, resolved_home, frame, store)
+    start = StagedStart(qapp, resolved_home, frame, store, thresholds)
     QTimer.singleShot(0, start.begin)
     with loop:
         loop.run_until_complete(_until_quit(qapp))
@@ -429,10 +465,24 @@ class StagedStart:
         "app.ui.task_host",
         "app.core.scheduler",
         "app.ui.gc_guard",
+        "app.core.logging_setup",
+        "tools.redact",
+        "importlib.readers",
+        "importlib.resources.readers",
+        "resources",
     )
 
-    def __init__(self, qapp: QApplication, home: Path, frame: MainWindow, store: Any) -> None:
+    def __init__(
+        self,
+        qapp: QApplication,
+        home: Path,
+        frame: MainWindow,
+        store: Any,
+        thresholds: tuple[int, int, int] | None = None,
+    ) -> None:
         self.qapp = qapp
+        #: The collector's thresholds to go back to once the window is whole.
+        self.thresholds = thresholds or gc.get_threshold()
         self.home = home
         self.frame = frame
         self.store = store
@@ -450,16 +500,24 @@ class StagedStart:
         future.add_done_callback(self._finish)
 
     def _finish(self, done: asyncio.Future[Runtime]) -> None:
-        from app.ui.single_instance import InstanceServer
-
         try:
             runtime = done.result()
         except Exception as exc:  # e.g. an unreadable home: say so, then quit
             log.exception("start-up failed")
             self._fail(exc)
             return
+        self.app = App(self.qapp, self.home, window=self.frame, runtime=runtime, staged=True)
+        self._next_part()
+
+    def _next_part(self) -> None:
+        """One part of the App per turn of the event loop, then it shows whole."""
+        from app.ui.single_instance import InstanceServer
+
+        assert self.app is not None
         try:
-            self.app = App(self.qapp, self.home, window=self.frame, runtime=runtime)
+            if self.app.build_step():
+                QTimer.singleShot(0, self._next_part)
+                return
             self.server = InstanceServer(self.home)
             self.server.activationRequested.connect(self.app.window.bring_to_front)
             if not self.frame.closed_while_starting:  # else the App is quitting
@@ -470,8 +528,12 @@ class StagedStart:
             return
         timeline.mark("attached")
         log.info("window shown")
-        # what start-up made stays: full collections walk only what comes later
-        QTimer.singleShot(FREEZE_AFTER_MS, self.app.collector.freeze)
+        # what start-up made stays: collections walk only what comes later, and what later
+        # imports make (the MCP SDK, the first turn's modules) is frozen too
+        self.app.collector.freeze()
+        self.app.collector.freeze_imports = True
+        gc.set_threshold(*self.thresholds)
+        QTimer.singleShot(SECRETS_AFTER_MS, self.app.runtime.secrets.start_loading)
 
     def _fail(self, exc: Exception) -> None:
         from PySide6.QtWidgets import QMessageBox
@@ -506,6 +568,17 @@ EARLY_MODULES = (
 )
 
 
+def _prime_widgets() -> None:
+    """PySide makes the Python enums of QtWidgets' classes on the first call of some of
+    their methods (65 classes, 10 ms here): paid on its own, rather than inside the making
+    of the message box (with which it made a 20 ms stall)."""
+    from PySide6.QtWidgets import QPlainTextEdit
+
+    edit = QPlainTextEdit()
+    edit.viewport()
+    edit.deleteLater()
+
+
 def _import_all(modules: tuple[str, ...]) -> None:
     import importlib
 
@@ -519,7 +592,7 @@ def _prepare(home: Path, store: Any, modules: tuple[str, ...]) -> Runtime:
     _import_all(modules)
     from app.core.runtime import Runtime
 
-    runtime = Runtime(home)
+    runtime = Runtime(home, load_secrets=False)  # loaded once the window is whole
     runtime.adopt_store(store)
     return runtime
 

@@ -6,7 +6,7 @@ import asyncio
 import base64
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -199,28 +199,24 @@ class MainWindow(QMainWindow):
         if runtime is not None:
             self.attach(runtime, tray)
 
-    def build_early(self) -> Any:
+    def build_early(self, *, composer: bool = True) -> Any:
         """The chat list and the message box over the store alone, before the runtime:
         the user can read the list and type while the rest starts (Send waits for it).
-        `attach` keeps both widgets. Returns the store, for the runtime to adopt."""
+        `attach` keeps both widgets. Returns the store, for the runtime to adopt.
+        `composer=False`: the message box comes with `add_early_composer`, so start-up can
+        let the window paint in between."""
         from app.core.paths import db_path
-        from app.core.settings_file import read_general
         from app.core.store import Store
-        from app.ui.composer import Composer
         from app.ui.sidebar import Sidebar
 
         store = Store(db_path(self._home))
         self.sidebar = Sidebar(store)
-        self.composer = Composer()
-        self.composer.set_send_key(read_general(self._home).send_key)
-        self.composer.hold(True)
         right = QWidget()
         right.setObjectName("chatPane")
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(0, 0, 0, 0)
         right_layout.setSpacing(0)
         right_layout.addWidget(StartPlaceholder(0, composer=False), 1)
-        right_layout.addWidget(self.composer)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.sidebar)
         splitter.addWidget(right)
@@ -231,11 +227,29 @@ class MainWindow(QMainWindow):
         width = self.ui_state.sidebar_width
         splitter.setSizes([width, max(0, self.width() - width)])
         self.setCentralWidget(splitter)
+        self.splitter = splitter
+        self._early_pane: QWidget | None = right  # `attach` puts the chat pane in its place
         self.sidebar.refresh()
         # a chat picked while starting is the one `attach` opens (and a waiting Send goes to)
         self.sidebar.conversationSelected.connect(self._picked_while_starting)
-        self.composer.edit.setFocus()
+        if composer:
+            self.add_early_composer()
         return store
+
+    def add_early_composer(self) -> None:
+        """The real message box, under the placeholder `build_early` put in the chat pane;
+        typing works at once, Send waits for the rest of the window."""
+        from app.core.settings_file import read_general
+        from app.ui.composer import Composer
+
+        assert self._early_pane is not None
+        self.composer = Composer()
+        self.composer.set_send_key(read_general(self._home).send_key)
+        self.composer.hold(True)
+        layout = self._early_pane.layout()
+        assert layout is not None
+        layout.addWidget(self.composer)
+        self.composer.edit.setFocus()
 
     def _picked_while_starting(self, conversation_id: str) -> None:
         if not self.attached:
@@ -244,6 +258,13 @@ class MainWindow(QMainWindow):
     def attach(self, runtime: Runtime, tray: Any = None) -> None:
         """Builds everything that needs the runtime into the frame (keeping the chat list
         and the message box `build_early` made, and what was typed in it)."""
+        for _ in self.attach_steps(runtime, tray):
+            pass
+
+    def attach_steps(self, runtime: Runtime, tray: Any = None) -> Iterator[None]:
+        """`attach` in parts of a few milliseconds each; the caller lets the event loop run
+        between them (start-up), so the window keeps answering while it is put together.
+        The window looks whole after each part: new parts join it in the last one."""
         from app.ui.controller import ChatController
 
         self.runtime = runtime
@@ -266,9 +287,11 @@ class MainWindow(QMainWindow):
         #: What closing the window (not quitting) does, when set (the App: hide to the
         #: tray, or ask whether to keep running). None: hide to a tray, else quit.
         self.close_handler: Callable[[], None] | None = None
-        self._build()
+        yield from self._build_steps()
+        yield
         self._build_menus()
         self._connect()
+        yield
         self.apply_text_size()
         typed = self.composer.text()  # typed while the window started
         had_focus = self.composer.edit.hasFocus()
@@ -291,7 +314,7 @@ class MainWindow(QMainWindow):
 
     # ---- layout --------------------------------------------------------------------------
 
-    def _build(self) -> None:
+    def _build_steps(self) -> Iterator[None]:
         from app.ui.chat.elicitation_form import ElicitationPanel
         from app.ui.chat.view import ChatView
         from app.ui.composer import Composer
@@ -320,7 +343,9 @@ class MainWindow(QMainWindow):
         #: MCP servers' questions (elicitation), one form at a time, above the composer.
         self.elicitation = ElicitationPanel()
         self.starters = StarterPrompts()
+        yield
         header = self._build_header()
+        yield
 
         setup_inner = QWidget()
         setup_layout = QVBoxLayout(setup_inner)
@@ -344,6 +369,7 @@ class MainWindow(QMainWindow):
         self.chat_stack = QStackedLayout()
         self.chat_stack.addWidget(chat_page)
         self.chat_stack.addWidget(setup_page)
+        yield
 
         right = QWidget()
         right.setObjectName("chatPane")
@@ -360,8 +386,19 @@ class MainWindow(QMainWindow):
         right_layout.addWidget(self.elicitation)
         right_layout.addWidget(self.undo_bar)
         right_layout.addWidget(self.task_question_bar)
+        yield
         right_layout.addWidget(self.composer)
-
+        if early:  # the chat pane takes the placeholder's place; the chat list stays put
+            placeholder, self._early_pane = self._early_pane, None
+            sizes = self.splitter.sizes()
+            self.splitter.insertWidget(1, right)  # (the splitter owns it, as with addWidget)
+            if placeholder is not None:
+                placeholder.hide()
+                placeholder.setParent(None)
+                placeholder.deleteLater()
+            self.splitter.setStretchFactor(1, 1)
+            self.splitter.setSizes(sizes)
+            return
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(self.sidebar)
         self.splitter.addWidget(right)

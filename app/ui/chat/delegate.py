@@ -35,6 +35,9 @@ class ChatDelegate(QStyledItemDelegate):
         #: The chat text size the user chose in points (0: derived from the UI font).
         self.text_points = 0.0
         self.theme: ChatTheme = theme_from_palette(view.palette(), view.font())
+        #: What `theme` was made from: a window being put together sends a dozen palette,
+        #: font and style changes that change nothing (each a millisecond of colour math).
+        self._theme_key = self._theme_source()
         self.state = PaintState()
         self.layouts_built = 0
         self._width: int | None = None
@@ -42,7 +45,14 @@ class ChatDelegate(QStyledItemDelegate):
         self._kept: OrderedDict[int, ChatItem] = OrderedDict()
 
     def update_theme(self) -> None:
+        key = self._theme_source()
+        if key == self._theme_key:
+            return
+        self._theme_key = key
         self.theme = theme_from_palette(self._view.palette(), self._view.font(), self.text_points)
+
+    def _theme_source(self) -> tuple[int, str, float]:
+        return (self._view.palette().cacheKey(), self._view.font().key(), self.text_points)
 
     def width(self) -> int:
         """The row width (the viewport's); cached, since size queries come 10,000 at a time."""
