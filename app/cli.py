@@ -214,7 +214,7 @@ async def _ask_command(args: argparse.Namespace) -> int:
     try:
         await early.wait_written(SEND_HEAD_START)
         try:
-            runtime = await asyncio.to_thread(_load_for_ask, home)
+            runtime = await asyncio.to_thread(_load_for_ask, home, early.secrets)
         except Exception as exc:  # an unreadable home or database: say so plainly
             print(f"deskhand: cannot open the home folder: {exc}", file=sys.stderr)
             return EXIT_USAGE
@@ -236,12 +236,13 @@ async def _ask_command(args: argparse.Namespace) -> int:
         await early.aclose()
 
 
-def _load_for_ask(home: Any) -> Runtime:
-    """The runtime with what a turn needs loaded (settings, store, tools, agent, client)."""
+def _load_for_ask(home: Any, secrets: Any = None) -> Runtime:
+    """The runtime with what a turn needs loaded (settings, store, tools, agent, client);
+    `secrets`: the store the early request already read (taken over when it fits)."""
     import app.core.cli_output  # noqa: F401
     from app.core.runtime import Runtime
 
-    runtime = Runtime(home)
+    runtime = Runtime(home, secrets=secrets)
     try:
         runtime.warm_up()
         _ = runtime.store

@@ -151,8 +151,12 @@ def attributions(runs: list[dict[str, Any]], phase: str, limit: int = 6) -> list
     )
     lines = []
     for gap in gaps[:limit]:
+        stage = f"after {gap['after']!r}" if gap.get("after") else "before any mark"
+        if gap.get("during"):
+            stage += f", during {', '.join(map(repr, gap['during']))}"
         lines.append(
-            f"  {gap['ms']:6.1f} ms at t={gap['at']:.2f} s ({gap['samples']} stack samples)"
+            f"  {gap['ms']:6.1f} ms at t={gap['at']:.2f} s, {stage}"
+            f" ({gap['samples']} stack samples)"
         )
         for count, frames in gap["stacks"][:2]:
             lines.append(f"      {count:3d}x " + "\n           ".join(frames))
@@ -168,6 +172,19 @@ def blame(runs: list[dict[str, Any]], phase: str, limit: int = 8) -> list[str]:
             if gap["phase"] == phase:
                 counts.update(gap["blame"])
     return [f"  {n:5d} samples  {where}" for where, n in counts.most_common(limit)]
+
+
+def stages(runs: list[dict[str, Any]], phase: str) -> list[str]:
+    """Over all runs: the long gaps counted by the start-up mark they came after."""
+    found: dict[str, list[float]] = {}
+    for run in runs:
+        for gap in run["long"]:
+            if gap["phase"] == phase:
+                found.setdefault(gap.get("after") or "(no mark yet)", []).append(gap["ms"])
+    ordered = sorted(found.items(), key=lambda item: -max(item[1]))
+    return [
+        f"  after {name!r}: {len(gaps)} gaps, longest {max(gaps):.1f} ms" for name, gaps in ordered
+    ]
 
 
 def main() -> None:
@@ -223,6 +240,9 @@ def report(
     ):
         print(f"\nLong gaps — {title}: samples by innermost project frame (all runs)")
         print("\n".join(blame(runs, phase)) or "  none")
+        if phase == "startup" and runs is not bare:
+            print("By the start-up stage they came after:")
+            print("\n".join(stages(runs, phase)) or "  none")
         if phase != "preloop":
             print(f"Longest gaps of the worst run — {title}:")
             print("\n".join(attributions(runs, phase)) or "  none")

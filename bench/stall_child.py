@@ -117,6 +117,8 @@ class Probe:
         self.watchdog.start()
         self.first_tick: float | None = None
         self.extra: dict[str, Any] = {}
+        #: Start-up's marks (app/ui/startup_timeline.py) as (name, perf_counter time).
+        self.marks: list[tuple[str, float]] = []
         self.timer = QTimer()
         self.timer.setTimerType(Qt.TimerType.PreciseTimer)
         self.timer.setInterval(1)
@@ -144,11 +146,15 @@ class Probe:
     def _long(self, phase: str, gap: float, start: float, end: float) -> None:
         stacks = self.watchdog.between(start, end)
         common, blame = summarise(stacks)
+        before = [name for name, when in self.marks if when <= start]
+        during = [name for name, when in self.marks if start < when <= end]
         self.long.append(
             {
                 "phase": phase,
                 "ms": gap * 1000,
                 "at": start - self.start,
+                "after": before[-1] if before else "",
+                "during": during,
                 "samples": len(stacks),
                 "stacks": common,
                 "blame": blame,
@@ -219,6 +225,7 @@ def real_app(home: str, turns: int) -> None:
         finish(probe, lambda: cleanup(window))
 
     def marked(name: str, _when: float) -> None:
+        probe.marks.append((name, time.perf_counter()))
         if name == "attached":
             window = next(w for w in app.topLevelWidgets() if hasattr(w, "controller"))
             probe.extra["driver"] = asyncio.ensure_future(drive(window))

@@ -254,6 +254,8 @@ class Agent:
         if user_message is not None:
             if isinstance(user_message, str):
                 user_message = ChatMessage("user", user_message)
+            # redacted with every stored secret known, not just those loaded so far
+            await self._secrets_known()
             self._append(conv, user_message)
         usage = Usage()
         invalid_rounds = 0

@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
+from urllib.parse import urlsplit
 
 from app.core.paths import db_path, mcp_path, settings_path, tools_dir
 
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     import httpx
 
     from app.core.providers.base import ProviderConfig
+    from app.core.secrets import SecretStore
 
 log = logging.getLogger(__name__)
 
@@ -70,24 +72,59 @@ MAX_RECIPE_BYTES = 16 << 20
 # ---- what the first request depends on ------------------------------------------------
 
 
-def inputs_fingerprint(home: Path, flags: Sequence[str | None]) -> str:
+#: Files of the home the first request is made from (the tools offered, their sources'
+#: trust, the rules that hide tools, the skills and MCP servers listed).
+_HOME_FILES = ("settings.json", "mcp.json", "mcp-known-tools.json", "trust.json", "rules.json")
+#: The connected accounts decide which integrations' tools are offered.
+_ACCOUNTS_QUERY = (
+    "SELECT (SELECT json_group_array(json_array(id, integration, label, fields))"
+    " FROM (SELECT * FROM integration_accounts ORDER BY id)),"
+    " (SELECT json_group_array(json_array(integration, account_id))"
+    " FROM (SELECT * FROM integration_active ORDER BY integration))"
+)
+#: Past this many files under one folder, no recipe: stamping them would slow every `ask`.
+MAX_STAMPED_FILES = 20_000
+
+
+class _TooManyFiles(Exception):
+    pass
+
+
+def environment_names() -> tuple[str, ...]:
+    """Which key, proxy and Deskhand variables are set (never their values). Taken once,
+    when the `ask` begins: loading Deskhand takes some out of the environment (the
+    keyring's passphrase)."""
+    return tuple(
+        name
+        for name in sorted(os.environ)
+        if name.startswith("DESKHAND_") or name.endswith(("_API_KEY", "_PROXY", "_proxy"))
+    )
+
+
+def inputs_fingerprint(
+    home: Path, flags: Sequence[str | None], env_names: Sequence[str] | None = None
+) -> str | None:
     """A hash of everything the first request of a new conversation is made from, but the
-    prompt, the time and the secrets' values (read again each time)."""
+    prompt, the time and the secrets' values (read again each time); None when there is
+    too much to stamp (then no recipe is used or kept)."""
     digest = hashlib.sha256(f"{FORMAT}\0{sys.version}\0{home}\0".encode())
     for flag in flags:
         digest.update(f"{flag!r}\0".encode())
-    for path in (settings_path(home), mcp_path(home), home / "mcp-known-tools.json"):
-        digest.update(_file_bytes(path) + b"\0")
-    _stamp_tree(digest, tools_dir(home))
-    _stamp_tree(digest, home / "skills")
-    for folder in _skill_folders(home):
-        _stamp_tree(digest, folder)
-    root = Path(__file__).resolve().parents[2]
-    for name in _CODE_FOLDERS:
-        _stamp_tree(digest, root / name)
-    for name in sorted(os.environ):
-        if name.startswith("DESKHAND_") or name.endswith(("_API_KEY", "_PROXY", "_proxy")):
-            digest.update(f"{name}\0".encode())  # which are set, never their values
+    for name in _HOME_FILES:
+        digest.update(_file_bytes(home / name) + b"\0")
+    digest.update(_accounts(home).encode() + b"\0")
+    try:
+        _stamp_tree(digest, tools_dir(home))
+        for folder in (home / "skills", *_skill_folders(home)):
+            _stamp_skills(digest, folder)
+        root = Path(__file__).resolve().parents[2]
+        for name in _CODE_FOLDERS:
+            _stamp_tree(digest, root / name)
+    except _TooManyFiles:
+        return None
+    _stamp_installed(digest)
+    for name in environment_names() if env_names is None else env_names:
+        digest.update(f"{name}\0".encode())
     return digest.hexdigest()
 
 
@@ -99,23 +136,74 @@ def _file_bytes(path: Path) -> bytes:
 
 
 def _stamp_tree(digest: Any, folder: Path) -> None:
-    """Names, sizes and change times of the files under `folder` (not their bytes)."""
+    """Names, sizes and change times of the files under `folder` (not their bytes). A link
+    is stamped by what it points at, never followed into: a link loop, or one to a big
+    tree, must not make every `ask` slow."""
+    pending, seen = [folder], 0
+    while pending:
+        current = pending.pop()
+        try:
+            entries = sorted(os.scandir(current), key=lambda e: e.name)
+        except OSError:
+            digest.update(f"{current}:-\0".encode())
+            continue
+        for entry in entries:
+            if entry.name == "__pycache__":
+                continue
+            seen += 1
+            if seen > MAX_STAMPED_FILES:
+                raise _TooManyFiles(str(folder))
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(Path(entry.path))
+                    continue
+                info = entry.stat(follow_symlinks=True)
+            except OSError:
+                digest.update(f"{entry.path}:-\0".encode())
+                continue
+            digest.update(f"{entry.path}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
+
+
+def _stamp_skills(digest: Any, folder: Path) -> None:
+    """What the skills loader reads: each `<folder>/<skill>/SKILL.md` (through links, as
+    the loader follows them), not the rest of the skill's files."""
     try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        names = sorted(entry.name for entry in os.scandir(folder))
     except OSError:
         digest.update(f"{folder}:-\0".encode())
         return
-    for entry in entries:
-        if entry.name == "__pycache__":
-            continue
+    if len(names) > MAX_STAMPED_FILES:
+        raise _TooManyFiles(str(folder))
+    for name in names:
+        path = folder / name / "SKILL.md"
         try:
-            if entry.is_dir(follow_symlinks=True):
-                _stamp_tree(digest, Path(entry.path))
-                continue
-            stat = entry.stat()
+            info = path.stat()
+            digest.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
+        except OSError:
+            digest.update(f"{path}:-\0".encode())
+
+
+def _stamp_installed(digest: Any) -> None:
+    """The installed distributions (their dist-info folders' names carry the versions):
+    a tool pack installed as a package (entry points) changes them."""
+    for entry in sorted({os.path.realpath(entry or ".") for entry in sys.path}):
+        try:
+            names = sorted(n for n in os.listdir(entry) if n.endswith(".dist-info"))
         except OSError:
             continue
-        digest.update(f"{entry.path}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+        if names:  # (how the process was started changes sys.path, not what is installed)
+            digest.update(f"{entry}\0{'|'.join(names)}\0".encode())
+
+
+def _accounts(home: Path) -> str:
+    path = db_path(home)
+    if not path.exists():
+        return json.dumps(["[]", "[]"])  # as a new store's empty tables read
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as db:
+            return json.dumps(db.execute(_ACCOUNTS_QUERY).fetchone())
+    except sqlite3.Error:
+        return "?"
 
 
 def _skill_folders(home: Path) -> list[Path]:
@@ -268,6 +356,23 @@ def cut_out(payload: Any, prompt: str, time_line: str, secret: str | None) -> An
     return template if counts == {"prompt": 1, "placed": 1, "time": 1} else None
 
 
+def _canonical(
+    url: str, headers: Mapping[str, str], payload: Any, timeout: tuple[float, float]
+) -> str:
+    """A request as JSON text: equal only when what goes on the wire is (key order, and
+    1 against 1.0 against true, count; Python's `==` would let them pass)."""
+    return json.dumps([url, list(headers.items()), payload, list(timeout)], ensure_ascii=False)
+
+
+def _only_the_prompt(payload: Any) -> bool:
+    """The body's messages are the system prompt (if sent as a message) and the prompt:
+    anything else (a memory note the agent added) is not for the next `ask`."""
+    messages = payload.get("messages") if isinstance(payload, dict) else None
+    if not isinstance(messages, list) or not messages:
+        return False
+    return all(isinstance(m, dict) and m.get("role") == "system" for m in messages[:-1])
+
+
 def fill_in(template: Any, prompt: str, time_line: str) -> Any:
     if template == PROMPT_MARK:
         return prompt
@@ -308,8 +413,12 @@ class EarlyRequest:
         self.home, self.fingerprint = home, fingerprint
         self.prompt, self.time_line = prompt, time_line
         self._recordable = recordable
-        #: URL, headers, body and (connect, read) timeouts of the request sent early.
-        self._sent: tuple[str, dict[str, str], Any, tuple[float, float]] | None = None
+        #: URL, headers, body and (connect, read) timeouts of the request sent early, as
+        #: JSON text (`_canonical`).
+        self._sent: str | None = None
+        #: The secret store the early request was prepared with (read once): the loaded
+        #: app takes it over (`Runtime(secrets=…)`) rather than reading the keyring again.
+        self.secrets: SecretStore | None = None
         self._task: asyncio.Task[httpx.Response] | None = None
         self._client: httpx.AsyncClient | None = None
         self._written = asyncio.Event()
@@ -344,7 +453,7 @@ class EarlyRequest:
         except (httpx.InvalidURL, UnicodeError, ValueError, TypeError) as exc:
             log.info("the kept first request cannot be sent: %s", type(exc).__name__)
             return
-        self._sent = (recipe.url, headers, payload, recipe.timeout)
+        self._sent = _canonical(recipe.url, headers, payload, recipe.timeout)
         self._task = asyncio.get_running_loop().create_task(self._client.send(request, stream=True))
 
     async def _trace(self, event: str, _info: Any) -> None:
@@ -370,7 +479,7 @@ class EarlyRequest:
         if self._claimed:
             return None
         self._claimed = True
-        wanted = (url, dict(headers), payload, (config.connect_timeout, config.read_timeout))
+        wanted = _canonical(url, headers, payload, (config.connect_timeout, config.read_timeout))
         if self._task is not None and self._sent == wanted:
             task, self._task = self._task, None
             log.info("the first request went out before the app had loaded")
@@ -385,8 +494,15 @@ class EarlyRequest:
     def _recipe(
         self, url: str, headers: Mapping[str, str], payload: Any, config: ProviderConfig
     ) -> Recipe | None:
+        from app.core.mcp.secret_shapes import secret_spans
+
         secret = config.api_key
         if secret and config.key_source is None:
+            return None
+        parts = urlsplit(url)
+        if parts.username is not None or parts.password is not None or secret_spans(url):
+            return None  # a password or token in the address: never kept on disk
+        if not _only_the_prompt(payload):
             return None
         cut_headers = _headers_cut_out(headers, secret)
         template = cut_out(payload, self.prompt, self.time_line, secret)
@@ -425,30 +541,36 @@ def begin(
     recipe for the next time). Needs a running event loop."""
     from app.core.time_line import current_time_line
 
-    fingerprint = inputs_fingerprint(home, flags)
-    recordable = new_conversation and memories_absent(home)
-    early = EarlyRequest(home, fingerprint, prompt, current_time_line(), recordable)
-    early.recheck = lambda: memories_absent(home) and inputs_fingerprint(home, flags) == fingerprint
-    recipe = load_recipe(home, fingerprint) if recordable else None
+    env_names = environment_names()
+    fingerprint = inputs_fingerprint(home, flags, env_names)
+    recordable = fingerprint is not None and new_conversation and memories_absent(home)
+    early = EarlyRequest(home, fingerprint or "", prompt, current_time_line(), recordable)
+    early.recheck = lambda: (
+        memories_absent(home) and inputs_fingerprint(home, flags, env_names) == fingerprint
+    )
+    recipe = load_recipe(home, fingerprint) if recordable and fingerprint else None
     if recipe is not None:
         prepared = _prepare(recipe, home, prompt, early.time_line, flags)
         if prepared is not None:
-            early.send(recipe, *prepared)
+            headers, payload, early.secrets = prepared
+            early.send(recipe, headers, payload)
     return early
 
 
 def _prepare(
     recipe: Recipe, home: Path, prompt: str, time_line: str, flags: Sequence[str | None] = ()
-) -> tuple[dict[str, str], Any] | None:
-    """The headers and body to send, or None when the prompt holds a known secret or the
-    key cannot be read as last time."""
+) -> tuple[dict[str, str], Any, SecretStore] | None:
+    """The headers and body to send, with the secret store read for them (the loaded app
+    takes it over: one keyring read, one passphrase), or None when the prompt holds a
+    secret the loaded app would redact or the key cannot be read as last time."""
     from app.core.keyring_fallback import KeyringMode
     from app.core.secrets import SecretStore, SecretStoreError
     from tools.redact import Redactor
 
     if not _goes_where_asked(home, flags, recipe.url):
         return None
-    if _holds_mcp_literal(home, prompt):
+    mcp_secrets = _mcp_credentials(home)
+    if mcp_secrets is None or _holds_mcp_literal(home, prompt):
         return None
     mode = next((m for m in get_args(KeyringMode) if m == recipe.key_mode), None)
     if mode is None:
@@ -461,6 +583,8 @@ def _prepare(
     key: str | None = None
     if recipe.key_source is not None:
         account_id, account_url, url = recipe.key_source
+        if recipe.key_source != _expected_key_source(home, flags):
+            return None
         if not _key_bound(home, account_id, account_url, url, recipe.url):
             return None
         try:
@@ -470,10 +594,76 @@ def _prepare(
     wants_key = any(KEY_MARK in value for value in recipe.headers.values())
     if wants_key != bool(key):
         return None
-    if Redactor(store.known_values()).text(prompt) != prompt:
+    if Redactor({*store.known_values(), *mcp_secrets}).text(prompt) != prompt:
         return None
     headers = {name: value.replace(KEY_MARK, key or "") for name, value in recipe.headers.items()}
-    return headers, fill_in(recipe.payload, prompt, time_line)
+    return headers, fill_in(recipe.payload, prompt, time_line), store
+
+
+def _expected_key_source(home: Path, flags: Sequence[str | None]) -> tuple[str, str, str] | None:
+    """The key's account as `Runtime.provider_config` picks it now (the active account, or
+    "cli" for another server or provider kind): (account id, its base URL, where the request
+    goes). None when unsure."""
+    from app.core.providers.urls import origin
+
+    kind, base_url = (*flags, None, None)[:2]
+    try:
+        raw = json.loads(_file_bytes(settings_path(home)))
+        active = raw.get("active_provider")
+        accounts: list[Any] = raw.get("providers", [])
+        account: Any = next((a for a in accounts if active and a.get("id") == active), None)
+        if account is not None and kind not in (None, account.get("kind")):
+            account = None
+        account_url = account.get("base_url") if account is not None else None
+        url = base_url or account_url
+        if not isinstance(url, str) or not url:
+            return None  # a default cloud URL: the loaded app decides
+        if account is None or not isinstance(account_url, str):
+            return ("cli", url, url)
+        if origin(url) != origin(account_url):
+            return ("cli", url, url)
+        return (str(account.get("id")), account_url, url)
+    except (ValueError, AttributeError, TypeError, RecursionError):
+        return None
+
+
+def _mcp_credentials(home: Path) -> list[str] | None:
+    """At least the literal secrets the loaded app's tripwire learns from mcp.json
+    (`ServerConfig.credential_values`, with the same pydantic-free functions), found in
+    every entry's fields whatever their spelling (`url`, `serverUrl`, `clientSecret`…):
+    each string under a credential-looking name, the secret parts of any other string and
+    of any list of arguments. None when mcp.json is not JSON (nothing goes early)."""
+    from app.core.mcp.secret_shapes import credential_values_of, secret_spans
+
+    raw_bytes = _file_bytes(mcp_path(home))
+    if raw_bytes == b"-":
+        return []
+    try:
+        stack: list[Any] = [json.loads(raw_bytes)]
+    except (ValueError, RecursionError):
+        return None
+    out: list[str] = []
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list):
+            texts = [t for v in value if (t := _text(v)) is not None]
+            out += credential_values_of({}, {}, texts, None, None)
+            stack += [v for v in value if isinstance(v, dict | list)]
+        elif isinstance(value, dict):
+            named = {str(k): t for k, v in value.items() if (t := _text(v)) is not None}
+            out += credential_values_of(named, {}, [], None, None)
+            out += [t[a:b] for t in named.values() for a, b in secret_spans(t)]
+            stack += [v for v in value.values() if isinstance(v, dict | list)]
+    return out
+
+
+def _text(value: Any) -> str | None:
+    """A value as mcp.json's reader takes it as text: numbers and booleans as their JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool | int | float):
+        return json.dumps(value)
+    return None
 
 
 def _key_bound(home: Path, account_id: str, account_url: str, url: str, target: str) -> bool:

@@ -62,13 +62,21 @@ class Runtime:
         *,
         entry_points: bool = True,
         load_secrets: bool = True,
+        secrets: SecretStore | None = None,
     ) -> None:
         """`load_secrets`: start reading the stored secrets now (the window starts it once
-        it is whole); anything that needs them waits for them either way."""
+        it is whole); anything that needs them waits for them either way. `secrets`: a
+        store already opened for this home and its settings' keyring (`deskhand ask`'s early
+        request read it): taken over, so the keyring is not read (nor a passphrase asked
+        for) twice."""
         self.home = deskhand_home(home)
         self.settings_store = SettingsStore(settings_path(self.home))
         self._settings: Settings = self.settings_store.load()
-        self.secrets = SecretStore(mode=self.settings.security.keyring, home=self.home)
+        mode = self.settings.security.keyring
+        if secrets is not None and secrets.home == self.home and secrets.mode == mode:
+            self.secrets = secrets
+        else:
+            self.secrets = SecretStore(mode=mode, home=self.home)
         # names of stored secrets are known now; values load in the background (no keyring
         # on the start-up path, none at all when nothing is stored)
         if load_secrets:

@@ -187,6 +187,10 @@ class SecretStore:
         self.load_error: str | None = None
 
     @property
+    def home(self) -> Path | None:
+        return self._home
+
+    @property
     def mode(self) -> KeyringMode:
         if self._mode is None:
             self._mode = configured_mode(self._home or default_home())

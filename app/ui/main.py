@@ -423,8 +423,10 @@ def run_gui(home: str | Path | None = None) -> int:
     _prime_widgets()
     qapp.processEvents()
     store = frame.build_early(composer=False)
+    timeline.mark("chat list")
     qapp.processEvents()  # the chat list paints before the message box is made
     frame.add_early_composer()
+    timeline.mark("composer")
     import qasync
 
     loop = qasync.QEventLoop(qapp)
@@ -487,6 +489,7 @@ class StagedStart:
         self.frame = frame
         self.store = store
         self.app: App | None = None
+        self._parts = 0
         self.server: Any = None
         #: The message shown when start-up failed (for tests).
         self.failure: Any = None
@@ -506,7 +509,9 @@ class StagedStart:
             log.exception("start-up failed")
             self._fail(exc)
             return
+        timeline.mark("runtime")
         self.app = App(self.qapp, self.home, window=self.frame, runtime=runtime, staged=True)
+        self._parts = 0
         self._next_part()
 
     def _next_part(self) -> None:
@@ -516,6 +521,8 @@ class StagedStart:
         assert self.app is not None
         try:
             if self.app.build_step():
+                self._parts += 1
+                timeline.mark(f"part {self._parts}")
                 QTimer.singleShot(0, self._next_part)
                 return
             self.server = InstanceServer(self.home)

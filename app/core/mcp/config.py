@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -38,15 +38,21 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from app.core.mcp.desktop import claude_desktop_config_path
+from app.core.mcp.secret_shapes import (
+    KEYRING_PREFIX,
+    PLACEHOLDER,
+    _arg_spans,
+    _literal,
+    credential_values_of,
+    masked_args,
+    secret_args,
+    secret_spans,
+)
 from app.core.visible import visible
-from tools.credential_values import looks_like_credential_value
 from tools.redact import is_credential_key
 
 log = logging.getLogger(__name__)
 
-KEYRING_PREFIX = "keyring:"
-#: A secret inside a longer string: `${keyring:mcp/<server>/<name>}`.
-PLACEHOLDER = re.compile(r"\$\{keyring:(?P<ref>[^}\s]+)\}")
 Transport = Literal["stdio", "http", "sse"]
 #: Every way a config may name a transport (Claude Desktop, Claude Code, Cursor, VS Code,
 #: Cline, Windsurf), lower-cased, and what it means here.
@@ -184,22 +190,9 @@ class ServerConfig:
         """Literal (non-keyring) secrets, for the tripwire: values under credential-looking
         names, credential-looking values under any name, and the secret parts of the
         arguments and the URL."""
-        out = []
-        for key, value in [*self.env.items(), *self.headers.items()]:
-            if value.startswith(KEYRING_PREFIX) or not _literal(value):
-                continue
-            if is_credential_key(key):
-                out.append(value.split(" ", 1)[-1] if key.lower() == "authorization" else value)
-            else:
-                out += [value[a:b] for a, b in secret_spans(value)]
-        for i in secret_args(self.args):
-            out += [self.args[i][a:b] for a, b in _arg_spans(self.args, i)]
-        if self.url:
-            out += [self.url[a:b] for a, b in secret_spans(self.url)]
-        secret = self.auth.client_secret
-        if secret and not secret.startswith(KEYRING_PREFIX) and _literal(secret):
-            out.append(secret)
-        return out
+        return credential_values_of(
+            self.env, self.headers, self.args, self.url, self.auth.client_secret
+        )
 
 
 # ---- one entry, checked on its own ----------------------------------------------------------
@@ -706,102 +699,6 @@ def _stored(what: str, ref: str, get_secret: SecretGetter) -> str:
             f"store it in the keyring (service 'deskhand', username {ref!r})"
         )
     return secret
-
-
-# ---- finding secrets by their shape ----------------------------------------------------------
-
-_URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*)://(?P<rest>.*)$", re.DOTALL)
-_NAMED_VALUE = re.compile(r"^-{0,2}(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)=(?P<value>.+)$", re.DOTALL)
-
-
-def _literal(value: str) -> bool:
-    """A value that is really there (not empty, not a reference to one elsewhere)."""
-    stripped = value.strip()
-    return bool(stripped) and not (
-        stripped.startswith(KEYRING_PREFIX)
-        or PLACEHOLDER.fullmatch(stripped)
-        or re.fullmatch(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?", stripped)
-    )
-
-
-def secret_spans(value: str) -> list[tuple[int, int]]:
-    """Where the secrets are in one string: a URL's password and credential query values,
-    the value of `--token=…` / `API_KEY=…`, or the whole string when it looks like a
-    credential (a token format, a private key)."""
-    if not _literal(value):
-        return []
-    url = _URL.match(value)
-    if url:
-        spans = _url_spans(value, url.start("rest"))
-        if spans:
-            return spans
-    named = _NAMED_VALUE.match(value)
-    if named and _literal(named.group("value")):
-        if is_credential_key(named.group("name")):
-            return [named.span("value")]
-        found = secret_spans(named.group("value"))
-        return [(a + named.start("value"), b + named.start("value")) for a, b in found]
-    return [(0, len(value))] if looks_like_credential_value(value) else []
-
-
-def _url_spans(url: str, start: int) -> list[tuple[int, int]]:
-    spans: list[tuple[int, int]] = []
-    end = len(url)
-    for mark in "/?#":
-        found = url.find(mark, start)
-        if found != -1:
-            end = min(end, found)
-    authority = url[start:end]
-    if "@" in authority:
-        userinfo = authority[: authority.rindex("@")]
-        if ":" in userinfo and _literal(userinfo.split(":", 1)[1]):
-            spans.append((start + userinfo.index(":") + 1, start + len(userinfo)))
-    query_at = url.find("?", end)
-    if query_at != -1:
-        fragment = url.find("#", query_at)
-        query_end = fragment if fragment != -1 else len(url)
-        offset = query_at + 1
-        for pair in url[offset:query_end].split("&"):
-            name, sep, value = pair.partition("=")
-            value_start = offset + len(name) + 1
-            plain = unquote(value.replace("+", " "))
-            if (
-                sep
-                and _literal(value)
-                and (is_credential_key(unquote(name)) or looks_like_credential_value(plain))
-            ):
-                spans.append((value_start, value_start + len(value)))
-            offset += len(pair) + 1
-    return spans
-
-
-def secret_args(args: tuple[str, ...] | list[str]) -> list[int]:
-    """Indexes of the arguments holding a secret (in whole or in part)."""
-    return [i for i in range(len(args)) if _arg_spans(args, i)]
-
-
-def masked_args(args: tuple[str, ...] | list[str]) -> list[str]:
-    """The arguments with each secret part (as `secret_args` finds them) replaced by a mark."""
-    out = []
-    for i, arg in enumerate(args):
-        for start, end in sorted(_arg_spans(args, i), reverse=True):
-            arg = f"{arg[:start]}<secret>{arg[end:]}"
-        out.append(arg)
-    return out
-
-
-def _arg_spans(args: tuple[str, ...] | list[str], i: int) -> list[tuple[int, int]]:
-    arg = args[i]
-    before = args[i - 1] if i else ""
-    if (
-        before.startswith("-")
-        and "=" not in before
-        and is_credential_key(before.lstrip("-"))
-        and not arg.startswith("-")
-        and _literal(arg)
-    ):
-        return [(0, len(arg))]  # `--api-key VALUE`
-    return secret_spans(arg)
 
 
 # ---- importing Claude Desktop's config -------------------------------------------------------

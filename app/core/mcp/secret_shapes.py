@@ -1,0 +1,140 @@
+"""Where the secrets are in an MCP server's entry, found by their shape (names like
+`API_KEY`, token formats, a URL's password, `--token=…`): pure functions over strings, with
+no pydantic, so `deskhand ask`'s early request (app.core.ask_early) can know the same
+secrets the loaded app's tripwire learns from mcp.json (`ServerConfig.credential_values`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from urllib.parse import unquote
+
+from tools.credential_values import looks_like_credential_value
+from tools.redact import is_credential_key
+
+KEYRING_PREFIX = "keyring:"
+#: A secret inside a longer string: `${keyring:mcp/<server>/<name>}`.
+PLACEHOLDER = re.compile(r"\$\{keyring:(?P<ref>[^}\s]+)\}")
+
+
+def credential_values_of(
+    env: Mapping[str, str],
+    headers: Mapping[str, str],
+    args: Sequence[str],
+    url: str | None,
+    client_secret: str | None,
+) -> list[str]:
+    """Literal (non-keyring) secrets, for the tripwire: values under credential-looking
+    names, credential-looking values under any name, and the secret parts of the
+    arguments and the URL."""
+    out = []
+    for key, value in [*env.items(), *headers.items()]:
+        if value.startswith(KEYRING_PREFIX) or not _literal(value):
+            continue
+        if is_credential_key(key):
+            out.append(value.split(" ", 1)[-1] if key.lower() == "authorization" else value)
+        else:
+            out += [value[a:b] for a, b in secret_spans(value)]
+    for i in secret_args(args):
+        out += [args[i][a:b] for a, b in _arg_spans(args, i)]
+    if url:
+        out += [url[a:b] for a, b in secret_spans(url)]
+    if client_secret and not client_secret.startswith(KEYRING_PREFIX) and _literal(client_secret):
+        out.append(client_secret)
+    return out
+
+
+# ---- finding secrets by their shape ----------------------------------------------------------
+
+_URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*)://(?P<rest>.*)$", re.DOTALL)
+_NAMED_VALUE = re.compile(r"^-{0,2}(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)=(?P<value>.+)$", re.DOTALL)
+
+
+def _literal(value: str) -> bool:
+    """A value that is really there (not empty, not a reference to one elsewhere)."""
+    stripped = value.strip()
+    return bool(stripped) and not (
+        stripped.startswith(KEYRING_PREFIX)
+        or PLACEHOLDER.fullmatch(stripped)
+        or re.fullmatch(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?", stripped)
+    )
+
+
+def secret_spans(value: str) -> list[tuple[int, int]]:
+    """Where the secrets are in one string: a URL's password and credential query values,
+    the value of `--token=…` / `API_KEY=…`, or the whole string when it looks like a
+    credential (a token format, a private key)."""
+    if not _literal(value):
+        return []
+    url = _URL.match(value)
+    if url:
+        spans = _url_spans(value, url.start("rest"))
+        if spans:
+            return spans
+    named = _NAMED_VALUE.match(value)
+    if named and _literal(named.group("value")):
+        if is_credential_key(named.group("name")):
+            return [named.span("value")]
+        found = secret_spans(named.group("value"))
+        return [(a + named.start("value"), b + named.start("value")) for a, b in found]
+    return [(0, len(value))] if looks_like_credential_value(value) else []
+
+
+def _url_spans(url: str, start: int) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    end = len(url)
+    for mark in "/?#":
+        found = url.find(mark, start)
+        if found != -1:
+            end = min(end, found)
+    authority = url[start:end]
+    if "@" in authority:
+        userinfo = authority[: authority.rindex("@")]
+        if ":" in userinfo and _literal(userinfo.split(":", 1)[1]):
+            spans.append((start + userinfo.index(":") + 1, start + len(userinfo)))
+    query_at = url.find("?", end)
+    if query_at != -1:
+        fragment = url.find("#", query_at)
+        query_end = fragment if fragment != -1 else len(url)
+        offset = query_at + 1
+        for pair in url[offset:query_end].split("&"):
+            name, sep, value = pair.partition("=")
+            value_start = offset + len(name) + 1
+            plain = unquote(value.replace("+", " "))
+            if (
+                sep
+                and _literal(value)
+                and (is_credential_key(unquote(name)) or looks_like_credential_value(plain))
+            ):
+                spans.append((value_start, value_start + len(value)))
+            offset += len(pair) + 1
+    return spans
+
+
+def secret_args(args: Sequence[str]) -> list[int]:
+    """Indexes of the arguments holding a secret (in whole or in part)."""
+    return [i for i in range(len(args)) if _arg_spans(args, i)]
+
+
+def masked_args(args: Sequence[str]) -> list[str]:
+    """The arguments with each secret part (as `secret_args` finds them) replaced by a mark."""
+    out = []
+    for i, arg in enumerate(args):
+        for start, end in sorted(_arg_spans(args, i), reverse=True):
+            arg = f"{arg[:start]}<secret>{arg[end:]}"
+        out.append(arg)
+    return out
+
+
+def _arg_spans(args: Sequence[str], i: int) -> list[tuple[int, int]]:
+    arg = args[i]
+    before = args[i - 1] if i else ""
+    if (
+        before.startswith("-")
+        and "=" not in before
+        and is_credential_key(before.lstrip("-"))
+        and not arg.startswith("-")
+        and _literal(arg)
+    ):
+        return [(0, len(arg))]  # `--api-key VALUE`
+    return secret_spans(arg)
