@@ -7,10 +7,11 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QApplication, QPushButton
 
 from app.core.events import TextDelta
 from app.core.providers.base import ChatMessage
@@ -573,3 +574,145 @@ def test_the_collector_freezes_what_an_import_made_and_collects_the_rest(tmp_pat
         collector.stop()
         gc.unfreeze()
         sys.modules.pop("burst_module_for_collector", None)
+
+
+def test_garbage_a_freeze_kept_is_swept_once_the_app_is_not_in_front(tmp_path, monkeypatch, qapp):
+    """Freezing an import burst also freezes the garbage waiting at that moment (here a
+    cycle holding 1 MB); it is freed when the user is elsewhere, not kept for the session."""
+    import gc
+    import sys
+    import weakref
+
+    from PySide6.QtCore import Qt
+
+    from app.ui.gc_guard import IMPORT_BURST_OBJECTS, MainThreadCollector
+
+    (tmp_path / "second_burst_module.py").write_text(
+        f"TABLE = [[i] for i in range({IMPORT_BURST_OBJECTS * 2})]\n", "utf-8"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    collector = MainThreadCollector(qapp, interval_ms=60_000, freeze_imports=True)
+
+    class Holder:
+        me: object = None
+        payload = b""
+
+    try:
+        gc.collect()
+        collector.tick()
+        garbage = Holder()
+        garbage.me, garbage.payload = garbage, bytes(1 << 20)
+        alive = weakref.ref(garbage)
+        del garbage
+        import second_burst_module  # noqa: F401
+
+        assert collector.tick() == 0 and collector.sweep_due
+        assert alive() is not None  # frozen with the import's objects
+        qapp.applicationStateChanged.emit(Qt.ApplicationState.ApplicationActive)
+        assert alive() is not None  # in front: no full collection now
+        qapp.applicationStateChanged.emit(Qt.ApplicationState.ApplicationInactive)
+        assert alive() is None and not collector.sweep_due
+        assert gc.get_freeze_count() > 0  # what lives stays out of later collections
+    finally:
+        collector.stop()
+        collector.setParent(None)
+        gc.unfreeze()
+        sys.modules.pop("second_burst_module", None)
+
+
+# ---- start-up puts the window together one part per turn of the loop -------------------------
+# (`MainWindow.attach_steps`, `App.build_step`): whatever the user does between two parts —
+# typing, a click on a chat, closing, Quit — lands as it would in a whole window.
+
+
+def _early_frame(runtime: Any, qtbot: Any, picked_draft: str = "") -> Any:
+    """The frame as start-up has it before the runtime: chat list and composer only, over
+    two chats ("First", last open; "Picked")."""
+    from app.ui.ui_state import UiState
+
+    store = runtime.store
+    first, picked = store.create_conversation("First"), store.create_conversation("Picked")
+    state = UiState(last_conversation=first, drafts={picked: picked_draft} if picked_draft else {})
+    state.save(runtime.home / "ui_state.json")
+    del runtime.__dict__["store"]  # the frame opens the store itself, as at start-up
+    store.close()
+    frame = MainWindow(home=runtime.home)
+    qtbot.addWidget(frame)
+    runtime.adopt_store(frame.build_early())
+    frame.show()
+    return frame, first, picked
+
+
+def test_no_part_shows_a_window_of_its_own_and_typing_reaches_the_message_box(
+    runtime, qtbot, qloop
+):
+    frame, _first, _picked = _early_frame(runtime, qtbot)
+    frame.activateWindow()
+    qtbot.waitExposed(frame)
+    frame.composer.edit.setFocus()
+    typed = ""
+    for n, _ in enumerate(frame.attach_steps(runtime, Tray(app_icon())), start=1):
+        QApplication.processEvents()
+        shown = [w for w in QApplication.topLevelWidgets() if w.isVisible() and w is not frame]
+        assert shown == [], f"part {n} showed {shown}"
+        qtbot.keyClicks(frame.composer.edit, str(n % 10))
+        typed += str(n % 10)
+    assert frame.composer.text() == typed
+    frame.stop_background_work()
+
+
+def test_a_chat_picked_between_any_two_parts_gets_the_held_send_and_keeps_its_draft(
+    runtime, llm, qtbot, qloop
+):
+    """A Send pressed while starting goes, once, with what was typed, to the chat picked
+    meanwhile — a click comes after every part here; the chat's own draft stays saved."""
+    frame, _first, picked = _early_frame(runtime, qtbot, "saved draft")
+    frame.composer.edit.insertPlainText("typed while starting")
+    frame.composer.submit()  # held until the window is whole
+    llm.add(text("ok"))
+    for _ in frame.attach_steps(runtime, Tray(app_icon())):
+        frame.sidebar.conversationSelected.emit(picked)
+
+    async def settled() -> None:
+        await wait_until(lambda: len(runtime.store.load_messages(picked)) >= 2, timeout=10)
+        await wait_until(lambda: not frame.controller.busy, timeout=10)
+
+    qloop.run_until_complete(settled())
+    frame.stop_background_work()
+    assert [m.content for m in runtime.store.load_messages(picked)] == [
+        "typed while starting",
+        "ok",
+    ]
+    assert len(llm.requests) == 1
+    assert frame.ui_state.drafts.get(picked) == "saved draft"
+
+
+def test_closing_or_quitting_while_the_app_is_put_together_is_heard(
+    runtime, qtbot, qloop, monkeypatch
+):
+    """A close between two parts keeps the window closed (it is not shown again when the
+    App is whole), and Quit then reaches a whole App."""
+    from app.ui.main import App
+
+    frame, _first, _picked = _early_frame(runtime, qtbot)
+    heard: list[tuple[str, bool]] = []
+
+    def noted(what: str) -> Any:
+        return lambda self: heard.append((what, hasattr(self, "notifications")))
+
+    monkeypatch.setattr(App, "quit", noted("quit"))
+    monkeypatch.setattr(App, "_window_closing", noted("close"))
+    app = App(QApplication.instance(), runtime.home, window=frame, runtime=runtime, staged=True)
+    while True:
+        more = app.build_step()
+        if frame.attached and not heard:
+            frame.close()
+            frame.quitRequested.emit()
+        if not more:
+            break
+    try:
+        assert heard == [("close", True), ("quit", True)]
+    finally:
+        app.stop_reminders()
+        frame.stop_background_work()
+        app.collector.stop()

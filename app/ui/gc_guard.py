@@ -13,7 +13,8 @@ from __future__ import annotations
 import gc
 import sys
 
-from PySide6.QtCore import QObject, QTimer
+from PySide6.QtCore import QObject, Qt, QTimer
+from PySide6.QtGui import QGuiApplication
 
 INTERVAL_MS = 250
 #: Young objects from a stretch in which modules were imported: more than this many, and
@@ -35,9 +36,11 @@ class MainThreadCollector(QObject):
     """`freeze_imports`: objects made while modules were imported (by any thread: the MCP
     SDK, a tool's library) are frozen instead of collected. They are the modules' classes
     and functions, which live as long as the process; walking the 100,000 of them an
-    import leaves took 17–21 ms on the GUI thread, where freezing takes well under one. The
-    garbage among them is a few dozen objects (measured: a full collection when start-up is
-    over frees 10–43), which stay."""
+    import leaves took 17–21 ms on the GUI thread, where freezing takes well under one.
+    Freezing also keeps the garbage that was waiting at that moment (a few dozen objects
+    when measured); so after such a freeze a *sweep* is due — unfreeze, collect everything,
+    freeze again (tens of milliseconds) — run when the user is not looking: Deskhand stops
+    being the active application (another app is in front, the window went to the tray)."""
 
     def __init__(
         self,
@@ -49,17 +52,37 @@ class MainThreadCollector(QObject):
         super().__init__(parent)
         gc.disable()
         self.freeze_imports = freeze_imports
+        #: A freeze kept garbage: `sweep` frees it (when the application goes inactive).
+        self.sweep_due = False
         self._modules = len(sys.modules)
         self._timer = QTimer(self)
         self._timer.setInterval(interval_ms)
         self._timer.timeout.connect(self.tick)
         self._timer.start()
+        if isinstance(parent, QGuiApplication):
+            parent.applicationStateChanged.connect(self._state_changed)
+
+    def _state_changed(self, state: Qt.ApplicationState) -> None:
+        if state != Qt.ApplicationState.ApplicationActive:
+            self.sweep()
+
+    def sweep(self) -> int:
+        """Frees the garbage earlier freezes kept (a full collection: only while the user
+        is elsewhere); returns the objects freed."""
+        if not self.sweep_due:
+            return 0
+        self.sweep_due = False
+        gc.unfreeze()
+        freed = gc.collect()
+        gc.freeze()
+        return freed
 
     def tick(self) -> int:
         modules = len(sys.modules)
         imported, self._modules = modules > self._modules, modules
         if self.freeze_imports and imported and gc.get_count()[0] > IMPORT_BURST_OBJECTS:
             gc.freeze()
+            self.sweep_due = True
             return 0
         return collect_if_due()
 

@@ -126,14 +126,17 @@ class App:
         apply_theme(qapp, self.runtime.settings.general.theme)
         self.tray = Tray(icon)
         self.window = window or MainWindow(home=self.runtime.home)
-        yield
-        yield from self.window.attach_steps(self.runtime, self.tray)
-        yield
-        if self.window.closed_while_starting:
-            QTimer.singleShot(0, self.quit)
+        # before the window is put together: a close, Ctrl+Q or Ctrl+, meanwhile is heard
+        self._settings_dialog = None
         self.window.close_handler = self._window_closing
         self.window.settingsRequested.connect(self.open_settings)
         self.window.quitRequested.connect(self.quit)
+        yield
+        # the rest in attach's last part: once the window is attached, its close, Quit and
+        # the tray reach a whole App
+        yield from self.window.attach_steps(self.runtime, self.tray)
+        if self.window.closed_while_starting:
+            QTimer.singleShot(0, self.quit)
         #: Native notifications with buttons, else the tray's balloons. The task runner
         #: shows its own (e.g. key "task:<id>") and listens for its keys on the signals.
         self.notifications = Notifications(self.tray)
@@ -151,7 +154,6 @@ class App:
         self.tray.snoozeRequested.connect(self.snooze_reminder)
         self.tray.doneRequested.connect(self.done_reminder)
         self.window.remindersChanged.connect(self.reminders_changed)
-        self._settings_dialog = None
         self.scheduler = Scheduler(self.runtime.reminders, self.deliver)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reminders_stopped = False
@@ -538,6 +540,7 @@ class StagedStart:
         # what start-up made stays: collections walk only what comes later, and what later
         # imports make (the MCP SDK, the first turn's modules) is frozen too
         self.app.collector.freeze()
+        self.app.collector.sweep_due = True  # (the little garbage start-up left)
         self.app.collector.freeze_imports = True
         gc.set_threshold(*self.thresholds)
         QTimer.singleShot(SECRETS_AFTER_MS, self.app.runtime.secrets.start_loading)

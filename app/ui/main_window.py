@@ -6,7 +6,7 @@ import asyncio
 import base64
 import contextlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -192,6 +192,10 @@ class MainWindow(QMainWindow):
         #: True once `attach` built the chat, sidebar and menus.
         self.attached = False
         self.closed_while_starting = False
+        #: What closing the window (not quitting) does, when set (the App: hide to the
+        #: tray, or ask whether to keep running). None: hide to a tray, else quit. Set
+        #: before the window is put together, so a close while it is cannot be lost.
+        self.close_handler: Callable[[], None] | None = None
         if self.ui_state.geometry:
             self.restoreGeometry(QByteArray(base64.b64decode(self.ui_state.geometry)))
         sidebar = self.ui_state.sidebar_width if self.ui_state.sidebar_visible else 0
@@ -284,14 +288,14 @@ class MainWindow(QMainWindow):
         self.local_candidates: list[tuple[str, str]] | None = None
         #: The MCP manager whose elicitation requests this window answers.
         self._elicitation_manager: Any = None
-        #: What closing the window (not quitting) does, when set (the App: hide to the
-        #: tray, or ask whether to keep running). None: hide to a tray, else quit.
-        self.close_handler: Callable[[], None] | None = None
-        yield from self._build_steps()
+        pane = yield from self._build_steps()
+        self._stage_chat_pane(pane)
         yield
+        # one part from here on: the chat pane shows with its buttons connected, and a chat
+        # picked in the list is opened only once what was typed has been kept
         self._build_menus()
         self._connect()
-        yield
+        self._show_chat_pane(pane)
         self.apply_text_size()
         typed = self.composer.text()  # typed while the window started
         had_focus = self.composer.edit.hasFocus()
@@ -314,7 +318,9 @@ class MainWindow(QMainWindow):
 
     # ---- layout --------------------------------------------------------------------------
 
-    def _build_steps(self) -> Iterator[None]:
+    def _build_steps(self) -> Generator[None, None, QWidget | None]:
+        """The widgets in parts; returns the chat pane when it still has to replace the
+        early placeholder (`_show_chat_pane`), else None (it is in place)."""
         from app.ui.chat.elicitation_form import ElicitationPanel
         from app.ui.chat.view import ChatView
         from app.ui.composer import Composer
@@ -347,6 +353,21 @@ class MainWindow(QMainWindow):
         header = self._build_header()
         yield
 
+        # the pane first: the pages added to the stack below get it as their parent at once
+        # (a page without one would show as a window of its own for a moment)
+        right = QWidget()
+        right.setObjectName("chatPane")
+        right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(0, 0, 0, 0)
+        right_layout.setSpacing(0)
+        right_layout.addWidget(header)
+        prompt_row = QHBoxLayout()
+        prompt_row.setContentsMargins(20, 12, 20, 0)
+        prompt_row.addWidget(self.folders_prompt, 1)
+        self.folders_prompt.setMaximumWidth(860)
+        right_layout.addLayout(prompt_row)
+        self.chat_stack = QStackedLayout()
+        right_layout.addLayout(self.chat_stack, 1)
         setup_inner = QWidget()
         setup_layout = QVBoxLayout(setup_inner)
         setup_layout.addStretch(1)
@@ -366,39 +387,16 @@ class MainWindow(QMainWindow):
         chat_grid.setContentsMargins(0, 0, 0, 0)
         chat_grid.addWidget(self.chat_view, 0, 0)
         chat_grid.addWidget(self.starters, 0, 0)
-        self.chat_stack = QStackedLayout()
         self.chat_stack.addWidget(chat_page)
         self.chat_stack.addWidget(setup_page)
         yield
 
-        right = QWidget()
-        right.setObjectName("chatPane")
-        right_layout = QVBoxLayout(right)
-        right_layout.setContentsMargins(0, 0, 0, 0)
-        right_layout.setSpacing(0)
-        right_layout.addWidget(header)
-        prompt_row = QHBoxLayout()
-        prompt_row.setContentsMargins(20, 12, 20, 0)
-        prompt_row.addWidget(self.folders_prompt, 1)
-        self.folders_prompt.setMaximumWidth(860)
-        right_layout.addLayout(prompt_row)
-        right_layout.addLayout(self.chat_stack, 1)
         right_layout.addWidget(self.elicitation)
         right_layout.addWidget(self.undo_bar)
         right_layout.addWidget(self.task_question_bar)
-        yield
+        if early:  # the pane takes the placeholder's place later (`_show_chat_pane`)
+            return right
         right_layout.addWidget(self.composer)
-        if early:  # the chat pane takes the placeholder's place; the chat list stays put
-            placeholder, self._early_pane = self._early_pane, None
-            sizes = self.splitter.sizes()
-            self.splitter.insertWidget(1, right)  # (the splitter owns it, as with addWidget)
-            if placeholder is not None:
-                placeholder.hide()
-                placeholder.setParent(None)
-                placeholder.deleteLater()
-            self.splitter.setStretchFactor(1, 1)
-            self.splitter.setSizes(sizes)
-            return
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(self.sidebar)
         self.splitter.addWidget(right)
@@ -408,6 +406,36 @@ class MainWindow(QMainWindow):
         self.splitter.setChildrenCollapsible(False)
         self.sidebar.setMaximumWidth(SIDEBAR_MAX)
         self.setCentralWidget(self.splitter)
+        return None
+
+    def _stage_chat_pane(self, pane: QWidget | None) -> None:
+        """The new chat pane goes into the window hidden, and is styled there (the costly
+        part of showing it), a turn of the loop before it takes the placeholder's place."""
+        if pane is None:
+            return
+        pane.hide()
+        self.splitter.addWidget(pane)  # (the splitter owns it)
+        pane.ensurePolished()
+        for child in pane.findChildren(QWidget):
+            child.ensurePolished()
+
+    def _show_chat_pane(self, pane: QWidget | None) -> None:
+        """The chat pane built around the early composer takes the placeholder's place;
+        the chat list stays put."""
+        if pane is None:
+            return
+        layout = pane.layout()
+        assert layout is not None
+        layout.addWidget(self.composer)
+        placeholder, self._early_pane = self._early_pane, None
+        sizes = self.splitter.sizes()
+        if placeholder is not None:
+            placeholder.hide()
+            placeholder.setParent(None)
+            placeholder.deleteLater()
+        pane.show()
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes(sizes)
 
     def _build_header(self) -> QFrame:
         """The chat's title, the accounts and model in use, and the sidebar's toggle."""
