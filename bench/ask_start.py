@@ -13,7 +13,12 @@ Deskhand sent. Median of RUNS runs after one warm-up, for each case:
   as on a machine without a desktop keyring): adds Argon2 key derivations by design;
 * mcp: the plain home with two stdio MCP servers in mcp.json (the reference server-everything
   when installed in .cache/conformance, else tests/mcp_servers.py), after one run that let
-  them list their tools.
+  them list their tools;
+* no recipe: the plain home with the early request's recipe removed before each run (the
+  first `ask` after a change of settings, tools or Deskhand itself: nothing goes early).
+
+All but "no recipe" are repeated asks with the same inputs, whose first request goes out
+before Deskhand has loaded (app/core/ask_early.py).
 
 Run: .venv/bin/python bench/ask_start.py [--cryptfile]
 """
@@ -36,6 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 RUNS = 7
+RECIPE_FILE = "ask-first-request.json"  # app.core.ask_early.RECIPE_FILE
 ACCOUNT = "bench01"
 PASSPHRASE = "violet harbour quietly sixty lanterns"
 MODULES = REPO / ".cache" / "conformance" / "node_modules"
@@ -176,8 +182,13 @@ def _servers() -> dict[str, Any]:
     return {"one": entry, "two": dict(entry)}
 
 
-def timed(model: Model, argv: list[str], env: dict[str, str]) -> float:
-    """Seconds from just before spawning `argv` to the first chat request's arrival."""
+def timed(
+    model: Model, argv: list[str], env: dict[str, str], forget: Path | None = None
+) -> float:
+    """Seconds from just before spawning `argv` to the first chat request's arrival.
+    `forget`: a file removed first (the recipe of the early request: a first `ask`)."""
+    if forget is not None:
+        forget.unlink(missing_ok=True)
     model.expect()
     start = time.monotonic()
     proc = subprocess.run(argv, env=env, cwd=REPO, capture_output=True, timeout=120)
@@ -187,9 +198,11 @@ def timed(model: Model, argv: list[str], env: dict[str, str]) -> float:
     return model.arrival - start
 
 
-def median_of(model: Model, argv: list[str], env: dict[str, str]) -> float:
+def median_of(
+    model: Model, argv: list[str], env: dict[str, str], forget: Path | None = None
+) -> float:
     timed(model, argv, env)  # warm-up: file caches, .pyc, and MCP servers' tool lists
-    return statistics.median(timed(model, argv, env) for _ in range(RUNS))
+    return statistics.median(timed(model, argv, env, forget) for _ in range(RUNS))
 
 
 def main() -> None:
@@ -209,6 +222,8 @@ def main() -> None:
             "plain": (make_home(root, "plain", model), env),
             "key": (key_home, key_env),
             "mcp": (make_home(root, "mcp", model, mcp=True), env),
+            # the first ask after any change of its inputs: no recipe, nothing goes early
+            "no recipe": (make_home(root, "first", model), env),
         }
         if "--cryptfile" in sys.argv:  # slow by design (Argon2): only when asked
             homes["cryptfile"] = (make_home(root, "crypt", model, key="cryptfile"), crypt_env)
@@ -217,7 +232,8 @@ def main() -> None:
                 prime = [sys.executable, "-m", "app.cli", "--home", str(home), "mcp", "list"]
                 subprocess.run(prime, env=case_env, cwd=REPO, capture_output=True, timeout=120)
             argv = [sys.executable, "-m", "app.cli", "--home", str(home), "ask", "hi"]
-            results[case] = median_of(model, argv, case_env)
+            forget = home / RECIPE_FILE if case == "no recipe" else None
+            results[case] = median_of(model, argv, case_env, forget)
             if case == "plain":
                 body = root / "body.json"
                 body.write_bytes(model.body)
@@ -227,7 +243,8 @@ def main() -> None:
     print(f"httpx floor (same request body): {floor * 1000:7.1f} ms")
     for case, seconds in results.items():
         print(f"deskhand ask, {case:<9}:       {seconds * 1000:7.1f} ms  {seconds / floor:5.2f}x")
-    print(json.dumps({"floor_s": floor} | {f"{k}_s": v for k, v in results.items()}))
+    figures = {f"{k.replace(' ', '_')}_s": v for k, v in results.items()}
+    print(json.dumps({"floor_s": floor} | figures))
 
 
 if __name__ == "__main__":

@@ -625,14 +625,15 @@ def test_garbage_a_freeze_kept_is_swept_once_the_app_is_not_in_front(tmp_path, m
 # typing, a click on a chat, closing, Quit — lands as it would in a whole window.
 
 
-def _early_frame(runtime: Any, qtbot: Any, picked_draft: str = "") -> Any:
+def _early_frame(runtime: Any, qtbot: Any, picked_draft: str = "", first_draft: str = "") -> Any:
     """The frame as start-up has it before the runtime: chat list and composer only, over
     two chats ("First", last open; "Picked")."""
     from app.ui.ui_state import UiState
 
     store = runtime.store
     first, picked = store.create_conversation("First"), store.create_conversation("Picked")
-    state = UiState(last_conversation=first, drafts={picked: picked_draft} if picked_draft else {})
+    drafts = {c: d for c, d in ((first, first_draft), (picked, picked_draft)) if d}
+    state = UiState(last_conversation=first, drafts=drafts)
     state.save(runtime.home / "ui_state.json")
     del runtime.__dict__["store"]  # the frame opens the store itself, as at start-up
     store.close()
@@ -666,7 +667,7 @@ def test_a_chat_picked_between_any_two_parts_gets_the_held_send_and_keeps_its_dr
 ):
     """A Send pressed while starting goes, once, with what was typed, to the chat picked
     meanwhile — a click comes after every part here; the chat's own draft stays saved."""
-    frame, _first, picked = _early_frame(runtime, qtbot, "saved draft")
+    frame, first, picked = _early_frame(runtime, qtbot, "saved draft", "first's draft")
     frame.composer.edit.insertPlainText("typed while starting")
     frame.composer.submit()  # held until the window is whole
     llm.add(text("ok"))
@@ -685,6 +686,7 @@ def test_a_chat_picked_between_any_two_parts_gets_the_held_send_and_keeps_its_dr
     ]
     assert len(llm.requests) == 1
     assert frame.ui_state.drafts.get(picked) == "saved draft"
+    assert frame.ui_state.drafts.get(first) == "first's draft"  # the chat left keeps its own
 
 
 def test_closing_or_quitting_while_the_app_is_put_together_is_heard(

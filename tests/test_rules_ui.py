@@ -287,3 +287,39 @@ def test_a_tasks_profile_is_listed_with_its_scope_and_removable(
     qtbot.mouseClick(page.remove_buttons[rule.id], Qt.MouseButton.LeftButton)
     assert rt.tasks.profile_rules(task.id) == []
     rt.close()
+
+
+def test_the_suggested_folders_are_found_off_the_gui_thread(
+    tmp_path: Path, qtbot: Any, qloop: Any, make_runtime: RuntimeFactory, monkeypatch: Any
+) -> None:
+    """Finding them loads the file tools' path rules and looks at the disk: while the event
+    loop runs, a worker does it and the window only adds the boxes."""
+    import threading
+
+    import app.ui.folders_dialog as folders
+
+    user_home = tmp_path / "user"
+    (user_home / "Documents").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(user_home))
+    threads: list[str] = []
+    real = folders.suggested_folders
+
+    def recorded(home: Path) -> list[Path]:
+        threads.append(threading.current_thread().name)
+        return real(home)
+
+    monkeypatch.setattr(folders, "suggested_folders", recorded)
+    win = _window(make_runtime("m"), qtbot)
+    prompt = win.folders_prompt
+    try:
+
+        async def suggest() -> None:
+            prompt.suggested, prompt._suggesting = False, False
+            prompt.suggest()
+            await wait_until(lambda: prompt.suggested, timeout=10)
+
+        qloop.run_until_complete(suggest())
+        assert threads and threads[-1].startswith("deskhand-folders")
+        assert str(user_home / "Documents") in prompt.chosen()
+    finally:
+        win.stop_background_work()

@@ -8,6 +8,8 @@ file tools may touch no folder of the user's.
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from PySide6.QtCore import Signal
@@ -21,11 +23,16 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from shiboken6 import isValid
 
 from app.core.runtime import Runtime
 from app.core.settings import Settings
 
 USUAL = ("Documents", "Desktop", "Downloads", "Projects")
+
+
+#: Finds the suggested folders off the GUI thread (a plain thread, never qasync's QThread).
+_SUGGESTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deskhand-folders")
 
 
 def suggested_folders(home: Path) -> list[Path]:
@@ -57,6 +64,7 @@ class FoldersPrompt(QFrame):
         self.setObjectName("setupCard")
         self.checks: dict[str, QCheckBox] = {}
         self.suggested = False
+        self._suggesting = False
         title = QLabel("Which folders may Deskhand work in?")
         title.setObjectName("setupTitle")
         body = QLabel(
@@ -88,15 +96,35 @@ class FoldersPrompt(QFrame):
         layout.addLayout(self._list)
         layout.addLayout(buttons)
         self.suggested = False
+        self._suggesting = False
 
     def suggest(self) -> None:
-        """Ticks the usual folders that exist (after the window's first paint: finding them
-        loads the file tools' path rules)."""
-        if self.suggested:
+        """Ticks the usual folders that exist. Finding them loads the file tools' path rules
+        and looks at the disk: on a worker thread while the event loop runs (the boxes are
+        added here when it is done), else at once."""
+        if self.suggested or self._suggesting:
             return
-        self.suggested = True
-        for folder in suggested_folders(Path.home()):
+        self._suggesting = True
+        try:
+            loop = asyncio.get_event_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None or loop.is_closed() or not loop.is_running():
+            self._add_suggested(suggested_folders(Path.home()))
+            return
+        found = loop.run_in_executor(_SUGGESTER, suggested_folders, Path.home())
+        found.add_done_callback(
+            lambda f: self._add_suggested(
+                [] if f.cancelled() or f.exception() is not None else f.result()
+            )
+        )
+
+    def _add_suggested(self, folders: list[Path]) -> None:
+        if not isValid(self):  # the window closed meanwhile
+            return
+        for folder in folders:
             self.add_folder(str(folder), checked=True)
+        self.suggested = True
 
     def add_folder(self, path: str, *, checked: bool = True) -> None:
         path = str(Path(path).expanduser())

@@ -291,22 +291,25 @@ class MainWindow(QMainWindow):
         pane = yield from self._build_steps()
         self._stage_chat_pane(pane)
         yield
-        # one part from here on: the chat pane shows with its buttons connected, and a chat
-        # picked in the list is opened only once what was typed has been kept
-        self._build_menus()
+        # the last chat opens in the pane while it is still hidden (its rows are laid out
+        # now, not in the part that shows it); the chat list is not connected yet, so a
+        # chat picked meanwhile is only noted (`_picked_while_starting`)
         self._connect()
-        self._show_chat_pane(pane)
         self.apply_text_size()
-        typed = self.composer.text()  # typed while the window started
+        restoring = self._last_conversation()
+        self._open_keeping_typed(lambda: self._restore_chat(restoring))
+        self._first_run_prompts()
+        yield
+        # one part from here on: the pane shows with the menus and the chat list connected,
+        # and a chat picked meanwhile is opened with what was typed kept
         had_focus = self.composer.edit.hasFocus()
-        self.composer.edit.clear()  # not a draft of the chat `_restore` leaves
-        self._restore()
-        if typed.strip():
-            # what was typed wins; the chat's saved draft stays saved, not sent with it
-            draft = self.composer.text()
-            if draft.strip():
-                self.ui_state.drafts[self.controller.conversation_id or ""] = draft
-            self.composer.set_text(typed)
+        self._build_menus()
+        self._connect_sidebar()
+        self._show_chat_pane(pane)
+        self._restore_layout()
+        picked = self._last_conversation()
+        if picked != restoring:
+            self._open_keeping_typed(lambda: self._restore_chat(picked))
         self.attached = True
         self.attach_mcp()
         if had_focus:
@@ -573,12 +576,6 @@ class MainWindow(QMainWindow):
         self.model_picker.connectRequested.connect(lambda: self.settingsRequested.emit("providers"))
         self.composer.sendRequested.connect(self.send)
         self.composer.stopRequested.connect(c.stop)
-        self.sidebar.conversationSelected.connect(self.open_conversation)
-        self.sidebar.newChatRequested.connect(self.new_chat)
-        self.sidebar.renameRequested.connect(self.rename)
-        self.sidebar.deleteRequested.connect(self.delete)
-        self.sidebar.titleChanged.connect(self._on_title_changed)
-        self.sidebar.searchDismissed.connect(self.focus_composer)
         self.sidebar_button.clicked.connect(self.toggle_sidebar)
         self.header_new_button.clicked.connect(self.new_chat)
         self.starters.chosen.connect(self.use_starter)
@@ -589,6 +586,16 @@ class MainWindow(QMainWindow):
         self.task_question_bar.reviewRequested.connect(self.taskQuestionReview)
         self.setup_card.settingsRequested.connect(lambda: self.settingsRequested.emit("providers"))
         self.setup_card.useServerRequested.connect(self.use_local_server)
+
+    def _connect_sidebar(self) -> None:
+        """The chat list's requests: connected in the part that finishes the window, so a
+        chat picked while it is put together is noted, then opened once."""
+        self.sidebar.conversationSelected.connect(self.open_conversation)
+        self.sidebar.newChatRequested.connect(self.new_chat)
+        self.sidebar.renameRequested.connect(self.rename)
+        self.sidebar.deleteRequested.connect(self.delete)
+        self.sidebar.titleChanged.connect(self._on_title_changed)
+        self.sidebar.searchDismissed.connect(self.focus_composer)
 
     def _warm_up_once(self, *_args: object) -> Future[None] | None:
         """Starts `Runtime.warm_up` on a worker thread the first time; later calls do
@@ -602,18 +609,44 @@ class MainWindow(QMainWindow):
 
     # ---- state ---------------------------------------------------------------------------
 
-    def _restore(self) -> None:
+    def _open_keeping_typed(self, open_chat: Callable[[], None]) -> None:
+        """Opens a chat while the window starts: what was typed meanwhile stays in the
+        message box (a held Send sends it there), and the chats' own saved drafts stay
+        saved, neither sent with it nor overwritten."""
+        typed = self.composer.text()
+        if typed.strip():  # the chat left keeps its own draft, not what was typed
+            current = self.controller.conversation_id or ""
+            self.composer.set_text(self.ui_state.drafts.get(current, ""))
+        open_chat()
+        if typed.strip():
+            draft = self.composer.text()
+            if draft.strip():
+                self.ui_state.drafts[self.controller.conversation_id or ""] = draft
+            self.composer.set_text(typed)
+
+    def _last_conversation(self) -> str | None:
+        last = self.ui_state.last_conversation
+        if last and self.runtime.store.get_conversation(last) is not None:
+            return last
+        return None
+
+    def _restore_layout(self) -> None:
         state = self.ui_state  # the geometry was restored with the frame
         if state.splitter:
             self.splitter.restoreState(QByteArray(base64.b64decode(state.splitter)))
         self.set_sidebar_visible(state.sidebar_visible)
+
+    def _restore_chat(self, conversation_id: str | None) -> None:
         self.sidebar.refresh()
-        last = state.last_conversation
-        if last and self.runtime.store.get_conversation(last) is not None:
-            self.open_conversation(last)
+        if conversation_id is not None:
+            self.open_conversation(conversation_id)
         else:
             self.new_chat()
         self.refresh_provider()
+
+    def _first_run_prompts(self) -> None:
+        """Once the chat is open: the accounts line, the folders question on a first run,
+        and the notices waiting to be shown."""
         QTimer.singleShot(300, self.refresh_accounts)  # after the first paint
         # first run (or an upgrade from an empty folder list): ask, without blocking
         from app.ui.folders_dialog import needs_asking
