@@ -23,7 +23,7 @@ AFTER_PAINT = ("pydantic", "qasync", "app.core.runtime", "app.core.settings", "a
 
 CHILD = textwrap.dedent(
     """
-    import json, os, sys
+    import gc, json, os, sys
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
     from app.ui import startup_timeline
@@ -52,6 +52,8 @@ CHILD = textwrap.dedent(
     def marked(name, when):
         if name == "paint":
             report["at_paint"] = tops(AFTER_PAINT)
+            # a worker imports from here on: a collection there could free a widget
+            report["collects_by_itself_at_paint"] = gc.isenabled()
         if name == "ready":
             main = window()
             report["heavy_at_ready"] = sorted({m.split(".")[0] for m in tops(HEAVY)})
@@ -131,6 +133,7 @@ def test_the_frame_paints_first_and_the_ready_window_loads_nothing_heavy(tmp_pat
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report == {
         "at_paint": [],
+        "collects_by_itself_at_paint": False,
         "heavy_at_ready": [],
         "chats": 1,
         "kept_while_starting": "typed while starting",

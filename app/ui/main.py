@@ -414,6 +414,10 @@ def run_gui(home: str | Path | None = None) -> int:
     from app.ui.single_instance import ask_running_instance
 
     sys.setswitchinterval(GUI_SWITCH_INTERVAL_S)
+    # no automatic collection from here on: one run by the start-up worker while it imports
+    # could free a cycle holding a widget on that thread (a crash, seen 1 start in 9); the
+    # App's collector collects on this thread once it exists (app/ui/gc_guard.py)
+    gc.disable()
     thresholds = gc.get_threshold()
     gc.set_threshold(thresholds[0], thresholds[1], NO_FULL_COLLECTION)
     qapp = QApplication.instance() or QApplication(sys.argv)
