@@ -506,18 +506,7 @@ def test_a_send_pressed_while_starting_sends_what_was_typed_and_keeps_the_draft(
     """The window's early composer (before the runtime): typing works, Send waits; once
     whole, the window sends exactly what was typed, to the chat picked meanwhile, and the
     chat's saved draft stays saved."""
-    from app.ui.ui_state import UiState
-
-    store = runtime.store
-    first, picked = store.create_conversation("First"), store.create_conversation("Picked")
-    state = UiState(last_conversation=first, drafts={first: "an old draft", picked: "saved"})
-    state.save(runtime.home / "ui_state.json")
-    del runtime.__dict__["store"]  # the frame opens the store itself, as at start-up
-    store.close()
-
-    frame = MainWindow(home=runtime.home)
-    qtbot.addWidget(frame)
-    runtime.adopt_store(frame.build_early())
+    frame, _first, picked = _early_frame(runtime, qtbot, "saved", "an old draft")
     frame.sidebar.conversationSelected.emit(picked)  # a click on a chat while starting
     frame.composer.edit.insertPlainText("typed while starting")
     frame.composer.submit()
