@@ -308,3 +308,19 @@ def test_the_prompt_is_redacted_only_once_every_stored_secret_is_known(make_runt
     stored = [m.content for m in runtime.store.load_messages(conversation.id)]
     assert not any(secret in content for content in stored)
     assert secret not in json.dumps(llm.requests[-1].body)
+
+
+def test_ask_does_not_wait_for_the_file_tools_places(llm: ScriptedLLM, tmp_path: Path):
+    """Resolving the protected places (~30 ms) is the window's first-keystroke work; `ask`'s
+    first request must not wait for it (the first file call makes them)."""
+    from app.cli import _load_for_ask
+    from tools.fs import protected
+
+    protected._cached.cache_clear()
+    runtime = _load_for_ask(_make_home(tmp_path, llm))
+    try:
+        assert protected._cached.cache_info().currsize == 0
+        runtime.warm_file_places()  # what the window's first keystroke does
+        assert protected._cached.cache_info().currsize == 1
+    finally:
+        runtime.close()

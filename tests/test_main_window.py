@@ -479,6 +479,20 @@ def test_a_turn_makes_its_client_and_loads_its_tools_off_the_gui_thread(
     assert [m.content for m in stored(window)] == ["hi", "done"]
 
 
+def test_the_first_keystroke_prepares_the_file_tools_places_off_the_gui_thread(
+    window, qtbot, monkeypatch
+):
+    import threading
+
+    calls: list[str] = []
+    monkeypatch.setattr(
+        window.runtime, "warm_file_places", lambda: calls.append(threading.current_thread().name)
+    )
+    qtbot.keyClicks(window.composer.edit, "x")
+    qtbot.waitUntil(lambda: bool(calls))
+    assert calls[0].startswith("deskhand-warm-up")
+
+
 def test_the_first_keystroke_also_warms_the_code_highlighter(window, qtbot):
     from app.ui.chat.render import COMMON_LEXERS, _lexer
 

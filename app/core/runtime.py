@@ -651,11 +651,12 @@ class Runtime:
         else:
             import app.core.providers.openai_compat  # noqa: F401
         _ = self.registry
-        self._warm_file_places()
 
-    def _warm_file_places(self) -> None:
+    @off_gui_thread
+    def warm_file_places(self) -> None:
         """The file tools' catalogue of protected places (a few hundred paths resolved on
-        disk, then cached): made here rather than inside the first file tool's call."""
+        disk, then cached): the window makes it on its first keystroke rather than inside
+        the first file tool's call (`ask` does not: its first request must not wait)."""
         from tools.fs.sandbox import Sandbox, effective_roots
 
         try:
