@@ -17,7 +17,9 @@ import pytest
 from app.core.settings_file import GeneralPeek, read_general
 
 REPO = Path(__file__).resolve().parents[1]
+#: QtNetwork too: the single-instance socket no longer needs it on Linux (3 MiB idle).
 HEAVY = ("docker", "kubernetes", "playwright", "caldav", "mcp", "httpx", "yaml")
+HEAVY += ("PySide6.QtNetwork",)
 #: Not needed to paint the frame: they come right after it.
 AFTER_PAINT = ("pydantic", "qasync", "app.core.runtime", "app.core.settings", "app.ui.chat")
 
