@@ -721,3 +721,26 @@ def test_closing_or_quitting_while_the_app_is_put_together_is_heard(
         app.stop_reminders()
         frame.stop_background_work()
         app.collector.stop()
+
+
+def test_the_collector_makes_no_full_collection_until_start_up_is_done(monkeypatch):
+    """A full collection while the window is put together held the interpreter lock for
+    15 ms; once start-up is done, full collections run again (what start-up made frozen)."""
+    import gc
+
+    from app.ui.gc_guard import MainThreadCollector
+
+    collected: list[int] = []
+    monkeypatch.setattr(gc, "collect", lambda generation=2: collected.append(generation) or 0)
+    monkeypatch.setattr(gc, "get_count", lambda: (10, 10, 10))
+    monkeypatch.setattr(gc, "get_threshold", lambda: (1, 1, 1))
+    collector = MainThreadCollector(interval_ms=60_000, starting=True)
+    try:
+        collector.tick()
+        collector.start_up_done()
+        assert collector.freeze_imports and collector.sweep_due
+        collector.tick()
+    finally:
+        collector.stop()
+        gc.unfreeze()
+    assert collected == [1, 2]

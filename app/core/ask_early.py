@@ -564,13 +564,20 @@ def _prepare(
     takes it over: one keyring read, one passphrase), or None when the prompt holds a
     secret the loaded app would redact or the key cannot be read as last time."""
     from app.core.keyring_fallback import KeyringMode
+    from app.core.providers.urls import origin
     from app.core.secrets import SecretStore, SecretStoreError
     from tools.redact import Redactor
 
-    if not _goes_where_asked(home, flags, recipe.url):
+    # the server the command names now (`--base-url`, else the active account's), and
+    # whose key goes there: the recipe must agree with both
+    source = _expected_key_source(home, flags)
+    target = origin(recipe.url)
+    if source is None or target is None or target != origin(source[2]):
+        return None
+    if recipe.key_source is not None and recipe.key_source != source:
         return None
     mcp_secrets = _mcp_credentials(home)
-    if mcp_secrets is None or _holds_mcp_literal(home, prompt):
+    if mcp_secrets is None:
         return None
     mode = next((m for m in get_args(KeyringMode) if m == recipe.key_mode), None)
     if mode is None:
@@ -583,10 +590,6 @@ def _prepare(
     key: str | None = None
     if recipe.key_source is not None:
         account_id, account_url, url = recipe.key_source
-        if recipe.key_source != _expected_key_source(home, flags):
-            return None
-        if not _key_bound(home, account_id, account_url, url, recipe.url):
-            return None
         try:
             key = store.api_key_for(_Owner(account_id, account_url), url)
         except SecretStoreError:
@@ -631,9 +634,10 @@ def _mcp_credentials(home: Path) -> list[str] | None:
     """At least the literal secrets the loaded app's tripwire learns from mcp.json
     (`ServerConfig.credential_values`, with the same pydantic-free functions), found in
     every entry's fields whatever their spelling (`url`, `serverUrl`, `clientSecret`…):
-    each string under a credential-looking name, the secret parts of any other string and
-    of any list of arguments. None when mcp.json is not JSON (nothing goes early)."""
-    from app.core.mcp.secret_shapes import credential_values_of, secret_spans
+    each string under a credential-looking name (an Authorization header's credential),
+    the secret parts of any other string and of any list of arguments. None when mcp.json
+    is not JSON (nothing goes early)."""
+    from app.core.mcp.secret_shapes import credential_values_of
 
     raw_bytes = _file_bytes(mcp_path(home))
     if raw_bytes == b"-":
@@ -652,7 +656,6 @@ def _mcp_credentials(home: Path) -> list[str] | None:
         elif isinstance(value, dict):
             named = {str(k): t for k, v in value.items() if (t := _text(v)) is not None}
             out += credential_values_of(named, {}, [], None, None)
-            out += [t[a:b] for t in named.values() for a, b in secret_spans(t)]
             stack += [v for v in value.values() if isinstance(v, dict | list)]
     return out
 
@@ -664,60 +667,3 @@ def _text(value: Any) -> str | None:
     if isinstance(value, bool | int | float):
         return json.dumps(value)
     return None
-
-
-def _key_bound(home: Path, account_id: str, account_url: str, url: str, target: str) -> bool:
-    """The key goes where provider_config would send it: to its account's own server (as
-    settings.json names it now), never elsewhere, whatever the recipe says."""
-    from app.core.providers.urls import origin
-
-    try:
-        raw = json.loads(_file_bytes(settings_path(home)))
-        accounts = [a for a in raw.get("providers", []) if a.get("id") == account_id]
-        if accounts and accounts[0].get("base_url") != account_url:
-            return False
-        where = origin(target)
-        return where is not None and where == origin(url) == origin(account_url)
-    except (ValueError, AttributeError, TypeError):
-        return False
-
-
-def _goes_where_asked(home: Path, flags: Sequence[str | None], target: str) -> bool:
-    """The recipe's URL is on the server the command names: `--base-url`, else the active
-    account's (as settings.json says now). Unsure (a default URL): no early request."""
-    from app.core.providers.urls import origin
-
-    kind, base_url = (*flags, None, None)[:2]
-    try:
-        if not base_url:
-            raw = json.loads(_file_bytes(settings_path(home)))
-            active = raw.get("active_provider")
-            accounts: list[Any] = raw.get("providers", [])
-            account: Any = next((a for a in accounts if a.get("id") == active), {})
-            if kind not in (None, account.get("kind")):
-                return False
-            base_url = account.get("base_url")
-        where = origin(target)
-        return bool(base_url) and where is not None and where == origin(str(base_url))
-    except (ValueError, AttributeError, TypeError, RecursionError):
-        return False
-
-
-def _holds_mcp_literal(home: Path, prompt: str) -> bool:
-    """The prompt holds one of mcp.json's strings (its literal tokens among them, which the
-    loaded app knows as secrets once the MCP manager has read the file)."""
-    try:
-        stack: list[Any] = [json.loads(_file_bytes(mcp_path(home)))]
-    except (ValueError, RecursionError):
-        return False
-    while stack:
-        value = stack.pop()
-        if isinstance(value, dict):
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
-        elif isinstance(value, str) and any(
-            len(part) >= 8 and part in prompt for part in (value, *value.split())
-        ):
-            return True
-    return False

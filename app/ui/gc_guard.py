@@ -22,11 +22,12 @@ INTERVAL_MS = 250
 IMPORT_BURST_OBJECTS = 2_000
 
 
-def collect_if_due() -> int:
-    """Collects the oldest generation whose threshold is exceeded; returns objects freed."""
+def collect_if_due(oldest: int = 2) -> int:
+    """Collects the oldest generation (up to `oldest`) whose threshold is exceeded;
+    returns objects freed."""
     counts = gc.get_count()
     thresholds = gc.get_threshold()
-    for generation in (2, 1, 0):
+    for generation in range(oldest, -1, -1):
         if counts[generation] > thresholds[generation]:
             return gc.collect(generation)
     return 0
@@ -40,7 +41,11 @@ class MainThreadCollector(QObject):
     Freezing also keeps the garbage that was waiting at that moment (a few dozen objects
     when measured); so after such a freeze a *sweep* is due — unfreeze, collect everything,
     freeze again (tens of milliseconds) — run when the user is not looking: Deskhand stops
-    being the active application (another app is in front, the window went to the tray)."""
+    being the active application (another app is in front, the window went to the tray).
+
+    `starting`: while the window is being put together, no full collection (one took 15 ms
+    of the interpreter lock); `start_up_done` ends that, freezes what start-up made and
+    turns `freeze_imports` on."""
 
     def __init__(
         self,
@@ -48,10 +53,12 @@ class MainThreadCollector(QObject):
         interval_ms: int = INTERVAL_MS,
         *,
         freeze_imports: bool = False,
+        starting: bool = False,
     ) -> None:
         super().__init__(parent)
         gc.disable()
         self.freeze_imports = freeze_imports
+        self.starting = starting
         #: A freeze kept garbage: `sweep` frees it (when the application goes inactive).
         self.sweep_due = False
         self._modules = len(sys.modules)
@@ -84,7 +91,16 @@ class MainThreadCollector(QObject):
             gc.freeze()
             self.sweep_due = True
             return 0
-        return collect_if_due()
+        return collect_if_due(1 if self.starting else 2)
+
+    def start_up_done(self) -> None:
+        """The window is whole: what start-up made is frozen (full collections walk only
+        what comes later; the little garbage it left waits for a sweep), later import
+        bursts are frozen too, and full collections may run again."""
+        self.freeze()
+        self.sweep_due = True
+        self.freeze_imports = True
+        self.starting = False
 
     def stop(self) -> None:
         self._timer.stop()

@@ -34,9 +34,6 @@ REMINDER_KEY = "reminder:"
 TASKS_START_MS = 400
 #: How often a home without tasks is looked at for a first one (the schedule's own wake).
 TASKS_LOOK_MS = 30_000
-#: While the window starts, the collector makes no full collection (one took 15 ms of the
-#: interpreter lock on a worker); once it is whole, what start-up made is frozen instead.
-NO_FULL_COLLECTION = 1_000_000_000
 #: How soon a thread hands the interpreter lock on when another waits (Python's default
 #: is 5 ms): the GUI thread re-enters Python for each widget event and each row it paints,
 #: and waiting 5 ms each time while a worker imported made a 45 ms window build take 108 ms.
@@ -92,6 +89,7 @@ class App:
         """`window`: the frame `run_gui` painted first (else one is made here);
         `runtime`: one built meanwhile on a worker thread (else one is made here);
         `staged`: built part by part by `build_step`, not all here."""
+        self._staged = staged
         self._parts = self._build(qapp, home, window, runtime)
         if not staged:
             for _ in self._parts:
@@ -119,7 +117,7 @@ class App:
         from app.ui.tray import Tray
 
         self.qapp = qapp
-        self.collector = MainThreadCollector(qapp)
+        self.collector = MainThreadCollector(qapp, starting=self._staged)
         self.runtime = runtime or Runtime(home)
         self.runtime.headless = False  # file tools wait for the folder question
         configure(self.runtime.secrets.known_values, log_dir=self.runtime.home / "logs")
@@ -418,8 +416,6 @@ def run_gui(home: str | Path | None = None) -> int:
     # could free a cycle holding a widget on that thread (a crash, seen 1 start in 9); the
     # App's collector collects on this thread once it exists (app/ui/gc_guard.py)
     gc.disable()
-    thresholds = gc.get_threshold()
-    gc.set_threshold(thresholds[0], thresholds[1], NO_FULL_COLLECTION)
     qapp = QApplication.instance() or QApplication(sys.argv)
     resolved_home = deskhand_home(home)
     if ask_running_instance(resolved_home):
@@ -446,7 +442,7 @@ def run_gui(home: str | Path | None = None) -> int:
     from app.ui.passphrase import install_gui_prompts
 
     install_gui_prompts()  # an encrypted-file keyring asks for its passphrase in a dialog
-    start = StagedStart(qapp, resolved_home, frame, store, thresholds)
+    start = StagedStart(qapp, resolved_home, frame, store)
     QTimer.singleShot(0, start.begin)
     with loop:
         loop.run_until_complete(_until_quit(qapp))
@@ -492,11 +488,8 @@ class StagedStart:
         home: Path,
         frame: MainWindow,
         store: Any,
-        thresholds: tuple[int, int, int] | None = None,
     ) -> None:
         self.qapp = qapp
-        #: The collector's thresholds to go back to once the window is whole.
-        self.thresholds = thresholds or gc.get_threshold()
         self.home = home
         self.frame = frame
         self.store = store
@@ -523,7 +516,6 @@ class StagedStart:
             return
         timeline.mark("runtime")
         self.app = App(self.qapp, self.home, window=self.frame, runtime=runtime, staged=True)
-        self._parts = 0
         QTimer.singleShot(PART_GAP_MS, self._next_part)
 
     def _next_part(self) -> None:
@@ -549,10 +541,7 @@ class StagedStart:
         log.info("window shown")
         # what start-up made stays: collections walk only what comes later, and what later
         # imports make (the MCP SDK, the first turn's modules) is frozen too
-        self.app.collector.freeze()
-        self.app.collector.sweep_due = True  # (the little garbage start-up left)
-        self.app.collector.freeze_imports = True
-        gc.set_threshold(*self.thresholds)
+        self.app.collector.start_up_done()
         QTimer.singleShot(SECRETS_AFTER_MS, self.app.runtime.secrets.start_loading)
 
     def _fail(self, exc: Exception) -> None:

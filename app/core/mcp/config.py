@@ -41,9 +41,9 @@ from app.core.mcp.desktop import claude_desktop_config_path
 from app.core.mcp.secret_shapes import (
     KEYRING_PREFIX,
     PLACEHOLDER,
-    _arg_spans,
-    _literal,
+    arg_spans,
     credential_values_of,
+    is_literal,
     masked_args,
     secret_args,
     secret_spans,
@@ -855,7 +855,7 @@ def _move_secrets(server: str, entry: dict[str, Any], set_secret: SecretSetter) 
         if not isinstance(values, dict):
             continue
         for key, value in values.items():
-            if not isinstance(value, str) or not _literal(value):
+            if not isinstance(value, str) or not is_literal(value):
                 continue
             where = f"{section}.{key}"
             spans = [(0, len(value))] if is_credential_key(key) else secret_spans(value)
@@ -865,7 +865,7 @@ def _move_secrets(server: str, entry: dict[str, Any], set_secret: SecretSetter) 
                 values[key] = mover.replace_spans(where, key, value, spans)
     args = entry.get("args")
     if isinstance(args, list) and all(isinstance(a, str) for a in args):
-        spans_by_arg = {i: _arg_spans(args, i) for i in secret_args(args)}
+        spans_by_arg = {i: arg_spans(args, i) for i in secret_args(args)}
         for i, spans in spans_by_arg.items():
             args[i] = mover.replace_spans(f"args[{i}]", f"arg{i + 1}", args[i], spans)
     url = entry.get("url")
@@ -875,7 +875,7 @@ def _move_secrets(server: str, entry: dict[str, Any], set_secret: SecretSetter) 
     if isinstance(auth, dict):
         for key in ("client_secret", "clientSecret"):
             value = auth.get(key)
-            if isinstance(value, str) and _literal(value):
+            if isinstance(value, str) and is_literal(value):
                 ref = mover.store(f"auth.{key}", "client_secret", value)
                 auth[key] = f"${{{KEYRING_PREFIX}{ref}}}"
     return mover.moved

@@ -29,17 +29,17 @@ def credential_values_of(
     arguments and the URL."""
     out = []
     for key, value in [*env.items(), *headers.items()]:
-        if value.startswith(KEYRING_PREFIX) or not _literal(value):
+        if value.startswith(KEYRING_PREFIX) or not is_literal(value):
             continue
         if is_credential_key(key):
             out.append(value.split(" ", 1)[-1] if key.lower() == "authorization" else value)
         else:
             out += [value[a:b] for a, b in secret_spans(value)]
     for i in secret_args(args):
-        out += [args[i][a:b] for a, b in _arg_spans(args, i)]
+        out += [args[i][a:b] for a, b in arg_spans(args, i)]
     if url:
         out += [url[a:b] for a, b in secret_spans(url)]
-    if client_secret and not client_secret.startswith(KEYRING_PREFIX) and _literal(client_secret):
+    if client_secret and not client_secret.startswith(KEYRING_PREFIX) and is_literal(client_secret):
         out.append(client_secret)
     return out
 
@@ -50,7 +50,7 @@ _URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*)://(?P<rest>.*)$", re.D
 _NAMED_VALUE = re.compile(r"^-{0,2}(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)=(?P<value>.+)$", re.DOTALL)
 
 
-def _literal(value: str) -> bool:
+def is_literal(value: str) -> bool:
     """A value that is really there (not empty, not a reference to one elsewhere)."""
     stripped = value.strip()
     return bool(stripped) and not (
@@ -64,7 +64,7 @@ def secret_spans(value: str) -> list[tuple[int, int]]:
     """Where the secrets are in one string: a URL's password and credential query values,
     the value of `--token=…` / `API_KEY=…`, or the whole string when it looks like a
     credential (a token format, a private key)."""
-    if not _literal(value):
+    if not is_literal(value):
         return []
     url = _URL.match(value)
     if url:
@@ -72,7 +72,7 @@ def secret_spans(value: str) -> list[tuple[int, int]]:
         if spans:
             return spans
     named = _NAMED_VALUE.match(value)
-    if named and _literal(named.group("value")):
+    if named and is_literal(named.group("value")):
         if is_credential_key(named.group("name")):
             return [named.span("value")]
         found = secret_spans(named.group("value"))
@@ -90,7 +90,7 @@ def _url_spans(url: str, start: int) -> list[tuple[int, int]]:
     authority = url[start:end]
     if "@" in authority:
         userinfo = authority[: authority.rindex("@")]
-        if ":" in userinfo and _literal(userinfo.split(":", 1)[1]):
+        if ":" in userinfo and is_literal(userinfo.split(":", 1)[1]):
             spans.append((start + userinfo.index(":") + 1, start + len(userinfo)))
     query_at = url.find("?", end)
     if query_at != -1:
@@ -103,7 +103,7 @@ def _url_spans(url: str, start: int) -> list[tuple[int, int]]:
             plain = unquote(value.replace("+", " "))
             if (
                 sep
-                and _literal(value)
+                and is_literal(value)
                 and (is_credential_key(unquote(name)) or looks_like_credential_value(plain))
             ):
                 spans.append((value_start, value_start + len(value)))
@@ -113,20 +113,20 @@ def _url_spans(url: str, start: int) -> list[tuple[int, int]]:
 
 def secret_args(args: Sequence[str]) -> list[int]:
     """Indexes of the arguments holding a secret (in whole or in part)."""
-    return [i for i in range(len(args)) if _arg_spans(args, i)]
+    return [i for i in range(len(args)) if arg_spans(args, i)]
 
 
 def masked_args(args: Sequence[str]) -> list[str]:
     """The arguments with each secret part (as `secret_args` finds them) replaced by a mark."""
     out = []
     for i, arg in enumerate(args):
-        for start, end in sorted(_arg_spans(args, i), reverse=True):
+        for start, end in sorted(arg_spans(args, i), reverse=True):
             arg = f"{arg[:start]}<secret>{arg[end:]}"
         out.append(arg)
     return out
 
 
-def _arg_spans(args: Sequence[str], i: int) -> list[tuple[int, int]]:
+def arg_spans(args: Sequence[str], i: int) -> list[tuple[int, int]]:
     arg = args[i]
     before = args[i - 1] if i else ""
     if (
@@ -134,7 +134,7 @@ def _arg_spans(args: Sequence[str], i: int) -> list[tuple[int, int]]:
         and "=" not in before
         and is_credential_key(before.lstrip("-"))
         and not arg.startswith("-")
-        and _literal(arg)
+        and is_literal(arg)
     ):
         return [(0, len(arg))]  # `--api-key VALUE`
     return secret_spans(arg)
