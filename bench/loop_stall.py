@@ -43,6 +43,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.keyring_service import Unavailable, secret_service  # noqa: E402
+from bench.pyc_cache import compile_project  # noqa: E402
 from bench.scripted import configure_home, make_files, served  # noqa: E402
 
 RUNS = 3
@@ -156,10 +157,13 @@ def attributions(runs: list[dict[str, Any]], phase: str, limit: int = 6) -> list
             stage += f", during {', '.join(map(repr, gap['during']))}"
         lines.append(
             f"  {gap['ms']:6.1f} ms at t={gap['at']:.2f} s, {stage}"
-            f" ({gap['samples']} stack samples)"
+            f" ({gap['samples']} stack samples; GUI thread on a core"
+            f" {gap.get('gui_cpu_ms', 0.0):.1f} ms of it)"
         )
         for count, frames in gap["stacks"][:2]:
             lines.append(f"      {count:3d}x " + "\n           ".join(frames))
+        for where, count in gap.get("others", [])[:3]:
+            lines.append(f"      other thread {count:3d}x {where}")
     return lines
 
 
@@ -188,6 +192,7 @@ def stages(runs: list[dict[str, Any]], phase: str) -> list[str]:
 
 
 def main() -> None:
+    compile_project()
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     work = Path(tempfile.mkdtemp(prefix="deskhand-stall-"))
     root = work / "files"

@@ -37,6 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.pyc_cache import compile_project
 from bench.scripted import (
     configure_home,
     make_files,
@@ -176,6 +177,7 @@ def report(result: dict[str, object]) -> None:
 
 
 def main() -> None:
+    compile_project()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=10_000)
     parser.add_argument(

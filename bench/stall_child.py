@@ -63,6 +63,8 @@ class Watchdog(threading.Thread):
         self.gui = threading.main_thread().ident
         self.last_tick = start
         self.samples: list[tuple[float, tuple[Frame, ...]]] = []
+        #: What the other threads ran meanwhile (innermost frame, thread name).
+        self.others: list[tuple[float, str]] = []
         self.stopped = False
 
     def run(self) -> None:
@@ -70,13 +72,22 @@ class Watchdog(threading.Thread):
             time.sleep(SAMPLE_EVERY_S)
             now = time.perf_counter()
             if now - self.last_tick > THRESHOLD_S:
-                frame = sys._current_frames().get(self.gui)
+                frames = sys._current_frames()
+                frame = frames.get(self.gui)
                 if frame is not None:
                     self.samples.append((now, stack_of(frame)))
-                del frame
+                names = {t.ident: t.name for t in threading.enumerate()}
+                for ident, other in frames.items():
+                    if ident not in (self.gui, self.ident):
+                        name = names.get(ident, "?")
+                        self.others.append((now, f"{name}: {blame_of(stack_of(other))}"))
+                del frame, frames
 
     def between(self, start: float, end: float) -> list[tuple[Frame, ...]]:
         return [s for t, s in self.samples if start < t <= end]
+
+    def others_between(self, start: float, end: float) -> list[str]:
+        return [s for t, s in self.others if start < t <= end]
 
 
 def blame_of(stack: tuple[Frame, ...]) -> str:
@@ -116,6 +127,9 @@ class Probe:
         self.watchdog = Watchdog(start)
         self.watchdog.start()
         self.first_tick: float | None = None
+        #: The GUI thread's CPU time at the last tick: a long gap with little CPU was a
+        #: wait (for the interpreter lock, or for a core), not work.
+        self.last_cpu = time.thread_time()
         self.extra: dict[str, Any] = {}
         #: Start-up's marks (app/ui/startup_timeline.py) as (name, perf_counter time).
         self.marks: list[tuple[str, float]] = []
@@ -131,7 +145,9 @@ class Probe:
 
     def tick(self) -> None:
         now = time.perf_counter()
+        cpu = time.thread_time()
         gap = now - self.last
+        self.gap_cpu, self.last_cpu = cpu - self.last_cpu, cpu
         if self.first_tick is None:
             self.first_tick = now
             self._long("preloop", gap, self.last, now)
@@ -156,6 +172,8 @@ class Probe:
                 "after": before[-1] if before else "",
                 "during": during,
                 "samples": len(stacks),
+                "gui_cpu_ms": getattr(self, "gap_cpu", 0.0) * 1000,
+                "others": Counter(self.watchdog.others_between(start, end)).most_common(4),
                 "stacks": common,
                 "blame": blame,
             }

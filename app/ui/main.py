@@ -43,6 +43,10 @@ GUI_SWITCH_INTERVAL_S = 0.0002
 #: The stored secrets (the keyring's modules, a D-Bus round trip) load this long after the
 #: window is whole, not while it is being built; a turn sent earlier waits for them.
 SECRETS_AFTER_MS = 300
+#: MCP servers start this long after the window is whole: the SDK's import on a worker
+#: (~160 ms of Python) then does not overlap the whole window's first paint, whose widgets
+#: re-enter Python dozens of times (a 15–24 ms stall when they met; 10–13 ms apart).
+MCP_START_AFTER_MS = 120
 #: The pause between two parts of the window being put together: a real timer, not a
 #: zero one — Qt runs zero-delay calls one after another before its timers and the window
 #: system's events get a turn, which made three parts one 18 ms stall.
@@ -161,7 +165,7 @@ class App:
         self.scheduler = Scheduler(self.runtime.reminders, self.deliver)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reminders_stopped = False
-        # once the loop runs: reminders, then MCP servers (after the window is ready)
+        # once the loop runs: reminders, then MCP servers (after the window's first paint)
         QTimer.singleShot(0, self.start_scheduler)
         QTimer.singleShot(PROBE_DELAY_MS, self.notifications.start)
         from app.ui.task_host import TaskHost
@@ -225,7 +229,8 @@ class App:
             return
         self._loop = loop
         self.scheduler.start()
-        QTimer.singleShot(0, self.start_mcp_servers)  # after the window's "ready" mark
+        # after the whole window's first paint (see MCP_START_AFTER_MS)
+        QTimer.singleShot(MCP_START_AFTER_MS, self.start_mcp_servers)
         # after the first paint: the task runner's imports are not needed for it
         QTimer.singleShot(TASKS_START_MS, self._start_tasks)
 

@@ -16,6 +16,7 @@ from PySide6.QtGui import (
     QCloseEvent,
     QDesktopServices,
     QFont,
+    QImage,
     QKeySequence,
     QPainter,
     QPaintEvent,
@@ -301,6 +302,8 @@ class MainWindow(QMainWindow):
         self._open_keeping_typed(lambda: self._restore_chat(restoring))
         self._first_run_prompts()
         yield
+        self._prerender_chat_pane(pane)
+        yield
         # one part from here on: the pane shows with the menus and the chat list connected,
         # and a chat picked meanwhile is opened with what was typed kept
         had_focus = self.composer.edit.hasFocus()
@@ -422,6 +425,19 @@ class MainWindow(QMainWindow):
         pane.ensurePolished()
         for child in pane.findChildren(QWidget):
             child.ensurePolished()
+
+    def _prerender_chat_pane(self, pane: QWidget | None) -> None:
+        """The hidden pane painted once into an image at the size it will show at: its
+        first paint's one-time work (style sheet rules, text layouts, glyphs, icons: about
+        5 ms) is done here, not in the part that shows it with the whole window's repaint."""
+        if pane is None or self._early_pane is None:
+            return
+        size = self._early_pane.size()
+        pane.resize(size)
+        layout = pane.layout()
+        if layout is not None:
+            layout.activate()
+        pane.render(QImage(size, QImage.Format.Format_ARGB32_Premultiplied))
 
     def _show_chat_pane(self, pane: QWidget | None) -> None:
         """The chat pane built around the early composer takes the placeholder's place;
