@@ -665,6 +665,37 @@ def test_no_part_shows_a_window_of_its_own_and_typing_reaches_the_message_box(
     frame.stop_background_work()
 
 
+def test_the_chat_pane_shows_in_the_last_part_already_laid_out_at_its_size(
+    runtime, qtbot, qloop
+):
+    """Until the last part the early placeholder is what shows; the new chat pane, still
+    hidden, has been laid out (and painted off screen) at the placeholder's size, so the
+    part that shows it does not also do its first layout and paint."""
+    frame, _first, _picked = _early_frame(runtime, qtbot)
+    qtbot.waitExposed(frame)
+    placeholder = frame._early_pane
+    steps = frame.attach_steps(runtime, Tray(app_icon()))
+    laid_out_while_hidden = False
+    for _ in steps:
+        QApplication.processEvents()
+        if frame.attached:
+            break
+        assert placeholder.isVisible()
+        pane = frame.chat_view.parentWidget()
+        while pane is not None and pane.objectName() != "chatPane":
+            pane = pane.parentWidget()
+        if pane is not None and pane.parentWidget() is frame.splitter:
+            assert not pane.isVisible()
+            view = frame.chat_view.size()
+            laid_out_while_hidden = (
+                view.width() == placeholder.width() and 0 < view.height() < placeholder.height()
+            )
+    assert laid_out_while_hidden
+    QApplication.processEvents()
+    assert frame.chat_view.isVisible() and not placeholder.isVisible()
+    frame.stop_background_work()
+
+
 def test_a_chat_picked_between_any_two_parts_gets_the_held_send_and_keeps_its_draft(
     runtime, llm, qtbot, qloop
 ):
