@@ -536,3 +536,23 @@ def test_the_notification_server_is_probed_after_the_window_shows(
         "later": ["dbus_fast", "desktop_notifier"],
         "native": True,
     }
+
+
+def test_mcp_servers_do_not_start_once_the_app_is_stopping(
+    make_app: Callable[[], App], home: Path, qloop: asyncio.AbstractEventLoop
+) -> None:
+    """The MCP start waits MCP_START_AFTER_MS after the window is whole; an App that
+    quit (or was torn down) meanwhile starts no servers that nobody would stop."""
+    from app.core.paths import mcp_path
+
+    server = {"command": sys.executable, "args": [str(Path(__file__).with_name("mcp_servers.py"))]}
+    mcp_path(home).write_text(json.dumps({"mcpServers": {"one": server}}), "utf-8")
+    app = make_app()
+    app.stop_reminders()
+
+    async def the_timer_fires() -> None:  # with the loop running, as the timer would
+        app.start_mcp_servers()
+
+    qloop.run_until_complete(the_timer_fires())
+    assert getattr(app, "_mcp_future", None) is None
+    assert "mcp" not in app.runtime.__dict__

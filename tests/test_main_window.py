@@ -665,34 +665,38 @@ def test_no_part_shows_a_window_of_its_own_and_typing_reaches_the_message_box(
     frame.stop_background_work()
 
 
-def test_the_chat_pane_shows_in_the_last_part_already_laid_out_at_its_size(
-    runtime, qtbot, qloop
-):
+def test_the_chat_pane_shows_in_the_last_part_laid_out_once_at_its_size(runtime, qtbot, qloop):
     """Until the last part the early placeholder is what shows; the new chat pane, still
-    hidden, has been laid out (and painted off screen) at the placeholder's size, so the
-    part that shows it does not also do its first layout and paint."""
-    frame, _first, _picked = _early_frame(runtime, qtbot)
+    hidden, opens the last chat laid out at the placeholder's size (and is painted off
+    screen), so showing it lays nothing out again: the rows keep their width and no
+    message is laid out twice, in the last part or in the events after it."""
+    from app.core.providers.base import ChatMessage
+
+    frame, first, _picked = _early_frame(runtime, qtbot)
+    for n in range(6):
+        runtime.store.append_message(first, ChatMessage(role="user", content=f"question {n}"))
+        runtime.store.append_message(
+            first, ChatMessage(role="assistant", content=f"answer {n} " + "words " * 40)
+        )
     qtbot.waitExposed(frame)
     placeholder = frame._early_pane
-    steps = frame.attach_steps(runtime, Tray(app_icon()))
-    laid_out_while_hidden = False
-    for _ in steps:
+    pane_width = placeholder.width()
+    hidden_widths: list[int] = []
+    for _ in frame.attach_steps(runtime, Tray(app_icon())):
         QApplication.processEvents()
-        if frame.attached:
-            break
-        assert placeholder.isVisible()
-        pane = frame.chat_view.parentWidget()
-        while pane is not None and pane.objectName() != "chatPane":
-            pane = pane.parentWidget()
-        if pane is not None and pane.parentWidget() is frame.splitter:
-            assert not pane.isVisible()
-            view = frame.chat_view.size()
-            laid_out_while_hidden = (
-                view.width() == placeholder.width() and 0 < view.height() < placeholder.height()
-            )
-    assert laid_out_while_hidden
+        assert placeholder.isVisible() and not frame.attached
+        if frame.chat_view.window() is frame and not frame.chat_view.isVisible():
+            hidden_widths.append(frame.chat_view.width())
+    # the loop ended with the last part: the pane shows, the placeholder is gone
+    assert frame.attached and frame.chat_view.isVisible()
+    assert hidden_widths[-1] == pane_width  # its size while hidden
+    built, width = frame.chat_view.chat_delegate.layouts_built, frame.chat_view.width()
+    assert width == pane_width and built > 0
     QApplication.processEvents()
-    assert frame.chat_view.isVisible() and not placeholder.isVisible()
+    qtbot.wait(50)
+    assert frame.chat_view.width() == width
+    assert frame.chat_view.chat_delegate.layouts_built == built
+    assert frame.splitter.count() == 2
     frame.stop_background_work()
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QApplication
+from shiboken6 import isValid
 
 from app.ui import startup_timeline as timeline
 
@@ -250,7 +251,8 @@ class App:
         meanwhile, and their tools join the registry as they come up."""
         from app.core.paths import mcp_path
 
-        if not mcp_path(self.runtime.home).exists():
+        # quitting (or a test's App torn down) before the timer fired: no servers nobody stops
+        if self._reminders_stopped or not mcp_path(self.runtime.home).exists():
             return
         loop = asyncio.get_event_loop()
         if not loop.is_running():
@@ -260,7 +262,11 @@ class App:
         # registry as each one comes up (the runtime follows the manager)
         self._mcp_future = loop.run_in_executor(None, self.runtime.start_mcp)
         # servers may ask the user something as soon as they connect: the window answers
-        self._mcp_future.add_done_callback(lambda _done: self.window.attach_mcp())
+        self._mcp_future.add_done_callback(self._mcp_started)
+
+    def _mcp_started(self, _done: Any) -> None:
+        if not self._reminders_stopped and isValid(self.window):
+            self.window.attach_mcp()
 
     def stop_reminders(self) -> None:
         """No more reminders from this App (quitting, or a test tearing it down)."""

@@ -425,19 +425,39 @@ class MainWindow(QMainWindow):
         pane.ensurePolished()
         for child in pane.findChildren(QWidget):
             child.ensurePolished()
+        self._lay_out_like_placeholder(pane)  # the last chat's rows then open at their width
 
-    def _prerender_chat_pane(self, pane: QWidget | None) -> None:
-        """The hidden pane painted once into an image at the size it will show at: its
-        first paint's one-time work (style sheet rules, text layouts, glyphs, icons: about
-        5 ms) is done here, not in the part that shows it with the whole window's repaint."""
-        if pane is None or self._early_pane is None:
-            return
-        size = self._early_pane.size()
+    def _lay_out_like_placeholder(self, pane: QWidget) -> QSize | None:
+        """The hidden pane's widgets placed at the size the pane will show at (the
+        placeholder's); None when there is nothing to match."""
+        placeholder = self._early_pane
+        if placeholder is None or placeholder.size().isEmpty():
+            return None
+        size = placeholder.size()
         pane.resize(size)
         layout = pane.layout()
         if layout is not None:
             layout.activate()
-        pane.render(QImage(size, QImage.Format.Format_ARGB32_Premultiplied))
+        return size
+
+    def _prerender_chat_pane(self, pane: QWidget | None) -> None:
+        """The hidden pane painted once into an image at the size it will show at: its
+        first paint's one-time work (style sheet rules, text layouts, glyphs, icons: about
+        5 ms) is done here, not in the part that shows it with the whole window's repaint.
+        Not for a window that is not on screen (started hidden, or closed meanwhile)."""
+        if pane is None or not self.isVisible() or self.closed_while_starting:
+            return
+        size = self._lay_out_like_placeholder(pane)
+        if size is None:
+            return
+        ratio = self.devicePixelRatioF()  # the caches warmed are the screen's own
+        image = QImage(
+            round(size.width() * ratio),
+            round(size.height() * ratio),
+            QImage.Format.Format_ARGB32_Premultiplied,
+        )
+        image.setDevicePixelRatio(ratio)
+        pane.render(image)
 
     def _show_chat_pane(self, pane: QWidget | None) -> None:
         """The chat pane built around the early composer takes the placeholder's place;
@@ -448,14 +468,18 @@ class MainWindow(QMainWindow):
         assert layout is not None
         layout.addWidget(self.composer)
         placeholder, self._early_pane = self._early_pane, None
-        sizes = self.splitter.sizes()
+        sizes = self.splitter.sizes()  # chat list, placeholder, hidden pane
+        # the pane shows and takes the placeholder's width before the placeholder leaves
+        # the splitter: taken out first, it left the splitter a moment with nothing on the
+        # right, which squeezed it to 480 px for the first paint and laid every row out twice
         if placeholder is not None:
             placeholder.hide()
+        pane.show()
+        self.splitter.setStretchFactor(self.splitter.indexOf(pane), 1)
+        self.splitter.setSizes([sizes[0], 0, sizes[1]] if placeholder is not None else sizes)
+        if placeholder is not None:
             placeholder.setParent(None)
             placeholder.deleteLater()
-        pane.show()
-        self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes(sizes)
 
     def _build_header(self) -> QFrame:
         """The chat's title, the accounts and model in use, and the sidebar's toggle."""
