@@ -667,9 +667,10 @@ def test_no_part_shows_a_window_of_its_own_and_typing_reaches_the_message_box(
 
 def test_the_chat_pane_shows_in_the_last_part_laid_out_once_at_its_size(runtime, qtbot, qloop):
     """Until the last part the early placeholder is what shows; the new chat pane, still
-    hidden, opens the last chat laid out at the placeholder's size (and is painted off
-    screen), so showing it lays nothing out again: the rows keep their width and no
-    message is laid out twice, in the last part or in the events after it."""
+    hidden, opens the last chat laid out at the size it will show at (and is painted off
+    screen; the menu bar and the message box's place are already taken), so showing it
+    lays nothing out again: the chat keeps its size and no message is laid out twice, in
+    the last part or in the events after it. The menus are there, and usable once whole."""
     from app.core.providers.base import ChatMessage
 
     frame, first, _picked = _early_frame(runtime, qtbot)
@@ -681,21 +682,25 @@ def test_the_chat_pane_shows_in_the_last_part_laid_out_once_at_its_size(runtime,
     qtbot.waitExposed(frame)
     placeholder = frame._early_pane
     pane_width = placeholder.width()
-    hidden_widths: list[int] = []
+    hidden_sizes: list[Any] = []
     for _ in frame.attach_steps(runtime, Tray(app_icon())):
         QApplication.processEvents()
         assert placeholder.isVisible() and not frame.attached
+        titles = frame.menuBar().actions()
+        assert [a.text() for a in titles] == ["&File", "&Edit", "&View", "&Chat"]
+        assert not any(a.isEnabled() for a in titles)  # no empty menu opens meanwhile
         if frame.chat_view.window() is frame and not frame.chat_view.isVisible():
-            hidden_widths.append(frame.chat_view.width())
+            hidden_sizes.append(frame.chat_view.size())
     # the loop ended with the last part: the pane shows, the placeholder is gone
     assert frame.attached and frame.chat_view.isVisible()
-    assert hidden_widths[-1] == pane_width  # its size while hidden
-    built, width = frame.chat_view.chat_delegate.layouts_built, frame.chat_view.width()
-    assert width == pane_width and built > 0
+    assert hidden_sizes[-1].width() == pane_width  # its size while hidden
+    built, size = frame.chat_view.chat_delegate.layouts_built, frame.chat_view.size()
+    assert size == hidden_sizes[-1] and built > 0
     QApplication.processEvents()
     qtbot.wait(50)
-    assert frame.chat_view.width() == width
+    assert frame.chat_view.size() == size
     assert frame.chat_view.chat_delegate.layouts_built == built
+    assert all(a.isEnabled() for a in frame.menuBar().actions())
     assert frame.splitter.count() == 2
     frame.stop_background_work()
 

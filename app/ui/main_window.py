@@ -235,6 +235,9 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(splitter)
         self.splitter = splitter
         self._early_pane: QWidget | None = right  # `attach` puts the chat pane in its place
+        # the menu bar takes its height now, not when the chat pane shows (a relayout of
+        # the whole window in that part); its menus fill in once the window is whole
+        self._menu_titles()
         self.sidebar.refresh()
         # a chat picked while starting is the one `attach` opens (and a waiting Send goes to)
         self.sidebar.conversationSelected.connect(self._picked_while_starting)
@@ -402,6 +405,10 @@ class MainWindow(QMainWindow):
         right_layout.addWidget(self.undo_bar)
         right_layout.addWidget(self.task_question_bar)
         if early:  # the pane takes the placeholder's place later (`_show_chat_pane`)
+            # where the early message box will go, kept at its height meanwhile, so the
+            # pane is laid out as it will show
+            self._composer_slot = QWidget()
+            right_layout.addWidget(self._composer_slot)
             return right
         right_layout.addWidget(self.composer)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -434,6 +441,9 @@ class MainWindow(QMainWindow):
         if placeholder is None or placeholder.size().isEmpty():
             return None
         size = placeholder.size()
+        slot = self.__dict__.get("_composer_slot")
+        if slot is not None:
+            slot.setFixedHeight(self.composer.height())
         pane.resize(size)
         layout = pane.layout()
         if layout is not None:
@@ -466,7 +476,13 @@ class MainWindow(QMainWindow):
             return
         layout = pane.layout()
         assert layout is not None
-        layout.addWidget(self.composer)
+        slot = self.__dict__.pop("_composer_slot", None)
+        if slot is None:
+            layout.addWidget(self.composer)
+        else:  # in the place kept for it: nothing else in the pane moves
+            layout.replaceWidget(slot, self.composer)
+            slot.hide()
+            slot.deleteLater()
         placeholder, self._early_pane = self._early_pane, None
         sizes = self.splitter.sizes()  # chat list, placeholder, hidden pane
         # the pane shows and takes the placeholder's width before the placeholder leaves
@@ -557,9 +573,24 @@ class MainWindow(QMainWindow):
         if isinstance(app, QApplication):
             app.focusChanged.connect(self._focus_changed)
 
+    def _menu_titles(self) -> tuple[QMenu, QMenu, QMenu, QMenu]:
+        """The menu bar's four menus (made once; empty until `_build_menus`)."""
+        if "_menus" not in self.__dict__:
+            bar = self.menuBar()
+            self._menus = (
+                bar.addMenu("&File"),
+                bar.addMenu("&Edit"),
+                bar.addMenu("&View"),
+                bar.addMenu("&Chat"),
+            )
+            for menu in self._menus:
+                menu.setEnabled(False)  # no empty menu opens while the window starts
+        return self._menus
+
     def _build_menus(self) -> None:
-        bar = self.menuBar()
-        file_menu = bar.addMenu("&File")
+        file_menu, edit_menu, view_menu, chat_menu = menus = self._menu_titles()
+        for menu in menus:
+            menu.setEnabled(True)
         self.new_action = self._action(file_menu, "New chat", "Ctrl+N", self.new_chat)
         self.settings_action = self._action(
             file_menu, "Settings…", "Ctrl+,", lambda: self.settingsRequested.emit("providers")
@@ -567,18 +598,15 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         self._action(file_menu, "Close window", "Ctrl+W", self.close)
         self._action(file_menu, "Quit", "Ctrl+Q", self.quitRequested.emit)
-        edit_menu = bar.addMenu("&Edit")
         self._build_edit_actions(edit_menu)
         edit_menu.addSeparator()
         self._action(edit_menu, "Search chats", "Ctrl+K", self.search_chats)
         self._action(edit_menu, "Focus message box", "Ctrl+L", self.focus_composer)
-        view_menu = bar.addMenu("&View")
         self.sidebar_action = self._action(
             view_menu, "Show chat list", SIDEBAR_SHORTCUT, self.toggle_sidebar
         )
         self.sidebar_action.setCheckable(True)
         self.sidebar_action.setChecked(True)
-        chat_menu = bar.addMenu("&Chat")
         self.stop_action = self._action(chat_menu, "Stop", "Esc", self.controller.stop)
         self.stop_action.setEnabled(False)
         self.rename_action = self._action(chat_menu, "Rename", "F2", self.rename_current)
