@@ -76,10 +76,13 @@ def test_a_stale_socket_from_a_crash_is_replaced_and_closing_removes_ours(tmp_pa
 def test_a_home_too_long_for_a_socket_address_uses_a_private_runtime_folder(
     tmp_path: Path, qtbot, monkeypatch
 ):
+    import shutil
+    import tempfile
+
     from app.ui.single_instance import MAX_SOCKET_PATH, socket_path
 
-    runtime = tmp_path / "run"
-    runtime.mkdir(mode=0o700)
+    # a short runtime folder, as /run/user/<uid> is (tmp_path's length varies by machine)
+    runtime = Path(tempfile.mkdtemp(prefix="dh-run-"))
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     home = tmp_path / ("h" * (MAX_SOCKET_PATH + 10))
     home.mkdir()
@@ -90,6 +93,26 @@ def test_a_home_too_long_for_a_socket_address_uses_a_private_runtime_folder(
         assert server.listening
         with qtbot.waitSignal(server.activationRequested, timeout=5_000):
             assert ask_running_instance(home) is True
+    finally:
+        server.close()
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+def test_a_fallback_address_too_long_as_well_means_no_socket(tmp_path: Path, monkeypatch, qapp):
+    """A runtime folder so deep that the fallback address is too long too: no single-
+    instance socket (a second start opens a second window), not a failed bind."""
+    from app.ui.single_instance import MAX_SOCKET_PATH, socket_path
+
+    runtime = tmp_path / ("r" * MAX_SOCKET_PATH)
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    home = tmp_path / ("h" * (MAX_SOCKET_PATH + 10))
+    home.mkdir()
+    assert socket_path(home, create=True) is None
+    server = InstanceServer(home)
+    try:
+        assert not server.listening
+        assert ask_running_instance(home) is False
     finally:
         server.close()
 

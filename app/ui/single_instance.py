@@ -39,7 +39,8 @@ def server_name(home: Path) -> str:
 
 def socket_path(home: Path, *, create: bool = False) -> Path | None:
     """Where this home's instance listens (POSIX). None when no safe place exists: the
-    per-user fallback folder is someone else's or open to others."""
+    per-user fallback folder is someone else's or open to others, or its address would
+    be too long as well."""
     own = home / SOCKET_FILE
     if len(os.fsencode(own)) <= MAX_SOCKET_PATH:
         return own
@@ -56,7 +57,8 @@ def socket_path(home: Path, *, create: bool = False) -> Path | None:
         return None
     if info.st_uid != os.getuid() or info.st_mode & 0o077:
         return None
-    return folder / f"{server_name(home)}.sock"
+    path = folder / f"{server_name(home)}.sock"
+    return path if len(os.fsencode(path)) <= MAX_SOCKET_PATH else None
 
 
 def ask_running_instance(home: Path, timeout_ms: int = 300) -> bool:
