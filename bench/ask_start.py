@@ -41,10 +41,10 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from app.core.ask_early import RECIPE_FILE  # noqa: E402
 from bench.pyc_cache import compile_project  # noqa: E402
 
 RUNS = 7
-RECIPE_FILE = "ask-first-request.json"  # app.core.ask_early.RECIPE_FILE
 ACCOUNT = "bench01"
 PASSPHRASE = "violet harbour quietly sixty lanterns"
 MODULES = REPO / ".cache" / "conformance" / "node_modules"

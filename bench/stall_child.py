@@ -130,6 +130,7 @@ class Probe:
         #: The GUI thread's CPU time at the last tick: a long gap with little CPU was a
         #: wait (for the interpreter lock, or for a core), not work.
         self.last_cpu = time.thread_time()
+        self.gap_cpu = 0.0
         self.extra: dict[str, Any] = {}
         #: Start-up's marks (app/ui/startup_timeline.py) as (name, perf_counter time).
         self.marks: list[tuple[str, float]] = []
@@ -172,7 +173,7 @@ class Probe:
                 "after": before[-1] if before else "",
                 "during": during,
                 "samples": len(stacks),
-                "gui_cpu_ms": getattr(self, "gap_cpu", 0.0) * 1000,
+                "gui_cpu_ms": self.gap_cpu * 1000,
                 "others": Counter(self.watchdog.others_between(start, end)).most_common(4),
                 "stacks": common,
                 "blame": blame,

@@ -441,9 +441,7 @@ class MainWindow(QMainWindow):
         if placeholder is None or placeholder.size().isEmpty():
             return None
         size = placeholder.size()
-        slot = self.__dict__.get("_composer_slot")
-        if slot is not None:
-            slot.setFixedHeight(self.composer.height())
+        self._composer_slot.setFixedHeight(self.composer.height())
         pane.resize(size)
         layout = pane.layout()
         if layout is not None:
@@ -457,6 +455,7 @@ class MainWindow(QMainWindow):
         Not for a window that is not on screen (started hidden, or closed meanwhile)."""
         if pane is None or not self.isVisible() or self.closed_while_starting:
             return
+        # again: the splitter gave the hidden pane no size meanwhile (its widgets kept theirs)
         size = self._lay_out_like_placeholder(pane)
         if size is None:
             return
@@ -472,30 +471,25 @@ class MainWindow(QMainWindow):
     def _show_chat_pane(self, pane: QWidget | None) -> None:
         """The chat pane built around the early composer takes the placeholder's place;
         the chat list stays put."""
-        if pane is None:
+        if pane is None:  # built in place (no early frame)
             return
-        layout = pane.layout()
-        assert layout is not None
-        slot = self.__dict__.pop("_composer_slot", None)
-        if slot is None:
-            layout.addWidget(self.composer)
-        else:  # in the place kept for it: nothing else in the pane moves
-            layout.replaceWidget(slot, self.composer)
-            slot.hide()
-            slot.deleteLater()
         placeholder, self._early_pane = self._early_pane, None
+        layout = pane.layout()
+        assert placeholder is not None and layout is not None
+        # the message box goes in the place kept for it: nothing else in the pane moves
+        layout.replaceWidget(self._composer_slot, self.composer)
+        self._composer_slot.hide()
+        self._composer_slot.deleteLater()
         sizes = self.splitter.sizes()  # chat list, placeholder, hidden pane
         # the pane shows and takes the placeholder's width before the placeholder leaves
         # the splitter: taken out first, it left the splitter a moment with nothing on the
         # right, which squeezed it to 480 px for the first paint and laid every row out twice
-        if placeholder is not None:
-            placeholder.hide()
+        placeholder.hide()
         pane.show()
         self.splitter.setStretchFactor(self.splitter.indexOf(pane), 1)
-        self.splitter.setSizes([sizes[0], 0, sizes[1]] if placeholder is not None else sizes)
-        if placeholder is not None:
-            placeholder.setParent(None)
-            placeholder.deleteLater()
+        self.splitter.setSizes([sizes[0], 0, sizes[1]])
+        placeholder.setParent(None)
+        placeholder.deleteLater()
 
     def _build_header(self) -> QFrame:
         """The chat's title, the accounts and model in use, and the sidebar's toggle."""
