@@ -5,6 +5,7 @@ the network needs a rule that says so; "Always allow" proposes a prefix per comm
 from __future__ import annotations
 
 import shlex
+from dataclasses import replace
 from pathlib import Path
 
 from app.core.rules import Matcher, Rule, RuleBook, RuleDecision, _command_matches
@@ -14,8 +15,14 @@ TOOL = "shell_run"
 
 
 def part(*words: str, prefix: str | None = None, in_folder: bool = False) -> CommandPart:
-    return CommandPart(
-        text=shlex.join(words), prefix=prefix or " ".join(words[:2]), in_folder=in_folder
+    """The part the shell tool makes of these words (parsed as bash would, with the
+    coverage its program's known-inert options allow), run in the call's folder."""
+    from tools.shell.hooks import part_of
+    from tools.shell.parse import parse_line
+
+    real = part_of(parse_line(shlex.join(words)).commands[0], ())
+    return replace(
+        real, prefix=prefix or real.prefix, in_folder=in_folder or real.in_folder
     )
 
 
@@ -36,7 +43,7 @@ def decision(book: RuleBook, subject: Subject) -> RuleDecision | None:
 
 
 def test_every_simple_command_must_be_covered() -> None:
-    book = RuleBook(None, [allow("git status"), allow("ls")])
+    book = RuleBook(None, [allow("git status", folder="/work/proj"), allow("ls")])
     assert decision(book, line(part("git", "status", "--short"))) is RuleDecision.ALLOW
     assert decision(book, line(part("git", "status"), part("ls", "-la"))) is RuleDecision.ALLOW
     assert decision(book, line(part("git", "status"), part("rm", "-rf", "/"))) is None
@@ -77,10 +84,10 @@ def test_model_written_code_is_allowed_in_its_folder_only() -> None:
 
 
 def test_the_network_needs_a_rule_that_allows_it() -> None:
-    offline = RuleBook(None, [allow("npm install")])
+    offline = RuleBook(None, [allow("npm install", folder="/work/proj")])
     assert decision(offline, line(part("npm", "install"))) is RuleDecision.ALLOW
     assert decision(offline, line(part("npm", "install"), network=True)) is None
-    online = RuleBook(None, [allow("npm install", network=True)])
+    online = RuleBook(None, [allow("npm install", folder="/work/proj", network=True)])
     assert decision(online, line(part("npm", "install"), network=True)) is RuleDecision.ALLOW
 
 
@@ -105,9 +112,7 @@ def test_always_allow_proposes_a_prefix_per_command_and_adds_them_all() -> None:
     from tools.spec import Escalation
 
     manifest = next(m for m in MANIFESTS if m.name == TOOL)
-    subject = line(
-        part("git", "status"), part("npm", "test", in_folder=True), part("git", "status")
-    )
+    subject = line(part("ls", "-la"), part("npm", "test"), part("ls", "-la"))
     facts = CallFacts(
         manifest=manifest,
         params=None,
@@ -119,10 +124,10 @@ def test_always_allow_proposes_a_prefix_per_command_and_adds_them_all() -> None:
     (proposal,) = _proposals(facts)  # no "any arguments" proposal for a command line
     matchers = [r.matcher for r in proposal.rules]
     assert matchers == [
-        Matcher(kind="command", value="git status"),
+        Matcher(kind="command", value="ls"),
         Matcher(kind="command", value="npm test", folder="/work/proj"),
     ]
-    assert "“git status”" in proposal.label and "“npm test” in" in proposal.label
+    assert "“ls”" in proposal.label and "“npm test” in" in proposal.label
     book = RuleBook(None)
     book.add_many(proposal.rules)
     assert decision(book, subject) is RuleDecision.ALLOW

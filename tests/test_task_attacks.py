@@ -392,7 +392,7 @@ def test_a_profile_rule_the_user_removed_stays_removed_on_edit_and_load(world):
     of the task (which sends the profile it shows) or a restart would hand it back."""
     runtime = runtime_for(world)
     task = add_task(
-        runtime, cron="0 8 * * *", allow=("fs_read_file", "shell_run,command=git status")
+        runtime, cron="0 8 * * *", allow=("fs_read_file", "shell_run,command=ls -la")
     )
     shell = next(r for r in runtime.rules.for_task(task.id) if r.tool == "shell_run")
     runtime.rules.remove(shell.id)

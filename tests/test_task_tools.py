@@ -351,8 +351,8 @@ def test_broad_grants_are_named_as_such() -> None:
 
     assert clause("fs_read_file", "*") == "may run EVERY tool without asking"
     assert clause("shell_*") == "may run ANY command on your computer without asking"
-    assert clause("shell_run,command=bash") == "may run any program without asking"
-    assert clause("shell_run,command=git status") == (
-        "may run shell_run for commands starting with “git status” without asking"
+    assert clause("shell_run,command=bash -c id,exact") == "may run any program without asking"
+    assert clause("shell_run,command=ls -la") == (
+        "may run shell_run for commands starting with “ls -la” without asking"
     )
     assert clause() == "may run nothing without asking"

@@ -247,12 +247,13 @@ def test_a_time_in_the_past_and_empty_text_are_refused(book):
 def test_profile_in_plain_words():
     profile = [
         ProfileEntry(tool="fs_read_file"),
-        parse_allow("shell_run,command=git status"),
+        parse_allow("shell_run,command=git status,folder=/home/me/proj"),
         parse_allow("*@mcp:github"),
     ]
     assert describe_profile(profile) == [
         "May run fs_read_file with any arguments without asking",
-        "May run shell_run for commands starting with “git status” without asking",
+        "May run shell_run for commands starting with “git status” in /home/me/proj without "
+        "asking",
         "May run every tool from mcp:github with any arguments without asking",
         "Any other call waits for your answer; your deny rules still win",
     ]

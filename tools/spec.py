@@ -92,6 +92,19 @@ class CommandPart:
     #: It runs code the model can write (`npm test`, `make`, `pytest`): a rule for it
     #: applies to one folder only.
     in_folder: bool = False
+    #: How many of its leading words an allow rule's prefix may have to cover it: the rest
+    #: are operands or options known to be inert (tools/shell/programs.py). Empty: only a
+    #: rule for exactly this command covers it.
+    lengths: tuple[int, ...] = ()
+    #: "Always allow" proposes a rule for exactly this command (not a prefix).
+    exact: bool = False
+    #: Every folder it may run in and every folder or file its path operands name,
+    #: resolved; a rule bound to a folder covers it only when all are inside. Empty: the
+    #: call's own folder.
+    folders: tuple[str, ...] = ()
+    #: Its words as the program gets them, for deny and ask rules (which match a plain
+    #: prefix even when no allow rule could cover the command).
+    words: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

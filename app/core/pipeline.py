@@ -631,6 +631,15 @@ def _command_proposals(facts: CallFacts, make: Callable[[Matcher], Rule]) -> lis
     call used it). Never an "any arguments" rule."""
     subject = facts.subject
     folder = os.path.commonpath(subject.paths) if subject.paths else ""  # working folders
+    outside = [
+        p
+        for part in subject.commands
+        if part.in_folder
+        for p in part.folders
+        if not folder or os.path.commonpath([folder, p]) != folder
+    ]
+    if outside:  # `cd ../other && make`, `pytest /elsewhere/t.py`: no folder rule fits
+        return []
     rules: list[Rule] = []
     shown: list[str] = []
     for part in subject.commands:
@@ -641,12 +650,13 @@ def _command_proposals(facts: CallFacts, make: Callable[[Matcher], Rule]) -> lis
             value=part.prefix,
             folder=folder if part.in_folder else "",
             network=subject.network,
+            exact=part.exact,
         )
         if any(r.matcher == matcher for r in rules):
             continue
         rules.append(make(matcher))
         where = f" in {_short(folder)}" if part.in_folder and folder else ""
-        shown.append(f"“{part.prefix}”{where}")
+        shown.append(f"{'exactly ' if part.exact else ''}“{part.prefix}”{where}")
     net = ", with the network" if subject.network else ""
     label = f"{facts.manifest.name} for {', '.join(shown)}{net}"
     if not rules or len(rules) > MAX_COMMAND_RULES or len(label) > 200:

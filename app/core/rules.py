@@ -75,12 +75,14 @@ class Matcher(BaseModel):
     #: command only: the command may use the network (else a call asking for it is not
     #: covered: data could leave the machine).
     network: bool = False
+    #: command only: the rule covers exactly this command, not a prefix of it.
+    exact: bool = False
 
     @model_serializer(mode="wrap")
     def _lean(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
         """`folder` and `network` are written only when set (they mean nothing elsewhere)."""
         data: dict[str, object] = handler(self)
-        for key, unset in (("folder", ""), ("network", False)):
+        for key, unset in (("folder", ""), ("network", False), ("exact", False)):
             if data.get(key) == unset:
                 data.pop(key, None)
         return data
@@ -90,18 +92,35 @@ class Matcher(BaseModel):
         return self.kind != "any"
 
     def covers_part(self, part: CommandPart, subject: Subject) -> bool:
-        """A command rule covers one simple command of a line: the prefix matches its
-        words, in its folder when the rule names one (and it must for model-written code),
-        with the network only when the rule allows it."""
-        if self.kind != "command" or not _command_matches(self.value, part.text):
+        """An allow rule covers one simple command of a line: the rule is exactly its words,
+        or (not `exact`) a prefix after which come only operands and options known to be
+        inert (`part.lengths`, by allow-list: tools/shell/programs.py); in its folder when
+        the rule names one (and it must for model-written code) — every folder the command
+        may run in and every path operand of it; with the network only when the rule
+        allows it."""
+        if self.kind != "command" or not _command_covers(self, part):
             return False
         if subject.network and not self.network:
             return False
         if self.folder:
-            return bool(subject.paths) and all(_inside(self.folder, p) for p in subject.paths)
+            places = part.folders or subject.paths
+            return bool(places) and all(_inside(self.folder, p) for p in places)
         return not part.in_folder
 
-    def matches(self, subject: Subject) -> bool:
+    def names_part(self, part: CommandPart) -> bool:
+        """A deny or ask rule names one simple command when its words start with the
+        rule's: stricter rules match widely, even a command no allow rule could cover."""
+        wanted = _words(self.value)
+        if self.kind != "command" or not wanted:
+            return False
+        words = list(part.words) if part.words else _words(part.text)
+        if words is None:
+            return False
+        return words == wanted if self.exact else words[: len(wanted)] == wanted
+
+    def matches(self, subject: Subject, *, allowing: bool = True) -> bool:
+        """Whether the call is what the matcher names. `allowing` False (deny and ask
+        rules): a command rule names a command by its words' prefix."""
         match self.kind:
             case "any":
                 return True
@@ -117,8 +136,14 @@ class Matcher(BaseModel):
                 return subject.account is not None and subject.account == self.value
             case "command":
                 if subject.commands:
+                    if not allowing:
+                        return any(self.names_part(part) for part in subject.commands)
                     return all(self.covers_part(part, subject) for part in subject.commands)
-                return subject.command is not None and _command_matches(self.value, subject.command)
+                if subject.command is None:
+                    return False
+                if allowing:
+                    return _one_string_covers(self, subject.command)
+                return _command_matches(self.value, subject.command)
         return False
 
     def describe(self) -> str:
@@ -134,6 +159,8 @@ class Matcher(BaseModel):
             case "command":
                 where = f" in {self.folder}" if self.folder else ""
                 net = ", network allowed" if self.network else ""
+                if self.exact:
+                    return f"for exactly “{self.value}”{where}{net}"
                 return f"for commands starting with “{self.value}”{where}{net}"
         return self.value
 
@@ -164,6 +191,29 @@ def _inside(folder: str, path: str) -> bool:
 #: first command (`git status; rm -rf ~`), so no prefix covers it. The shell tool parses its
 #: lines as bash would and gives each simple command as its own `CommandPart`, quoted.
 _SHELL_SYNTAX = frozenset(";&|`$<>(){}\n\r*?[]!#~'\"\\")
+
+
+def _command_covers(matcher: Matcher, part: CommandPart) -> bool:
+    """The rule is exactly the part's words, or a prefix of a length the part allows."""
+    wanted, words = _words(matcher.value), _words(part.text)
+    if not wanted or words is None:
+        return False
+    if wanted == words:
+        return True
+    return not matcher.exact and len(wanted) in part.lengths and words[: len(wanted)] == wanted
+
+
+def _one_string_covers(matcher: Matcher, command: str) -> bool:
+    """A command given as one string (docker exec, kubectl exec): exactly the rule, or the
+    rule followed by operands and options known to be inert for that program."""
+    from tools.shell.programs import coverage
+
+    wanted, words = _words(matcher.value), _words(command)
+    if not wanted or words is None or words[: len(wanted)] != wanted:
+        return False
+    if len(words) == len(wanted):
+        return True
+    return not matcher.exact and len(wanted) in coverage(words, len(wanted)).lengths
 
 
 def _command_matches(prefix: str, command: str) -> bool:
@@ -253,7 +303,7 @@ class Rule(BaseModel):
         return (
             fnmatch.fnmatchcase(tool, self.tool)
             and fnmatch.fnmatchcase(source, self.source)
-            and self.matcher.matches(subject)
+            and self.matcher.matches(subject, allowing=self.decision is RuleDecision.ALLOW)
         )
 
     def describe(self) -> str:

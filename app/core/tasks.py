@@ -23,6 +23,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import threading
 import uuid
 from collections.abc import Iterator
@@ -249,7 +250,8 @@ def describe_profile(profile: list[ProfileEntry]) -> list[str]:
 
 def parse_allow(text: str) -> ProfileEntry:
     """`TOOL[@SOURCE][,KIND=VALUE]`: "fs_read_file", "docker_*", "*@mcp:github",
-    "fs_write_file,folder=/home/me/notes", "shell_run,command=git status"."""
+    "fs_write_file,folder=/home/me/notes", "shell_run,command=ls -la",
+    "shell_run,command=make test,folder=/home/me/proj"."""
     head, _, cond = text.partition(",")
     tool, _, source = head.strip().partition("@")
     if not tool.strip():
@@ -270,8 +272,50 @@ def parse_allow(text: str) -> ProfileEntry:
             value = os.path.expanduser(value)
             if not os.path.isabs(value):
                 raise TaskError(f"{text!r}: the {kind} must be an absolute path", "allow")
-        matcher = Matcher(kind=kind, value=value)
+        matcher = (
+            _command_matcher(text, value) if kind == "command" else Matcher(kind=kind, value=value)
+        )
     return ProfileEntry(tool=tool.strip(), source=source.strip() or BUILTIN, matcher=matcher)
+
+
+#: What may follow a command in a profile line: `,folder=/path`, `,exact`, `,network`.
+_COMMAND_TAIL = re.compile(r",\s*(folder=[^,]+|exact|network)\s*$")
+
+
+def _command_matcher(text: str, value: str) -> Matcher:
+    """`command=make,folder=/home/me/proj`: a command rule, checked like "Always allow"
+    would make it. A rule that names an interpreter or a program that runs others without
+    its script, or code from a folder without the folder, is refused in plain words."""
+    from tools.shell.danger import runs_model_code
+    from tools.shell.parse import parse_line
+    from tools.shell.programs import profile_problem
+
+    folder, exact, network = "", False, False
+    while (found := _COMMAND_TAIL.search(value)) is not None:
+        option = found.group(1)
+        value = value[: found.start()].strip()
+        if option == "exact":
+            exact = True
+        elif option == "network":
+            network = True
+        else:
+            folder = os.path.expanduser(option.split("=", 1)[1].strip())
+            if not os.path.isabs(folder):
+                raise TaskError(f"{text!r}: the folder must be an absolute path", "allow")
+    problem = None if exact else profile_problem(value)
+    if problem is not None:
+        raise TaskError(f"{text!r}: {problem}", "allow")
+    parsed = parse_line(value)
+    if parsed.problems or len(parsed.commands) != 1:
+        raise TaskError(f"{text!r}: write one simple command, with no shell syntax", "allow")
+    if runs_model_code(parsed.commands[0]) and not folder:
+        name = parsed.commands[0].words[0] if parsed.commands[0].words else value
+        raise TaskError(
+            f"{text!r}: {name} runs code from the folder it runs in, so the rule must name "
+            "that folder: add ,folder=/path/to/project",
+            "allow",
+        )
+    return Matcher(kind="command", value=value, folder=folder, exact=exact, network=network)
 
 
 def first_lines(text: str) -> str:

@@ -42,7 +42,8 @@ NON_INTERACTIVE: dict[str, str] = {
 }
 
 _OWN_PREFIXES = ("DESKHAND_", "KEYRING_", "PYTHON_KEYRING_")
-_DROPPED = frozenset({"CI", "SSH_AUTH_SOCK", "GPG_AGENT_INFO"})
+#: CDPATH would send `cd sub` somewhere else than the folder rules were checked against.
+_DROPPED = frozenset({"CI", "SSH_AUTH_SOCK", "GPG_AGENT_INFO", "CDPATH"})
 #: Names the credential pattern matches that hold nothing secret.
 _NOT_CREDENTIALS = frozenset({"PWD", "OLDPWD", "XDG_SESSION_ID"})
 #: Names `is_credential_key` leaves out: `SSH_KEY`, `DB_PASS`, `GH_PAT`, `PGPASSWORD`.

@@ -10,6 +10,7 @@ a line the parser cannot understand, no sandbox).
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 from typing import Any
@@ -61,31 +62,140 @@ def _elsewhere(command: Any) -> bool:
     return any(str(v).startswith(GIT_ELSEWHERE) for v in command.via)
 
 
-def part_of(command: Any) -> CommandPart:
-    """One parsed simple command as rules see it: its words, quoted. No prefix can match it
-    when a risky assignment comes in front, when words are not known before it runs, when it
-    writes where its program does not imply (a redirect, `find -delete`), when it points at
-    another folder (`make -C`, `git -C`), or when an interpreter reads its program from its
-    input (a rule for `python3` would cover any code)."""
-    from tools.shell import danger, parse
+def part_of(command: Any, folders: tuple[str, ...] | None = ()) -> CommandPart:
+    """One parsed simple command as rules see it: its words, quoted, and how far a rule's
+    prefix may stop short of them (tools/shell/programs.py). No rule covers it when an
+    assignment in front is not known to be inert, when words are not known before it runs,
+    when it writes where its program does not imply (a redirect, `find -delete`), when it
+    points at another folder (`make -C`, `git -C`), when an interpreter reads its program
+    from its input (a rule for `python3` would cover any code), or when the folder it runs
+    in is not known (`folders` None: a `cd` Deskhand cannot follow; empty: the call's own
+    folder)."""
+    from tools.shell import danger, parse, programs
 
     words = list(command.words)
-    risky = [a for a in command.assignments if parse._risky(a.split("=", 1)[0].rstrip("+"))]
-    text = shlex.join([*risky, *words]) if words else ""
+    names = [a.split("=", 1)[0].rstrip("+") for a in command.assignments]
+    foreign = [n for n in names if not programs.inert_variable(n)]
+    text = shlex.join(words) if words else ""
     why = None
     if command.dynamic or not words:
         why = "words not known before it runs"
+    elif foreign:
+        why = f"it sets {', '.join(dict.fromkeys(foreign))} for the program"
     elif danger.writes_beyond_program(command):
         why = "it writes files through a redirect or an output option"
     elif _elsewhere(command):
         why = "it points at another folder or project"
-    elif parse.reads_program_from_stdin(command):
+    elif parse.reads_program_from_stdin(command) or programs.reads_program_from_input(words):
         why = "its program comes from its input"
-    prefix = parse.proposal_prefix(command) if words and why is None else ""
+    elif folders is None:
+        why = "the folder it runs in is not known before it runs"
+    if why is not None:
+        return CommandPart(
+            text=UNCOVERABLE.format(why=why) + shlex.join([*command.assignments, *words]),
+            prefix="",
+            in_folder=danger.runs_model_code(command),
+            words=tuple(words),
+        )
+    suggested = parse.proposal_prefix(command)
+    cover = programs.coverage(words, len(shlex.split(suggested)) if suggested else len(words))
+    in_folder = danger.runs_model_code(command)
     return CommandPart(
-        text=(UNCOVERABLE.format(why=why) + text) if why else text,
-        prefix=prefix,
-        in_folder=danger.runs_model_code(command),
+        text=text,
+        prefix=shlex.join(words[: cover.proposal]),
+        in_folder=in_folder,
+        lengths=cover.lengths,
+        exact=cover.exact,
+        folders=(*(folders or ()), *(_path_operands(words, folders or ()) if in_folder else ())),
+        words=tuple(words),
+    )
+
+
+#: Builtins that change the shell's folder.
+_FOLDER_CHANGERS = frozenset({"cd", "pushd", "popd"})
+
+
+def part_folders(commands: Any, folder: Path | None) -> list[tuple[str, ...] | None]:
+    """For each command, every folder it may run in: the call's folder and each folder a
+    `cd` before it in the line's own shell may have moved to (a cd may fail, so earlier
+    folders stay possible). None when a cd cannot be followed: one in a subshell, pipeline,
+    loop or nested shell, one to a place not known before it runs (`cd -`, `cd "$d"`,
+    `popd`), or a line using `shopt` (cdable_vars)."""
+    commands = list(commands)
+    if folder is None:
+        return [() for _ in commands]
+    if any(c.words and c.words[0] == "shopt" for c in commands) or any(
+        c.words and c.words[0] in _FOLDER_CHANGERS and not c.top_level for c in commands
+    ):
+        return [None for _ in commands]
+    candidates: list[str] = [str(folder)]
+    unknown = False
+    out: list[tuple[str, ...] | None] = []
+    for command in commands:
+        out.append(None if unknown else tuple(candidates))
+        if unknown or not command.words or command.words[0] not in _FOLDER_CHANGERS:
+            continue
+        target = _folder_target(command)
+        if target is None:
+            unknown = True
+            continue
+        moved = [os.path.realpath(os.path.join(c, target)) for c in candidates]
+        candidates = list(dict.fromkeys([*candidates, *moved]))
+    return out
+
+
+def _folder_target(command: Any) -> str | None:
+    """Where `cd`/`pushd` goes, when known before the line runs."""
+    if command.dynamic or command.words[0] == "popd":
+        return None
+    rest = [w for w in command.words[1:] if w not in ("-L", "-P", "--")]
+    if not rest:
+        return str(Path.home()) if command.words[0] == "cd" else None
+    if len(rest) != 1 or rest[0].startswith(("-", "+")):
+        return None
+    return os.path.expanduser(rest[0])
+
+
+def _path_operands(words: list[str], folders: tuple[str, ...]) -> tuple[str, ...]:
+    """The places a command's path-like operands name (`pytest /elsewhere/t.py`,
+    `make ../x`), resolved against each folder it may run in."""
+    found: list[str] = []
+    for word in words[1:]:
+        value = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
+        if word.startswith("-") and "=" not in word:
+            continue
+        if "/" in value or value in (".", "..") or value.startswith("~"):
+            target = os.path.expanduser(value)
+            found += [os.path.realpath(os.path.join(f, target)) for f in folders]
+    return tuple(dict.fromkeys(found))
+
+
+def command_parts(line: str, folder: Path | None) -> tuple[CommandPart, ...]:
+    """Every simple command of `line` run in `folder`, as rules see it."""
+    from tools.shell.parse import parse_line
+
+    parsed = parse_line(line)
+    where = part_folders(parsed.commands, folder)
+    parts = tuple(
+        _unsettable(part_of(c, w), parsed.sets)
+        for c, w in zip(parsed.commands, where, strict=True)
+    )
+    if not parts:  # nothing understood: one part that no rule covers
+        parts = (CommandPart(text="$(not understood) " + line, prefix=""),)
+    return parts
+
+
+def _unsettable(part: CommandPart, sets: tuple[str, ...]) -> CommandPart:
+    """A line that sets a variable for the commands after it (`TAR_OPTIONS=…; tar …`,
+    `export X`) hands that variable on unseen: none of its commands is coverable."""
+    if not sets or not part.lengths:
+        return part
+    why = f"the line sets {', '.join(sets[:3])} for the commands after it"
+    return CommandPart(
+        text=UNCOVERABLE.format(why=why) + part.text,
+        prefix="",
+        in_folder=part.in_folder,
+        words=part.words,
     )
 
 
@@ -119,10 +229,7 @@ def subject(args: Any, ctx: ToolContext) -> Subject:
     paths = (str(folder),) if folder is not None else ()
     network = bool(getattr(args, "network", False))
     if hasattr(args, "command"):
-        parsed = _parsed(args)
-        parts = tuple(part_of(c) for c in parsed.commands)
-        if not parts:  # nothing understood: one part that no rule covers
-            parts = (CommandPart(text="$(not understood) " + args.command, prefix=""),)
+        parts = command_parts(args.command, folder)
         target = f"Terminal · {_short(folder)}" if folder is not None else "Terminal"
         return Subject(
             paths=paths, command=args.command, commands=parts, network=network, target=target

@@ -428,6 +428,9 @@ class SimpleCommand:
     via: tuple[str, ...] = ()
     #: How many leading words are known before it runs (prefix rules match only those).
     static_prefix: int = 0
+    #: It runs in the line's own shell, not in a subshell, pipeline, loop, function or
+    #: nested shell: only there does a `cd` move the commands after it predictably.
+    top_level: bool = False
 
 
 @dataclass(frozen=True)
@@ -438,6 +441,9 @@ class ParsedLine:
     commands: tuple[SimpleCommand, ...]
     #: Plain sentences; a line with any problem is never covered by a rule.
     problems: tuple[str, ...]
+    #: Variables the line sets for the commands after it (`X=1; cmd`, `export X`, `read X`,
+    #: `for X in …`) that are not known to be inert: no rule covers any of its commands.
+    sets: tuple[str, ...] = ()
 
 
 # ------------------------------------------------------------------------------------------
@@ -473,7 +479,12 @@ def parse_line(text: str) -> ParsedLine:
         walker = _Walker(depth=0)
         walker.run(text)
         problems = _character_problems(text) + walker.problems
-        return ParsedLine(text, tuple(walker.commands), tuple(dict.fromkeys(problems)))
+        return ParsedLine(
+            text,
+            tuple(walker.commands),
+            tuple(dict.fromkeys(problems)),
+            tuple(dict.fromkeys(walker.sets)),
+        )
     except Exception as exc:  # a parser bug must not let a line through unchecked
         return ParsedLine(text, (), (f"the command could not be checked ({type(exc).__name__})",))
 
@@ -649,6 +660,14 @@ class _Walker:
     #: Arithmetic reads a variable (bash evaluates its value as arithmetic, which can run
     #: commands hidden in array subscripts).
     arithmetic_reads: bool = False
+    #: Names of variables set for later commands that are not known to be inert.
+    sets: list[str] = field(default_factory=list)
+
+    def setting(self, name: str) -> None:
+        from tools.shell.programs import inert_variable
+
+        if not inert_variable(name):
+            self.sets.append(name)
 
     def run(self, text: str) -> None:
         self.source = text.encode("utf-8", "surrogatepass")
@@ -727,7 +746,12 @@ class _Walker:
                 )
             elif child.is_named and name != "comment":
                 words.append(self.word(child, level))
+        before = len(self.commands)
         self.emit(words, assignments, redirects, self.text(node), ())
+        if self.depth == 0 and _in_own_shell(node):
+            for index in range(before, len(self.commands)):
+                if self.commands[index].text == self.text(node):
+                    self.commands[index] = replace(self.commands[index], top_level=True)
 
     def on_redirected(self, node: Any, level: int) -> None:
         body = node.child_by_field_name("body")
@@ -754,6 +778,7 @@ class _Walker:
     def on_standalone_assignment(self, node: Any, level: int) -> None:
         value = self.assignment(node, level)
         name = value.split("=", 1)[0].rstrip("+")
+        self.setting(name)
         if _risky(name):
             self.problem(f"it sets {name} for the commands after it")
 
@@ -764,11 +789,14 @@ class _Walker:
             if child.type == "variable_assignment":
                 text = self.assignment(child, level)
                 name = text.split("=", 1)[0].rstrip("+")
+                self.setting(name)
                 if _risky(name):
                     self.problem(f"it sets {name} for the commands after it")
                 words.append(text)
             elif child.is_named:
                 words.append(self.word(child, level).value)
+                if child.type in ("variable_name", "word"):
+                    self.setting(words[-1].split("=", 1)[0])  # `export X`: hands X on
         self.tainted = True
         self.check_names(["declare", *words])
 
@@ -812,6 +840,9 @@ class _Walker:
         self.visit_children(node, level)
 
     def on_for(self, node: Any, level: int) -> None:
+        variable = node.child_by_field_name("variable")
+        if variable is not None:
+            self.setting(self.text(variable))
         values = node.children_by_field_name("value")
         if not values or not all(v.type == "number" for v in values):
             self.tainted = True
@@ -982,6 +1013,7 @@ class _Walker:
         self.problems.extend(f"in a here-document: {p}" for p in inner.problems)
         self.tainted = self.tainted or inner.tainted
         self.arithmetic_reads = self.arithmetic_reads or inner.arithmetic_reads
+        self.sets.extend(inner.sets)
 
     # -- commands --------------------------------------------------------------------------
 
@@ -1081,6 +1113,8 @@ class _Walker:
         ):
             self.tainted = True
             for value in values[1:]:
+                if not value.startswith("-"):
+                    self.setting(value)
                 if _risky(value):
                     self.problem(f"it sets {value} for the commands after it")
         self.check_names(values)
@@ -1399,6 +1433,7 @@ class _Walker:
             return
         inner = _Walker(depth=self.depth + 1)
         inner.run(script)
+        self.sets.extend(inner.sets)
         self.problems.extend(_character_problems(script))
         self.problems.extend(f"in '{via[-1]}': {p}" for p in inner.problems)
         for command in inner.commands:
@@ -1551,6 +1586,22 @@ def _command(
         via=via,
         static_prefix=static_prefix,
     )
+
+
+#: Nodes a command may sit in and still run in the line's own shell, in order.
+_OWN_SHELL = frozenset({"program", "list", "redirected_statement"})
+
+
+def _in_own_shell(node: Any) -> bool:
+    """The command is not inside a subshell, pipeline, loop, group, function or
+    substitution (where a `cd` would not move what comes after it, or would move it
+    more than once)."""
+    parent = node.parent
+    while parent is not None:
+        if parent.type not in _OWN_SHELL:
+            return False
+        parent = parent.parent
+    return True
 
 
 def _base(program: str) -> str:
