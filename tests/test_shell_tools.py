@@ -137,15 +137,40 @@ def test_what_no_rule_covers_is_refused_even_with_yes(llm, world, capsys, line, 
     assert not (world["user"] / ".ssh" / "authorized_keys").exists()
 
 
-def test_without_the_sandbox_every_command_asks(llm, world, capsys):
+@pytest.mark.parametrize(
+    "line",
+    [
+        "touch made-unsandboxed",
+        "git status",
+        "echo hi > made-unsandboxed",
+        "LESSOPEN='|touch made-unsandboxed %s' echo hi",
+        "ls --zzz",
+        "python3 -c 'open(\"made-unsandboxed\", \"w\")'",
+    ],
+)
+def test_without_the_sandbox_a_command_not_known_to_only_read_always_asks(
+    llm, world, capsys, line
+):
     settings = json.loads((world["home"] / "settings.json").read_text())
     settings["shell"] = {"sandbox": "off"}
     (world["home"] / "settings.json").write_text(json.dumps(settings))
-    write_rules(world["home"], "echo")
-    llm.add(tool_calls(("c1", "shell_run", {"command": "echo hi"})))
+    write_rules(world["home"], "echo", "touch", "git status", "ls", "python3")
+    llm.add(tool_calls(("c1", "shell_run", {"command": line})))
     llm.add(text("done"))
     [result] = results(ask(llm, world["home"], "--yes", capsys=capsys))
     assert not result["ok"] and "without a sandbox" in result["content"], result
+    assert not list(world["work"].rglob("made-unsandboxed"))
+
+
+def test_without_the_sandbox_a_rule_covers_a_program_known_to_only_read(llm, world, capsys):
+    settings = json.loads((world["home"] / "settings.json").read_text())
+    settings["shell"] = {"sandbox": "off"}
+    (world["home"] / "settings.json").write_text(json.dumps(settings))
+    write_rules(world["home"], "echo", "wc")
+    llm.add(tool_calls(("c1", "shell_run", {"command": "echo hi there | wc -w"})))
+    llm.add(text("done"))
+    [result] = results(ask(llm, world["home"], capsys=capsys))
+    assert result["ok"] and "2" in result["content"], result
 
 
 # ---- the sandbox and the environment, as the tool runs them ---------------------------------

@@ -287,12 +287,28 @@ def escalate(args: Any, ctx: ToolContext) -> Escalation | None:
         reasons.append("it keeps running after Deskhand quits")
     if network:  # the network namespace is shared: local services, the desktop's sockets
         reasons.append("it may use the network (data may leave the machine)")
-    if not sandboxed:
+    reads_only = not sandboxed and _reads_only(args.command, folder)
+    if not sandboxed and not reads_only:
         reasons.append(f"it would run without a sandbox: {why}")
     if reasons:
         return Escalation("; ".join(reasons), never_covered=True)
+    if reads_only:
+        return Escalation(
+            f"runs a command on your machine WITHOUT a sandbox ({why}); Deskhand knows "
+            "each program and option in it to only read"
+        )
     where = "with the network (data may leave the machine)" if network else "sandboxed"
     return Escalation(f"runs a command on your machine, {where}")
+
+
+def _reads_only(line: str, folder: Path) -> bool:
+    """Every command of the line is a program Deskhand knows to only read, with options it
+    knows, and no rule would refuse it for another reason (a write by redirect, a variable,
+    a folder not known): only then may a rule cover it without a sandbox."""
+    from tools.shell.programs import known_read_only
+
+    parts = command_parts(line, folder)
+    return all(p.lengths and known_read_only(p.words) for p in parts)
 
 
 def _never(args: Any, folder: Path, ctx: ToolContext) -> list[str]:

@@ -572,6 +572,30 @@ def _lookup(program: str) -> Program | None:
     return None
 
 
+#: Programs that only read and print, whatever their known-inert options: with no sandbox
+#: (macOS without sandbox-exec, Windows, a Linux without user namespaces) only commands of
+#: these, every option known, may be covered by a rule. git is not one: a repository's
+#: config can make `git status` run a program.
+READ_ONLY = frozenset(
+    {
+        "ls", "dir", "cat", "tac", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg",
+        "find", "sort", "uniq", "cut", "tr", "diff", "cmp", "comm", "basename", "dirname",
+        "realpath", "readlink", "pwd", "echo", "printf", "true", "false", "date", "whoami",
+        "id", "uname", "which", "stat", "file", "du", "df", "tree", "nl", "od", "hexdump",
+        "md5sum", "sha1sum", "sha256sum", "sha512sum", "base64", "column", "fold", "paste",
+        "join", "seq", "sleep", "test", "[", "[[", "jq", "cd", "pushd",
+    }
+)  # fmt: skip
+
+
+def known_read_only(words: Sequence[str]) -> bool:
+    """The program only reads and prints, and every option it is given is known (so no
+    sandbox is needed for a rule to cover it)."""
+    if not words or "/" in words[0] or words[0] not in READ_ONLY:
+        return False
+    return 1 in coverage(words, 1).lengths
+
+
 def reads_program_from_input(words: Sequence[str]) -> bool:
     """ed, gdb, dc…: their commands (which may run a shell) come from their input; sqlite3
     without SQL on the command line reads it from input (`.shell` runs a command)."""
