@@ -450,3 +450,37 @@ def test_a_make_rule_does_not_run_another_folders_makefile_after_cd(llm, world, 
     result = run(llm, world, capsys, "cd ../other && make")
     assert not result["ok"], result
     assert not (world["other"] / "pwned").exists()
+
+
+def test_always_allow_on_a_container_command_covers_it_again_but_nothing_it_did_not_show():
+    from app.core.pipeline import _one_string_proposal
+
+    def made(command: str) -> Matcher:
+        (proposal,) = _one_string_proposal("docker_exec", command, lambda m: Rule(
+            tool="docker_exec", matcher=m, decision=RuleDecision.ALLOW))
+        return proposal.rule.matcher
+
+    ls = made("ls -la /data")
+    assert not ls.exact and ls.value == "ls -la"
+    assert ls.matches(Subject(command="ls -la /srv"))
+    assert not ls.matches(Subject(command="ls -la --zzz"))
+    unknown = made("myapp run --fast")
+    assert unknown.exact and unknown.matches(Subject(command="myapp run --fast"))
+    assert not unknown.matches(Subject(command="myapp run --fast --plugin=x"))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "env -C ../evil make",
+        "env --chdir=../evil make",
+        "env -C/tmp make",
+        "find ../evil -name Makefile -execdir make ';'",
+        "env -u PAGER make",
+        "env --unset=GIT_TERMINAL_PROMPT make",
+    ],
+)
+def test_a_wrapper_that_moves_or_changes_the_environment_is_not_covered(line: str):
+    book = RuleBook(None, [rule("make", folder=str(PROJ)), rule("find")])
+    assert allowed(book, "env LANG=C make")
+    assert not allowed(book, line)

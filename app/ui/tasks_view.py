@@ -90,7 +90,8 @@ ALLOW_HELP = (
 ALLOW_TIP = (
     "TOOL[@SOURCE][,KIND=VALUE]\nKIND is folder, path, site, account or command, e.g.\n"
     "fs_read_file\nfs_write_file,folder=~/notes\nbrowser_navigate,site=https://example.org\n"
-    "shell_run,command=git status\n*@mcp:github"
+    "shell_run,command=ls -la\nshell_run,command=git status,folder=~/proj\n*@mcp:github\n"
+    "A command may end in ,folder=PATH (needed for git, make, npm test…), ,exact or ,network"
 )
 MODEL_PLACEHOLDER = "the account's model"
 MAX_MINUTES, MAX_STEPS = 6 * 60, 200  # Budget's limits

@@ -36,6 +36,9 @@ ELSEWHERE_OPTIONS: dict[str, tuple[str, ...]] = {
 }
 #: Forms of git's own options (kept in `via` by the parser) that choose another repository.
 GIT_ELSEWHERE = ("git -C", "git --git-dir", "git --work-tree", "git --exec-path", "git --namespace")
+#: Wrappers that run their command in another folder (`env -C ../x make`, `find ../x
+#: -execdir make ';'`).
+WRAPPED_ELSEWHERE = ("env --chdir", "find -execdir", "find -okdir")
 
 #: Prefixes that make a part's text match no rule (the call then asks).
 UNCOVERABLE = "$(cannot be allowed by a rule: {why}) "
@@ -59,7 +62,7 @@ def _elsewhere(command: Any) -> bool:
             if len(o) == 2
         ):
             return True  # -C../other
-    return any(str(v).startswith(GIT_ELSEWHERE) for v in command.via)
+    return any(str(v).startswith(GIT_ELSEWHERE + WRAPPED_ELSEWHERE) for v in command.via)
 
 
 def part_of(command: Any, folders: tuple[str, ...] | None = ()) -> CommandPart:

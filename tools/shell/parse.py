@@ -1186,11 +1186,21 @@ class _Walker:
                 return "done"
             if value in ("-i", "-", "--ignore-environment", "-0", "--null", "-v", "--debug"):
                 index += 1
-            elif value in ("-u", "--unset", "-C", "--chdir"):
+            elif value in ("-C", "--chdir") or value.startswith(("--chdir=", "-C")):
+                folder = value.split("=", 1)[1] if "=" in value else value[2:]
+                if value in ("-C", "--chdir"):
+                    folder = words[index + 1].value if index + 1 < len(words) else ""
+                    index += 1
+                via = (*via, f"env --chdir {folder}")  # runs it in another folder
+                index += 1
+            elif value in ("-u", "--unset"):
+                if index + 1 < len(words):  # unsetting changes the environment too
+                    added.append(words[index + 1].value + "=")
                 index += 2
-            elif (
-                value.startswith(("--unset=", "--chdir=", "-u", "-C")) and len(value) > 2
-            ) or value == "--":
+            elif value.startswith(("--unset=", "-u")) and len(value) > 2:
+                added.append(value.split("=", 1)[1] + "=" if "=" in value else value[2:] + "=")
+                index += 1
+            elif value == "--":
                 index += 1
             elif value.startswith("-"):
                 self.problem(f"'env {_short(value, 20)}' is a form Deskhand does not know")
