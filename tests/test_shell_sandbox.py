@@ -359,6 +359,103 @@ def test_network_on_reaches_the_server(bubblewrap: None, place: Place, server: s
     assert "hello from the host" in done.stdout
 
 
+# ---- Unix sockets in the file system: by allow-list of socket families (tools/shell/seccomp.py)
+
+
+@pytest.fixture
+def unix_server(place: Place) -> Iterator[Path]:
+    """A daemon's socket in a folder the sandbox sees (like /run/dbus/system_bus_socket):
+    answers every connection with a greeting."""
+    path = place.root / "run" / "daemon.sock"
+    path.parent.mkdir()
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(path))
+    listener.listen()
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(b"hello from the daemon")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield path
+    finally:
+        listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        thread.join()
+
+
+def _unix_connect(path: Path) -> str:
+    code = (
+        "import socket; s = socket.socket(socket.AF_UNIX); s.settimeout(20); "
+        f"s.connect('{path}'); print(s.recv(100).decode())"
+    )
+    return f'{SYSTEM_PYTHON} -c "{code}"'
+
+
+def test_a_unix_socket_of_the_host_is_unreachable_without_network(
+    bubblewrap: None, place: Place, unix_server: Path
+) -> None:
+    done = _sh(place, f"test -S {unix_server} && echo visible; {_unix_connect(unix_server)}")
+    assert "visible" in done.stdout  # not hidden by name: refused by what the sandbox allows
+    assert "hello from the daemon" not in done.stdout
+    assert done.returncode != 0
+    assert "Address family not supported" in done.stderr
+
+
+def test_the_same_unix_socket_answers_outside_the_sandbox(place: Place, unix_server: Path) -> None:
+    done = subprocess.run(
+        ["bash", "-c", _unix_connect(unix_server)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "hello from the daemon" in done.stdout
+
+
+def test_a_unix_socket_in_the_writable_folder_is_unreachable_too(
+    bubblewrap: None, place: Place
+) -> None:
+    path = place.project / "app.sock"
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(path))
+    listener.listen()
+    try:
+        done = _sh(place, _unix_connect(path))
+    finally:
+        listener.close()
+    assert done.returncode != 0
+    assert "Address family not supported" in done.stderr
+
+
+def test_socketpair_and_loopback_still_work_inside_without_network(
+    bubblewrap: None, place: Place
+) -> None:
+    code = (
+        "import socket; a, b = socket.socketpair(); a.sendall(b'pair'); print(b.recv(4).decode()); "
+        "srv = socket.create_server(('127.0.0.1', 0)); "
+        "c = socket.create_connection(srv.getsockname()); conn, _ = srv.accept(); "
+        "c.sendall(b'loopback'); print(conn.recv(8).decode())"
+    )
+    done = _sh(place, f'{SYSTEM_PYTHON} -c "{code}"')
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["pair", "loopback"]
+
+
+def test_with_network_the_filter_is_not_applied(
+    bubblewrap: None, place: Place, unix_server: Path
+) -> None:
+    """`network: true` already shares the host's network (a never-covered question): Unix
+    sockets are then reachable like the rest of it."""
+    done = _sh(place, _unix_connect(unix_server), network=True)
+    assert done.returncode == 0, done.stderr
+    assert "hello from the daemon" in done.stdout
+
+
 # ---- /tmp, processes, environment -------------------------------------------------------------
 
 

@@ -9,13 +9,21 @@ base64 string such as `Authorization: Basic base64(user:secret)`, at any of the 
 alignments. All variants of all secrets go into ONE compiled regex, built as a trie so
 that text without secrets is scanned in a single cheap pass; the compiled pattern is
 cached per set of secrets and shared by every Redactor.
+
+`TRIPWIRE` is the one owner of secret knowledge and masking in the process (fed by
+`app.core.secrets`). Text anyone will see is cut only with `shorten` (masked first, cut
+after), text arriving in pieces passes a `StreamRedactor`, and searches run on the
+redacted text — so neither a cut nor a chunk boundary nor a yes/no answer gives away part
+of a secret.
 """
 
 from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -256,11 +264,47 @@ class Redactor:
     def secrets(self) -> frozenset[str]:
         return self._state[0]
 
+    @property
+    def pattern(self) -> re.Pattern[str] | None:
+        """The compiled pattern of every variant of every secret (None: none known)."""
+        return self._state[1]
+
     def text(self, value: str) -> str:
         pattern = self._state[1]
         if pattern is None or not value:
             return value
         return pattern.sub(REDACTED, value)
+
+    def window(self, text: str, start: int, stop: int | None = None) -> str:
+        """`text[start:stop]` redacted, judged with the text around it: a secret crossing
+        either edge is masked whole, and a piece of one lying outside is left out — for
+        text about to lose its ends (a capped command output, a rolling buffer)."""
+        stop = len(text) if stop is None else stop
+        pattern = self._state[1]
+        if pattern is None:
+            return text[start:stop]
+        matches = list(pattern.finditer(text))
+        for match in matches:
+            if match.start() < start < match.end():
+                start = match.start()
+            if match.start() < stop < match.end():
+                stop = match.end()
+        out: list[str] = []
+        pos = start
+        for match in matches:
+            if match.start() >= start and match.end() <= stop:
+                out += [text[pos : match.start()], REDACTED]
+                pos = match.end()
+        out.append(text[pos:stop])
+        return "".join(out)
+
+    def text_keeping_lines(self, value: str) -> str:
+        """`text`, a masked secret that spanned lines (a PEM key) leaving its line breaks
+        behind, so the lines after it keep their numbers."""
+        pattern = self._state[1]
+        if pattern is None or not value:
+            return value
+        return pattern.sub(lambda m: REDACTED + "\n" * m.group().count("\n"), value)
 
     def data(self, value: Any) -> Any:
         """Walks JSON-like data: masks credential-named string fields, scrubs all strings
@@ -280,3 +324,295 @@ class Redactor:
         if isinstance(value, list | tuple):
             return [self.data(item) for item in value]
         return value
+
+
+# ---- the one owner: what is known, masking, shortening, streams ----------------------------
+
+
+def _char_reach(ch: str) -> int:
+    """The longest text one character of a secret may be written as (JSON `\\\\uXXXX` with
+    an extra backslash, double percent-encoding, HTML `&#x…;`)."""
+    if ch.isascii() and ch.isalnum():
+        return 7
+    return max(5 * len(ch.encode("utf-8")), 7 * (len(ch.encode("utf-16-be")) // 2), 10)
+
+
+@lru_cache(maxsize=4096)
+def _secret_reach(secret: str) -> int:
+    raw = secret.encode("utf-8")
+    if len(raw) > MAX_ENCODED_SECRET:  # raw and JSON/URL-escaped only
+        return sum(1 if c.isascii() and c.isalnum() else _char_reach(c) for c in secret)
+    base64_len = 4 * ((len(raw) + 2 + 2) // 3)
+    return max(sum(_char_reach(c) for c in secret), base64_len, 2 * len(raw))
+
+
+def reach(secrets: Iterable[str]) -> int:
+    """The longest stretch of text one known secret can occupy in any form the tripwire
+    knows: how much a stream must hold back, and how far past a cut a secret may reach."""
+    return max((_secret_reach(s) for s in _usable(secrets)), default=0)
+
+
+def _marker_across(text: str, at: int) -> int:
+    """Where a `[redacted]` marker that a cut at `at` would split starts (-1: none)."""
+    size = len(REDACTED)
+    return text.find(REDACTED, max(0, at - size + 1), at + size - 1)
+
+
+#: Longer than any one character's written form (`\\\\u00e9`, `&#x1F600;`, `%25E2`).
+_LONGEST_UNIT = 16
+#: A variant: per unit, the compiled forms it may take.
+_Compiled = tuple[tuple[re.Pattern[str], ...], ...]
+
+
+@lru_cache(maxsize=4096)
+def _form_re(form: str) -> re.Pattern[str]:
+    return re.compile(form)
+
+
+def _first_chars(form: str) -> str:
+    """The characters text matching `form` can begin with."""
+    atom = _ATOM.findall(form)[0]
+    if atom.startswith("["):
+        return atom[1 : atom.index("]")]
+    return atom[1] if atom.startswith("\\") else atom[0]
+
+
+def _plain_atom(atom: str) -> str | None:
+    """The characters a quantifier-free atom matches (None: a group or a quantifier)."""
+    if atom.startswith("(") or atom[-1] in "*+?":
+        return None
+    if atom.startswith("["):
+        return atom[1:-1]
+    return atom[1] if atom.startswith("\\") else atom
+
+
+def _beginnings(units: Units) -> set[str] | None:
+    """The two characters text matching `units` can begin with (None: too varied)."""
+    found: set[str] = set()
+    for form in _forms(units[0]):
+        atoms = _ATOM.findall(form)
+        first = _plain_atom(atoms[0])
+        if first is None:
+            return None
+        if len(atoms) > 1:
+            second = _plain_atom(atoms[1])
+        elif len(units) > 1:
+            nexts = [_plain_atom(_ATOM.findall(f)[0]) for f in _forms(units[1])]
+            second = None if None in nexts else "".join(n or "" for n in nexts)
+        else:
+            second = None
+        if second is None:
+            return None
+        found |= {a + b for a in first for b in second}
+    return found
+
+
+@dataclass(frozen=True)
+class _Openings:
+    """Every variant of every secret, filed under the characters it can begin with."""
+
+    by_two: dict[str, tuple[_Compiled, ...]]
+    #: Variants whose first two characters vary too much to file (escaped forms).
+    loose: dict[str, tuple[_Compiled, ...]]
+
+
+@lru_cache(maxsize=16)
+def _openings(secrets: frozenset[str]) -> _Openings:
+    by_two: dict[str, list[_Compiled]] = {}
+    loose: dict[str, list[_Compiled]] = {}
+    for secret in sorted(secrets):
+        for units in _variants(secret):
+            compiled = tuple(tuple(_form_re(f) for f in _forms(u)) for u in units)
+            firsts = {c for f in _forms(units[0]) for c in _first_chars(f)}
+            two = _beginnings(units)
+            for ch in firsts if two is None else ():
+                loose.setdefault(ch, []).append(compiled)
+            for pair in two or ():
+                by_two.setdefault(pair, []).append(compiled)
+
+    def frozen(table: dict[str, list[_Compiled]]) -> dict[str, tuple[_Compiled, ...]]:
+        return {key: tuple(found) for key, found in table.items()}
+
+    return _Openings(frozen(by_two), frozen(loose))
+
+
+def _open_variant(text: str, start: int, units: _Compiled) -> bool:
+    """Whether `text[start:]` could be the beginning of `units`, more text to come."""
+    stack = [(start, 0)]
+    while stack:
+        pos, index = stack.pop()
+        if pos >= len(text):
+            return True
+        if index == len(units):
+            continue  # complete: the pattern itself judges it
+        for form in units[index]:
+            match = form.match(text, pos)
+            if match is not None and match.end() > pos:
+                stack.append((match.end(), index + 1))
+            elif len(text) - pos < _LONGEST_UNIT and text[pos] in _first_chars(form.pattern):
+                return True  # a unit cut short by the end of the text (`%2` of `%2F`)
+    return False
+
+
+def _open_from(text: str, secrets: frozenset[str]) -> int:
+    """The first position from which the end of `text`, `MIN_SECRET_LENGTH` characters or
+    more, could be the beginning of a secret in some form (len(text): none) — what a stream
+    must hold back."""
+    openings = _openings(secrets)
+    for start in range(max(0, len(text) - reach(secrets)), len(text) - MIN_SECRET_LENGTH + 1):
+        pair = text[start : start + 2]
+        for units in openings.by_two.get(pair, ()) + openings.loose.get(text[start], ()):
+            if _open_variant(text, start, units):
+                return start
+    return len(text)
+
+
+class StreamRedactor:
+    """Redacts a text that arrives in pieces (a model's streamed answer, a command's
+    output): a secret split across pieces is still caught. `feed` returns what may be shown
+    now: everything but an end of `MIN_SECRET_LENGTH` or more characters that could be the
+    beginning of a known secret in some form (looked for in the last `reach` characters),
+    and never part of a match that more text could still extend; `flush` returns the rest
+    at the end. Text that cannot begin a secret is not held back.
+
+    A shorter end (fewer characters than the shortest secret the tripwire masks at all) is
+    shown — a stalled stream must not hide "ans" because a key starts with "a" — and the
+    last such characters are kept as context: when the secret does go on, the rest of it is
+    masked from where it continues ("sk-[redacted]")."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._pending = ""
+        #: The last few characters already shown as they were (raw).
+        self._shown = ""
+
+    def feed(self, chunk: str) -> str:
+        if not chunk:
+            return ""
+        self._pending += chunk
+        return self._release(final=False)
+
+    def flush(self) -> str:
+        return self._release(final=True)
+
+    @property
+    def held(self) -> str:
+        """What is held back (raw: never show it)."""
+        return self._pending
+
+    def _release(self, final: bool) -> str:
+        secrets, pattern = self._redactor._state  # one consistent pair
+        if pattern is None:
+            text, self._pending, self._shown = self._pending, "", ""
+            return text
+        text = self._shown + self._pending
+        base = len(self._shown)
+        keep_from = len(text) if final else max(base, _open_from(text, secrets))
+        out: list[str] = []
+        pos = base
+        for match in pattern.finditer(text):
+            if match.end() <= pos:
+                continue
+            if not final and match.end() >= keep_from:
+                keep_from = max(base, min(keep_from, match.start()))
+                break
+            out += [text[pos : max(pos, match.start())], REDACTED]
+            pos = match.end()
+        keep_from = max(keep_from, pos)
+        out.append(text[pos:keep_from])
+        self._pending = text[keep_from:]
+        self._shown = "" if final else text[:keep_from][-(MIN_SECRET_LENGTH - 1) :]
+        return "".join(out)
+
+
+class Tripwire:
+    """The one owner of secret knowledge and masking in this process: every secret value
+    Deskhand has read or written (`remember`), masked in any form the tripwire knows
+    (`text`, `data`), shortened only after masking (`shorten`), and redacted as it streams
+    (`stream`). `app.core.secrets` feeds it; tools, the agent and the logs use it. `extra`
+    adds values a caller knows on top (a runner's own list, a tool context's)."""
+
+    def __init__(self) -> None:
+        self._values: set[str] = set()
+        self._lock = threading.Lock()
+        self._redactor = Redactor()
+        self._store: Callable[[], set[str]] = lambda: self._values
+
+    def keep_in(self, store: Callable[[], set[str]]) -> None:
+        """Keep the values in the set `store` returns (the application's own, read on every
+        use, so a test may give each test a fresh one)."""
+        self._store = store
+
+    def remember(self, values: Iterable[str]) -> None:
+        with self._lock:
+            self._store().update(v for v in values if v and len(v) >= MIN_SECRET_LENGTH)
+
+    def forget(self, value: str) -> None:
+        """Drop a value (tests: as after a restart)."""
+        with self._lock:
+            self._store().discard(value)
+
+    def known(self) -> set[str]:
+        with self._lock:
+            return set(self._store())
+
+    def redactor(self, extra: Iterable[str] = ()) -> Redactor:
+        """A redactor knowing every remembered secret and `extra`."""
+        known = self.known()
+        values = known.union(extra)
+        if len(values) == len(known):
+            self._redactor.update(known)
+            return self._redactor
+        return Redactor(values)
+
+    def text(self, value: str, extra: Iterable[str] = ()) -> str:
+        return self.redactor(extra).text(value)
+
+    def data(self, value: Any, extra: Iterable[str] = ()) -> Any:
+        return self.redactor(extra).data(value)
+
+    def shorten(
+        self,
+        text: str,
+        limit: int,
+        *,
+        extra: Iterable[str] = (),
+        end: bool = False,
+        mark: str = "…",
+    ) -> str:
+        return shorten(text, limit, redactor=self.redactor(extra), end=end, mark=mark)
+
+    def stream(self, extra: Iterable[str] = ()) -> StreamRedactor:
+        return StreamRedactor(self.redactor(extra))
+
+
+TRIPWIRE = Tripwire()
+
+
+def shorten(
+    text: str,
+    limit: int,
+    *,
+    secrets: Iterable[str] = (),
+    redactor: Redactor | None = None,
+    end: bool = False,
+    mark: str = "…",
+    redacted: bool = False,
+) -> str:
+    """THE way to cut text anyone will see: known secrets are redacted FIRST, then the
+    text is cut to `limit` characters (`end`: its last ones), `mark` standing for what
+    was left out — so a cut never leaves part of a secret the tripwire no longer
+    recognises. Knows every remembered secret (`TRIPWIRE`) plus `secrets`. `redacted`:
+    the text already passed the tripwire whole (a `StreamRedactor`'s output): only cut."""
+    clean = str(text) if redacted else (redactor or TRIPWIRE.redactor(secrets)).text(str(text))
+    if len(clean) <= limit:
+        return clean
+    room = max(limit - len(mark), 0)
+    if end:
+        start = len(clean) - room
+        if (marker := _marker_across(clean, start)) != -1:
+            start = marker + len(REDACTED)  # not half a marker
+        return mark + clean[start:]
+    if (marker := _marker_across(clean, room)) != -1:
+        room = marker
+    return clean[:room] + mark

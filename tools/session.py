@@ -30,8 +30,13 @@ class ToolSession:
     #: no longer enough for data to leave the machine. Holds what was read, in plain words.
     private_data_read: str | None = None
     #: Set by the call pipeline after a result carrying untrusted external content (web
-    #: pages, MCP results, files, logs...): where the latest such content came from.
+    #: pages, MCP results, files, logs, a saved note taken from such content): where the
+    #: latest such content came from.
     last_untrusted_origin: str | None = None
+    # Both are kept with the conversation in the store (app/core/store/taint.py) and given
+    # back to any session of a stored conversation (`untrusted.restore`): opening it, and
+    # before each call. Only the visited sites in `notes` live in this process alone (a
+    # later process then asks about them again).
 
     def enabled(self, name: str) -> bool:
         manifest = self.registry.get(name)

@@ -3,15 +3,18 @@ text is put on one line, cut, and cannot close a quote the summary opened."""
 
 from __future__ import annotations
 
+from tools.redact import TRIPWIRE, shorten
+
 #: At most this many characters of one quoted piece of user-controlled text.
 QUOTE_LIMIT = 60
 
 
 def clean(text: str, limit: int = QUOTE_LIMIT) -> str:
     """One line (whitespace runs become one space), curly quotes made straight so that the
-    text cannot close a quote the summary opened, cut with an ellipsis."""
-    flat = " ".join(str(text).split()).replace("“", '"').replace("”", '"')
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+    text cannot close a quote the summary opened, cut with an ellipsis — after the
+    tripwire masked known secrets, so a cut cannot leave part of one."""
+    flat = " ".join(TRIPWIRE.text(str(text)).split()).replace("“", '"').replace("”", '"')
+    return flat if len(flat) <= limit else shorten(flat, limit - 1, mark="").rstrip() + "…"
 
 
 def quoted(text: str, limit: int = QUOTE_LIMIT) -> str:

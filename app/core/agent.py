@@ -49,6 +49,7 @@ from app.core.providers.base import (
 from app.core.rules import RuleBook, RuleDecision, rule_from_legacy_pattern
 from app.core.sources import TrustStore
 from integrations.spec import Account, AccountDirectory
+from tools.redact import Redactor, StreamRedactor
 from tools.runner import InvalidCall, ToolRunner, parse_arguments
 from tools.session import ToolSession
 from tools.spec import ToolResult
@@ -267,6 +268,8 @@ class Agent:
             async for notice in self._compact(conv):
                 yield notice
             await self._secrets_known()
+            # every consumer (terminal, --json, the window) gets the deltas redacted
+            shown = _ShownStream(self.runner.refresh_secrets())
             try:
                 async for event in self.provider.stream(
                     self._request_messages(conv),
@@ -276,15 +279,19 @@ class Agent:
                 ):
                     if isinstance(event, TextChunk):
                         text.append(event.text)
-                        yield TextDelta(event.text)
+                        if delta := shown.text.feed(event.text):
+                            yield TextDelta(delta)
                     elif isinstance(event, ReasoningChunk):
-                        yield ReasoningDelta(event.text)
+                        if delta := shown.reasoning.feed(event.text):
+                            yield ReasoningDelta(delta)
                     elif isinstance(event, ToolCallReady):
                         calls.append(event.call)
                     elif isinstance(event, StreamDone):
                         stop_reason = event.stop_reason
                         usage.add(event.usage)
             except ProviderError as exc:
+                for held in shown.flush():
+                    yield held
                 if specs and not text and _rejects_tools(exc):
                     self._tools_unsupported = True
                     yield Notice(
@@ -295,11 +302,14 @@ class Agent:
                     )
                     continue
                 self._keep_partial(conv, text)
-                yield Error(str(exc), kind=exc.kind, retryable=_retryable(exc))
+                message = self.runner.redactor.text(str(exc))  # a server may echo a key
+                yield Error(message, kind=exc.kind, retryable=_retryable(exc))
                 return
             except (asyncio.CancelledError, GeneratorExit):
                 self._keep_partial(conv, text)
                 raise
+            for held in shown.flush():
+                yield held
             calls = _unique_ids(calls)
             self._append(conv, ChatMessage("assistant", "".join(text), tool_calls=calls), usage)
             if warning := self._save_warning():
@@ -570,6 +580,25 @@ def without_orphan_results(messages: list[ChatMessage]) -> list[ChatMessage]:
 
 
 @dataclass
+class _ShownStream:
+    """The tripwire on a streamed reply: the answer's and the reasoning's deltas pass it
+    before any consumer sees them. A secret split across chunks is still caught (the end
+    that could begin one is held back, see `StreamRedactor`); `flush` gives what is held
+    when the stream ends (or fails)."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.text = StreamRedactor(redactor)
+        self.reasoning = StreamRedactor(redactor)
+
+    def flush(self) -> list[AgentEvent]:
+        held: list[AgentEvent] = []
+        if thought := self.reasoning.flush():
+            held.append(ReasoningDelta(thought))
+        if answer := self.text.flush():
+            held.append(TextDelta(answer))
+        return held
+
+
 class _RoundOutcome:
     invalid: int = 0
 

@@ -9,6 +9,10 @@ model sees (latest summary + the messages after it covers), the store keeps ever
 
 A cut always falls just before an assistant message, so a tool call is never separated
 from its results and the request keeps alternating user → assistant.
+
+Compaction never clears what the conversation read (private data, untrusted content; kept
+in the store, app/core/store/taint.py): the summary is written from the summarised results
+and keeps their facts, names and numbers, so their taint stays with it.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from app.core import untrusted
 from app.core.providers.base import ChatMessage, Provider, TextChunk
 
 SUMMARY_PREFIX = "[Summary of earlier conversation"
@@ -165,4 +170,21 @@ async def summarise(
     limit = max(500, budget // 4)  # the summary must leave room for the recent turns
     if len(summary) > limit:
         summary = summary[:limit] + " […]"
+    if _held_untrusted(plan_, messages):
+        summary = untrusted.label(summary, SUMMARY_ORIGIN)
     return ChatMessage("user", _HEADER.format(count=plan_.cut) + "\n" + summary)
+
+
+#: Where a summary says its words come from when what it summarised held outside content.
+SUMMARY_ORIGIN = "a summary of earlier turns that held content from outside (pages, files, tools)"
+
+
+def _held_untrusted(plan_: Plan, messages: Sequence[ChatMessage]) -> bool:
+    """The summarised part (or the summary before it) held content labelled as untrusted:
+    words injected there may survive into the summary, which is a "user" message, so it is
+    labelled as untrusted data too (never as the user's own words)."""
+    markers = (untrusted.MARKER, untrusted.BROWSER_MARKER)
+    part = [m for m in messages[plan_.start : plan_.cut] if m.role == "tool"]
+    if plan_.previous is not None:
+        part.append(plan_.previous)
+    return any(marker in m.content for m in part for marker in markers)

@@ -9,7 +9,10 @@ Memories reach the model as the user's saved notes, labelled, each with where an
 saved and, when it was written right after the conversation read untrusted content (a web
 page, a file...), that origin (`context_message`). They are data, never system instructions.
 The origin is kept in the content column after a record separator (`_encode`): memory text
-never holds one, since `_check_content` folds every whitespace character into a space.
+never holds one, since `_check_content` folds every whitespace character into a space. A
+note with such an origin taints the conversation it is told to (`context_message`), and
+reading it through a memory tool taints too (`untrusted.note_origin`), so a note written from
+it keeps that origin.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, cast, get_args
 
-from app.core.untrusted import NOTES_MARKER, clean_origin, neutralise, new_nonce
+from app.core.untrusted import NOTES_MARKER, UNTRUSTED, clean_origin, neutralise, new_nonce
 
 MemoryKind = Literal["fact", "preference", "task"]
 KINDS: tuple[str, ...] = get_args(MemoryKind)
@@ -245,8 +248,17 @@ class MemoryService:
 
     def context_message(self, query: str, budget: int) -> str:
         """The memories for a conversation, as the text of a USER-role context message (not
-        the system prompt): the user's labelled notes, or "" when none."""
-        return memory_context(self.relevant(query, budget), self.conversation_id)
+        the system prompt): the user's labelled notes, or "" when none.
+
+        A note taken from untrusted content brings that content into the conversation: its
+        origin is kept with the conversation (`Store.add_taint`) before the note is told, so
+        a note the conversation writes next asks and keeps that origin too (§5.10)."""
+        chosen = self.relevant(query, budget)
+        add = getattr(self.store, "add_taint", None)
+        if self.conversation_id is not None and callable(add):
+            for origin in dict.fromkeys(m.origin for m in chosen if m.origin):
+                add(self.conversation_id, UNTRUSTED, origin)
+        return memory_context(chosen, self.conversation_id)
 
     def prompt_block(self, query: str, budget: int) -> str:
         """Deprecated name of `context_message`, until the agent sends it as a user message."""

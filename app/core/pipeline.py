@@ -152,6 +152,8 @@ class CallPipeline:
         except InvalidCall as exc:
             return CallOutcome(self.runner.finish(ToolResult.failure(str(exc))), "invalid")
         session.activate([manifest.name])
+        # what this conversation read before (another process, a note injected) counts
+        self._restore_taint(session, conversation_id)
         # nothing about this call (card, result) is shown before the tripwire knows every
         # stored secret; immediate when nothing is stored or all is loaded
         await self._secrets_known()
@@ -177,6 +179,7 @@ class CallPipeline:
                     self.stopped_results[call_id] = late
             raise
         result = await self._after_run(result, facts, session, for_model)
+        self._keep_taint(conversation_id, call_id, self._taint_of(result, facts))
         return CallOutcome(result, "ok" if result.ok else "error", manifest)
 
     # ---- 1. validate -----------------------------------------------------------------------
@@ -512,14 +515,60 @@ class CallPipeline:
         params = _plain(facts.params)
         kind = facts.source.kind
         labelled, origin = untrusted.for_model(facts.manifest, kind, params, result.content)
+        if origin is not None and for_model:  # failed results too: an error text can carry
+            result.content = labelled  # a page's words
+        for taint_kind, what in self._taint_of(result, facts):
+            if taint_kind == untrusted.PRIVATE:
+                session.private_data_read = what
+            else:
+                session.last_untrusted_origin = what  # it stays in the model's context
+        return result
+
+    # ---- what the conversation read, kept with it (app/core/store/taint.py) -------------
+
+    @staticmethod
+    def _taint_of(result: ToolResult, facts: CallFacts) -> list[tuple[str, str]]:
+        """(kind, what) this result brings into the conversation: untrusted content (also
+        a failed result's: an error text can carry a page's words; also a saved note taken
+        from untrusted content, shown again) and private data (of a result that worked)."""
+        params, kind = _plain(facts.params), facts.source.kind
+        found: list[tuple[str, str]] = []
+        origin = untrusted.external_origin(facts.manifest, kind, params)
+        if origin is None and result.ok:
+            origin = untrusted.note_origin(facts.manifest, kind, result.data)
         if origin is not None:
-            if for_model:  # failed results too: an error text can carry a page's words
-                result.content = labelled
-            session.last_untrusted_origin = origin  # it stays in the model's context
+            found.append((untrusted.UNTRUSTED, untrusted.clean_origin(origin)))
         private = untrusted.private_origin(facts.manifest, kind, params)
         if private is not None and result.ok:
-            session.private_data_read = private
-        return result
+            found.append((untrusted.PRIVATE, private))
+        return found
+
+    def _restore_taint(self, session: ToolSession, conversation_id: str | None) -> None:
+        """The session learns what its stored conversation read before: in another process
+        (`ask --conversation`, the window, a task) or through a remembered note (never
+        forgets anything it knows)."""
+        read = getattr(self.recorder, "conversation_taint", None)
+        if conversation_id is None or read is None:
+            return
+        if session.private_data_read and session.last_untrusted_origin:
+            return  # nothing stored could add to what it knows
+        try:
+            untrusted.restore(session, read(conversation_id))
+        except Exception:
+            log.exception("could not read what this conversation read before")
+
+    def _keep_taint(
+        self, conversation_id: str | None, call_id: str, found: list[tuple[str, str]]
+    ) -> None:
+        """Stores what a call's result brought into the conversation, under its call id."""
+        add = getattr(self.recorder, "add_taint", None)
+        if conversation_id is None or add is None:
+            return
+        for taint_kind, what in found:
+            try:
+                add(conversation_id, taint_kind, what, call_id)
+            except Exception:  # this session still knows; a later process would not
+                log.exception("could not keep what this conversation read")
 
 
 class _Confirmer:
@@ -604,10 +653,7 @@ def _proposals(facts: CallFacts) -> list[Proposal]:
     elif site:
         out.append(Proposal(f"{friendly} on {site}", rule(Matcher(kind="site", value=site))))
     elif subject.command:
-        prefix = " ".join(subject.command.split()[:2])
-        out.append(
-            Proposal(f"{friendly} for “{prefix} …”", rule(Matcher(kind="command", value=prefix)))
-        )
+        out += _one_string_proposal(friendly, subject.command, rule)
     elif subject.account:
         out.append(
             Proposal(
@@ -618,6 +664,30 @@ def _proposals(facts: CallFacts) -> list[Proposal]:
     if facts.escalation is None:
         out.append(Proposal(f"{friendly} with any arguments", rule(Matcher())))
     return out
+
+
+def _one_string_proposal(
+    friendly: str, command: str, rule: Callable[[Matcher], Rule]
+) -> list[Proposal]:
+    """A command given as one string (docker exec, kubectl exec): its first two words when
+    what follows them is known to be inert for that program, else exactly the command."""
+    import shlex
+
+    from tools.shell.programs import coverage
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return []
+    if not words:
+        return []
+    cover = coverage(words, min(2, len(words)))
+    value = shlex.join(words[: cover.proposal])
+    if cover.exact:
+        matcher = Matcher(kind="command", value=value, exact=True)
+        return [Proposal(f"{friendly} for exactly “{value}”", rule(matcher))]
+    more = " …" if cover.proposal < len(words) else ""
+    return [Proposal(f"{friendly} for “{value}{more}”", rule(Matcher(kind="command", value=value)))]
 
 
 #: "Always allow" on a command line adds at most this many prefix rules (all named on the

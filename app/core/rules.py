@@ -246,10 +246,15 @@ def _words(text: str) -> list[str] | None:
 
 
 def _all_quoted(text: str) -> bool:
-    """Every `$`/backtick sits inside single quotes (shlex.quote's output): no expansion."""
-    inside = False
+    """Every `$`/backtick sits inside single quotes (shlex.quote's output): no expansion.
+    Outside single quotes a backslash escapes the next character (`\\'` is no quote)."""
+    inside = escaped = False
     for ch in text:
-        if ch == "'":
+        if escaped:
+            escaped = False
+        elif ch == "\\" and not inside:
+            escaped = True
+        elif ch == "'":
             inside = not inside
         elif ch in "`$" and not inside:
             return False

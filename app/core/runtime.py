@@ -514,7 +514,9 @@ class Runtime:
         return names
 
     def open_conversation(self, conversation_id: str | None = None) -> Conversation:
-        """An existing conversation (history restored) or a new one, stored either way."""
+        """An existing conversation (history and what it read restored) or a new one,
+        stored either way."""
+        from app.core import untrusted
         from app.core.agent import Conversation
 
         session = self.new_session()
@@ -524,12 +526,15 @@ class Runtime:
             raise ConfigError(f"there is no conversation {conversation_id!r}")
         conv = Conversation(session, conversation_id, self.store.load_messages(conversation_id))
         conv.restore_active_tools()
+        # what it read before (private data, untrusted content) still counts (§5.8, §5.10)
+        untrusted.restore(session, self.store.conversation_taint(conversation_id))
         return conv
 
     def reload_conversation(self, conversation: Conversation) -> None:
         """The stored history changed (an edit, a branch switch): `conversation` takes the
         live messages again, and its active tools become those a fresh open would give —
-        none that only an archived branch used."""
+        none that only an archived branch used. What the session read stays (it only
+        clears on a fresh open of a branch without that result: the safe side)."""
         assert conversation.id is not None
         conversation.messages = self.store.load_messages(conversation.id)
         conversation.rebuild_active_tools(self._always_offered())

@@ -39,6 +39,7 @@ from app.core.keyring_fallback import (
     set_passphrase_listener,
     system_unusable,
 )
+from tools.redact import TRIPWIRE
 
 if TYPE_CHECKING:
     from keyring.backend import KeyringBackend
@@ -60,8 +61,11 @@ ENV_KEY_ORIGINS = {
     "ANTHROPIC_API_KEY": ("https", "api.anthropic.com", 443),
 }
 
+#: The known values. The tripwire (`tools.redact.TRIPWIRE`), the one owner of secret
+#: knowledge and masking, keeps them here (read through the module, so a test may swap it);
+#: this module feeds it, everything else asks it.
 _known: set[str] = set()
-_known_lock = threading.Lock()
+TRIPWIRE.keep_in(lambda: _known)
 
 
 class KeyOwner(Protocol):
@@ -94,8 +98,7 @@ def remember_secret(value: str | None) -> None:
         found = inside
     elif match := _AUTH_SCHEME.match(value.strip()):
         found.add(match.group(1))
-    with _known_lock:
-        _known.update(v for v in found if len(v) >= MIN_KNOWN_LENGTH)
+    TRIPWIRE.remember(v for v in found if len(v) >= MIN_KNOWN_LENGTH)
 
 
 def _json_credentials(text: str) -> set[str] | None:
@@ -132,8 +135,7 @@ set_passphrase_listener(remember_secret)
 
 def known_secret_values() -> set[str]:
     """A copy of every secret value this process has read or written."""
-    with _known_lock:
-        return set(_known)
+    return TRIPWIRE.known()
 
 
 def secret_key(integration: str, account_id: str, field: str) -> str:

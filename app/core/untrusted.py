@@ -14,6 +14,10 @@ Pure functions the call pipeline applies to every tool result (no I/O, cheap):
 * `for_model(...)`: the whole step for one result: (text for the model, origin or None).
   Built-in browser tools label page text themselves (`<untrusted_page_content>`); their
   results are not wrapped twice. Nothing else is trusted to have labelled itself.
+* `note_origin(...)`: the untrusted origin of saved notes a built-in memory tool's result
+  shows again (a note taken from a web page is still that page's words).
+* `restore(session, taint)`: what a conversation read in an earlier process (kept with it in
+  the store, `app/core/store/taint.py`) back into its session; it never clears anything.
 
 Label after capping the output, so a cap can never cut the closing marker off.
 """
@@ -23,7 +27,7 @@ from __future__ import annotations
 import re
 import secrets
 import string
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -363,3 +367,40 @@ def _fill(template: str, params: Any, name: str) -> str:
         return clean_origin(template.format_map(values))
     except (ValueError, IndexError):  # a template typo must not break a call
         return clean_origin(f"the output of tool {name}")
+
+
+# ---- what a conversation read, across processes ------------------------------------------
+
+#: Taint kinds as the store keeps them (app/core/store/taint.py).
+PRIVATE = "private"
+UNTRUSTED = "untrusted"
+_MEMORY_TOOLS = frozenset(
+    {"memory_store", "memory_search", "memory_update", "memory_delete", "memory_list"}
+)
+
+
+def note_origin(manifest: Any, source_kind: str, data: Any) -> str | None:
+    """The untrusted origin of a saved note a built-in memory tool's result shows (the first
+    one that has one), or None. Only the built-in memory tools are believed about it."""
+    if source_kind != "builtin" or manifest.name not in _MEMORY_TOOLS:
+        return None
+    if not isinstance(data, Mapping):
+        return None
+    notes = data.get("memories")
+    for note in notes if isinstance(notes, list) else [data]:
+        origin = note.get("origin") if isinstance(note, Mapping) else None
+        if isinstance(origin, str) and origin:
+            return clean_origin(origin)
+    return None
+
+
+def restore(session: Any, taint: Iterable[tuple[str, str]]) -> None:
+    """Gives `session` what its conversation read before (stored (kind, what) rows, oldest
+    first): a field already set here is kept (it is the newer), an empty one takes the
+    latest stored. Never clears a field."""
+    latest = dict(taint)
+    private, origin = latest.get(PRIVATE), latest.get(UNTRUSTED)
+    if private and not getattr(session, "private_data_read", None):
+        session.private_data_read = private
+    if origin and not getattr(session, "last_untrusted_origin", None):
+        session.last_untrusted_origin = origin

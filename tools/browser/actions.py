@@ -38,6 +38,7 @@ from tools.browser.policy import (
     normalize_url,
     site_of,
 )
+from tools.redact import TRIPWIRE, Redactor
 from tools.spec import ToolContext, ToolError, ToolResult
 
 #: Extra seconds the caller waits beyond an action's own bounds.
@@ -348,15 +349,30 @@ def scroll(args: Scroll, ctx: ToolContext) -> ToolResult:
 # ---- waiting ---------------------------------------------------------------------------------
 
 
+def _shown_in(text: str, texts: list[str], redactor: Redactor) -> bool:
+    """Whether `text` is in one of `texts` once known secrets are masked (whitespace and
+    case as Playwright's text matching has them)."""
+    wanted = " ".join(text.split()).casefold()
+    return any(wanted in " ".join(redactor.text(t).split()).casefold() for t in texts)
+
+
 def wait(args: Wait, ctx: ToolContext) -> ToolResult:
+    redactor = TRIPWIRE.redactor(ctx.secret_values())
+
     def check(page: Any) -> bool:
+        # text and address are matched as redacted: a wait must not answer yes/no about
+        # the characters of a secret on the page
         try:
             if args.text is not None:
-                page.get_by_text(args.text).first.wait_for(state="visible", timeout=SLICE_MS)
+                found = page.get_by_text(args.text)
+                found.first.wait_for(state="visible", timeout=SLICE_MS)
+                if not _shown_in(args.text, found.all_inner_texts(), redactor):
+                    page.wait_for_timeout(SLICE_MS)
+                    return False
             elif args.selector is not None:
                 page.locator(args.selector).first.wait_for(state="visible", timeout=SLICE_MS)
             elif args.url_contains is not None:
-                if args.url_contains not in page.url:
+                if args.url_contains not in redactor.text(page.url):
                     page.wait_for_timeout(SLICE_MS)
                     return False
             else:

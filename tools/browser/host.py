@@ -32,6 +32,7 @@ from typing import Any, ClassVar, TypeVar
 from tools.browser.config import BrowserConfig
 from tools.browser.discovery import BrowserChoice, find_browser
 from tools.browser.egress import EgressGuard
+from tools.redact import shorten
 from tools.spec import ToolCancelled, ToolContext, ToolError
 
 log = logging.getLogger(__name__)
@@ -152,7 +153,7 @@ class BrowserSession:
         self.current = page  # a tab the page opened (target=_blank, window.open) takes focus
 
     def _on_dialog(self, dialog: Any) -> None:
-        self.dialogs.append(f"{dialog.type}: {dialog.message}"[:300])
+        self.dialogs.append(shorten(f"{dialog.type}: {dialog.message}", 300, mark=""))
         try:
             if dialog.type == "beforeunload":
                 dialog.accept()

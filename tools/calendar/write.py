@@ -34,6 +34,7 @@ from tools.calendar.events import (
 )
 from tools.calendar.manifest import CreateEvent, DeleteEvent, UpdateEvent
 from tools.calendar.zones import parse_date, parse_time, show, zone
+from tools.redact import shorten
 from tools.spec import ToolContext, ToolError, ToolResult
 
 
@@ -192,7 +193,7 @@ def _changes(plan: PlannedUpdate, tz: ZoneInfo) -> list[str]:
         ("title", b.title, a.title),
         ("when", b.line(tz).split(" — ")[0], a.line(tz).split(" — ")[0]),
         ("location", b.location, a.location),
-        ("description", b.description[:80], a.description[:80]),
+        ("description", shorten(b.description, 80, mark=""), shorten(a.description, 80, mark="")),
         ("attendees", ", ".join(b.attendees), ", ".join(a.attendees)),
         ("alarm", _alarm_text(b), _alarm_text(a)),
         ("repeats", *plan.rules),

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 import docker.errors
 import requests.exceptions
 
+from tools.redact import shorten
 from tools.spec import ToolError
 
 START_HINT = "start it with `sudo systemctl start docker` (Linux) or open Docker Desktop"
@@ -89,4 +90,4 @@ def api_problem(exc: docker.errors.APIError) -> str:
 
 def _first_line(value: object) -> str:
     text = value.decode(errors="replace") if isinstance(value, bytes) else str(value)
-    return (text.strip().splitlines() or [""])[0][:500]
+    return shorten((text.strip().splitlines() or [""])[0], 500, mark="")

@@ -11,6 +11,7 @@ import docker.errors
 from tools.docker.format import ago, counted, human_size, table
 from tools.docker.host import DockerHost, connect
 from tools.docker.manifest import ListImages, PullImage, RemoveImage
+from tools.redact import shorten
 from tools.spec import ToolContext, ToolError, ToolResult
 
 _UNREACHABLE = (
@@ -65,14 +66,14 @@ def pull_problem(image: str, host: DockerHost, message: str) -> ToolError:
     if any(marker in lowered for marker in _UNREACHABLE):
         return ToolError(
             f"Could not reach the registry to pull {image!r} from {host.title}: the Docker host "
-            f"has no network access or DNS/proxy trouble ({message.strip()[:300]})"
+            f"has no network access or DNS/proxy trouble ({shorten(message.strip(), 300, mark='')})"
         )
     if any(marker in lowered for marker in _MISSING):
         return ToolError(
             f"{image!r} was not found in its registry, or it is private and needs "
-            f"`docker login` on the host ({message.strip()[:300]})"
+            f"`docker login` on the host ({shorten(message.strip(), 300, mark='')})"
         )
-    return ToolError(f"Pulling {image!r} failed: {message.strip()[:500]}")
+    return ToolError(f"Pulling {image!r} failed: {shorten(message.strip(), 500, mark='')}")
 
 
 class LayerProgress:

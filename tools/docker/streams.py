@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from enum import StrEnum
 
+from tools.redact import shorten
 from tools.spec import ToolContext
 
 #: Characters of output a result carries; older lines are dropped first.
@@ -61,7 +62,7 @@ class OutputCollector:
     def _add(self, line: str) -> None:
         line = line.rstrip("\r")
         if self._forwarded < PROGRESS_LINES:
-            self._ctx.progress(line[:500])
+            self._ctx.progress(shorten(line, 500, secrets=self._ctx.secret_values(), mark=""))
         elif self._forwarded == PROGRESS_LINES:
             self._ctx.progress("… (more output; live lines stop here, the result keeps the end)")
         self._forwarded += 1

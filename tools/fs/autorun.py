@@ -161,6 +161,10 @@ GIT_CONFIG = (
 GIT_DIR = ("a git folder", "its hooks and configuration can run commands")
 HOOK_MANAGER = ("a git hook configuration", "its commands run on every commit")
 DIRENV = ("a direnv file", "it runs when a terminal enters the folder")
+EDITOR_TASKS = (
+    "an editor's workspace task or settings file",
+    "your editor can run its commands when the folder is opened",
+)
 PYTHON_STARTUP = (
     "a Python start-up file",
     "it runs each time Python starts with these packages",
@@ -171,6 +175,9 @@ ON_PATH = ("a program in a folder on your PATH", "it runs when its name is typed
 _HOOK_MANAGER_NAMES = frozenset(
     {".pre-commit-config.yaml", "lefthook.yml", "lefthook.yaml", ".lefthook.yml", ".lefthook.yaml"}
 )
+#: Inside `.vscode/`: tasks can run on opening the folder ("runOn": "folderOpen"), and
+#: workspace settings name programs the editor starts (interpreters, linters, git).
+_EDITOR_WORKSPACE_NAMES = frozenset({"tasks.json", "settings.json"})
 _PYTHON_STARTUP_NAMES = frozenset({"usercustomize.py", "sitecustomize.py"})
 _HOOKS_PATH = re.compile(r"^\s*hookspath\s*=\s*(.+?)\s*$", re.IGNORECASE)
 _GIT_CONFIG_MAX_BYTES = 256 * 1024
@@ -252,6 +259,8 @@ def _by_components(real: Path, folded: list[str]) -> AutoRun | None:
         return AutoRun(*HOOK_MANAGER, real)
     if name == ".envrc":
         return AutoRun(*DIRENV, real)
+    if len(folded) > 1 and folded[-2] == ".vscode" and name in _EDITOR_WORKSPACE_NAMES:
+        return AutoRun(*EDITOR_TASKS, real)
     in_packages = "site-packages" in folded or "dist-packages" in folded
     if in_packages and (name.endswith(".pth") or name in _PYTHON_STARTUP_NAMES):
         return AutoRun(*PYTHON_STARTUP, real)
@@ -275,6 +284,11 @@ def _by_repository(real: Path) -> AutoRun | None:
                     return AutoRun(*GIT_HOOK, real)
             return None  # the innermost repository decides
     return None
+
+
+def is_git_dir(folder: Path) -> bool:
+    """Whether `folder` is a git folder itself (bare, or a worktree's): HEAD and objects."""
+    return _is_git_dir(folder)
 
 
 def _is_git_dir(folder: Path) -> bool:

@@ -22,6 +22,7 @@ from tools.fs.hooks import verify
 from tools.fs.manifest import CopyPath, DeletePath, EditFile, MovePath, WriteFile
 from tools.fs.ops import MIB, SNIFF_BYTES, binary_refusal, human_size, kind_of, looks_binary
 from tools.fs.sandbox import O_NONBLOCK, Sandbox, SandboxError
+from tools.redact import shorten
 from tools.spec import ToolContext, ToolError, ToolResult
 
 #: Previous content above this size is not read for a diff.
@@ -67,7 +68,8 @@ def _diff_summary(diff: str) -> str:
 def _capped(diff: str) -> str:
     if len(diff) <= DIFF_CONTENT_CHARS:
         return diff
-    return diff[:DIFF_CONTENT_CHARS] + "\n[diff cut; the full diff is in the result data]\n"
+    note = "\n[diff cut; the full diff is in the result data]\n"
+    return shorten(diff, DIFF_CONTENT_CHARS, mark="") + note
 
 
 # ------------------------------------------------------------------ fs_write_file
@@ -282,7 +284,7 @@ def _not_found_message(real: Path, text: str, old_text: str) -> str:
     hints = []
     for candidate in close:
         number = stripped.index(candidate) + 1
-        hints.append(f"  line {number}: {candidate[:160]}")
+        hints.append(f"  line {number}: {shorten(candidate, 160, mark='')}")
     return message + " Closest lines:\n" + "\n".join(hints)
 
 

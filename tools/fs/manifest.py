@@ -88,7 +88,9 @@ class SearchFiles(_Params):
         description="Glob for file names, e.g. '*.py'; with a '/' it matches the relative path",
     )
     content: str | None = Field(
-        None, description="Only files containing this text (or regex when regex=true)"
+        None,
+        description="Only files containing this text (or regex when regex=true); matched "
+        "on the text as fs_read_file shows it, known secrets reading [redacted]",
     )
     regex: bool = Field(False, description="Treat content as a Python regular expression")
     case_sensitive: bool = Field(False, description="Match names and content case-sensitively")

@@ -22,6 +22,7 @@ from typing import Any, BinaryIO
 
 from tools.fs.manifest import FileInfo, ListDir, ReadFile, SearchFiles
 from tools.fs.sandbox import HAS_DIR_FD, O_NONBLOCK, Sandbox, SandboxError
+from tools.redact import TRIPWIRE, Redactor, shorten
 from tools.spec import ToolContext, ToolError, ToolResult
 
 KIB = 1024
@@ -360,14 +361,20 @@ class _SearchState:
     skipped: Counter[str] = field(default_factory=Counter)
     files_seen: int = 0
     limit_reached: bool = False
+    #: The tripwire: content is searched, and snippets cut, only after it masked secrets.
+    redactor: Redactor = field(default_factory=Redactor)
 
 
 def search_files(args: SearchFiles, ctx: ToolContext) -> ToolResult:
+    """Names and lines are matched as the model would read them: with every known secret
+    already `[redacted]`, so a pattern cannot ask yes/no questions about a secret's
+    characters (ten searches must not rebuild a key fs_read_file masks)."""
     sandbox = Sandbox.from_context(ctx)
     base = resolve_existing_dir(sandbox, args.path)
-    name_matches = _name_matcher(args.pattern, args.case_sensitive)
+    redactor = TRIPWIRE.redactor(ctx.secret_values())
+    name_matches = _name_matcher(args.pattern, args.case_sensitive, redactor)
     line_matches = _content_matcher(args)
-    state = _SearchState()
+    state = _SearchState(redactor=redactor)
     for here, dirnames, filenames, dir_fd in _walk_tree(sandbox, base, args.include_hidden):
         ctx.check_cancelled()
         relative_dir = here.relative_to(base).as_posix()
@@ -446,13 +453,16 @@ def _skip_name(sandbox: Sandbox, path: Path, name: str, include_hidden: bool) ->
     return (name.startswith(".") and not include_hidden) or sandbox.denied_match(path) is not None
 
 
-def _name_matcher(pattern: str, case_sensitive: bool) -> Callable[[str, str], bool]:
-    """fnmatch on the name, or on the path relative to the search folder if it has a '/'."""
+def _name_matcher(
+    pattern: str, case_sensitive: bool, redactor: Redactor
+) -> Callable[[str, str], bool]:
+    """fnmatch on the name, or on the path relative to the search folder if it has a '/'
+    (as redacted: a secret in a name matches only `[redacted]`)."""
     on_path = "/" in pattern
     wanted = pattern if case_sensitive else pattern.casefold()
 
     def matches(name: str, relative: str) -> bool:
-        subject = relative if on_path else name
+        subject = redactor.text(relative if on_path else name)
         return fnmatch.fnmatchcase(subject if case_sensitive else subject.casefold(), wanted)
 
     return matches
@@ -488,11 +498,13 @@ def _collect(
     if line_matches is None:
         state.results.append({"path": str(path), "type": kind})
     else:
-        text = _searchable_text(sandbox, path, dir_fd, state.skipped)
+        raw = _searchable_text(sandbox, path, dir_fd, state.skipped)
         state.files_seen += 1
-        for number, line in enumerate((text or "").splitlines(), start=1):
+        # matched on the redacted text (line numbers kept), the snippet cut after that
+        text = state.redactor.text_keeping_lines(raw or "")
+        for number, line in enumerate(text.splitlines(), start=1):
             if line_matches(line):
-                snippet = line.strip()[:SEARCH_LINE_CHARS]
+                snippet = shorten(line.strip(), SEARCH_LINE_CHARS, redactor=state.redactor)
                 state.results.append({"path": str(path), "line": number, "text": snippet})
                 if len(state.results) >= max_results:
                     break

@@ -6,13 +6,14 @@ from typing import Any
 
 from tools.github.common import account_for, github, repo_path
 from tools.github.manifest import Comment, CreateIssue
+from tools.redact import shorten
 from tools.spec import ToolContext, ToolResult
 
 _PREVIEW_BODY = 600
 
 
 def _clip(text: str) -> str:
-    return text if len(text) <= _PREVIEW_BODY else text[:_PREVIEW_BODY] + "…"
+    return shorten(text, _PREVIEW_BODY + 1)
 
 
 def _label(ctx: ToolContext, ref: str | None) -> str:

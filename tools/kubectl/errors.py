@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from tools.redact import shorten
 from tools.spec import ToolError
 
 #: `pods is forbidden: User "jane" cannot list resource "pods" in API group "" in the
@@ -49,7 +50,7 @@ def status_of(body: Any) -> dict[str, Any]:
         try:
             body = json.loads(body)
         except ValueError:
-            return {"message": body.strip()[:500]} if body.strip() else {}
+            return {"message": shorten(body.strip(), 500, mark="")} if body.strip() else {}
     return body if isinstance(body, dict) else {}
 
 
@@ -142,7 +143,7 @@ def _short_reason(exc: BaseException) -> str:
     ):
         if needle in lowered:
             return short
-    return text.splitlines()[0][:200] if text else type(exc).__name__
+    return shorten(text.splitlines()[0], 200, mark="") if text else type(exc).__name__
 
 
 def config_error(context: str, exc: BaseException) -> ToolError:

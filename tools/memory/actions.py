@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import ParamSpec, TypeVar
 
 from tools.memory.manifest import ListMemory, MemoryRef, SearchMemory, StoreMemory, UpdateMemory
 from tools.memory.policy import untrusted_origin
+from tools.redact import TRIPWIRE, Redactor
 from tools.spec import ToolContext, ToolError, ToolResult
 from tools.views import MemoryServiceView, MemoryView
 
@@ -42,7 +44,31 @@ def memory_store(args: StoreMemory, ctx: ToolContext) -> ToolResult:
 
 def memory_search(args: SearchMemory, ctx: ToolContext) -> ToolResult:
     found = _guard(_memory(ctx).search, args.query, args.kind, args.limit)
+    redactor = TRIPWIRE.redactor(ctx.secret_values())
+    found = [m for m in found if _matches_redacted(m.line(), args.query, redactor)]
     return _listing(found, f"Nothing remembered matches {args.query!r}.")
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _matches_redacted(text: str, query: str, redactor: Redactor) -> bool:
+    """Whether a memory the store found still matches once known secrets are masked: a
+    word of the query found only in a secret's characters does not count (a search must
+    not answer yes/no about a secret it would show as [redacted])."""
+    shown = redactor.text(text)
+    if shown == text:
+        return True
+    raw_words = _WORD.findall(text.casefold())
+    shown_words = _WORD.findall(shown.casefold())
+    wanted = _WORD.findall(query.casefold())
+    hit = False
+    for word in wanted:
+        in_shown = any(w.startswith(word) for w in shown_words)
+        if not in_shown and any(w.startswith(word) for w in raw_words):
+            return False
+        hit = hit or in_shown
+    return hit
 
 
 def memory_update(args: UpdateMemory, ctx: ToolContext) -> ToolResult:

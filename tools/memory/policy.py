@@ -8,7 +8,8 @@ from tools.spec import Escalation, ToolContext
 
 
 def untrusted_origin(ctx: ToolContext) -> str | None:
-    """The untrusted content this conversation read last (set by the call pipeline)."""
+    """The untrusted content this conversation read last (set by the call pipeline, also
+    in an earlier process, or by a saved note taken from untrusted content)."""
     return getattr(ctx.session, "last_untrusted_origin", None) or None
 
 

@@ -65,6 +65,7 @@ _FOLDER_CODE = frozenset(
         "rollup", "parcel", "tsx", "ts-node", "nodemon", "deno", "bun", "pre-commit",
         "phpunit", "rspec", "bundle", "composer", "pipenv", "poetry", "hatch", "pdm", "uv",
         "cargo", "dotnet", "swift", "git", "mix", "stack", "cabal", "dart", "flutter",
+        "mypy", "dmypy",
     }
 )  # fmt: skip
 #: For these, only some subcommands run code from the folder.
@@ -77,10 +78,6 @@ _FOLDER_CODE_SUBCOMMANDS = {
 }
 #: npm-like package managers: every subcommand may run package scripts except these.
 _PACKAGE_MANAGERS = frozenset({"npm", "yarn", "pnpm"})
-_PACKAGE_SAFE = frozenset(
-    {"--version", "-v", "view", "info", "show", "ls", "list", "outdated", "search", "help",
-     "whoami", "config", "why", "audit", "ping", "root", "bin", "prefix"}
-)  # fmt: skip
 _VERSION_FLAGS = frozenset({"--version", "-V", "-v", "--help", "-h", "version"})
 
 
@@ -142,7 +139,7 @@ def runs_model_code(command: SimpleCommand) -> bool:
     if name in _FOLDER_CODE or name in RUNNERS:
         return True
     if name in _PACKAGE_MANAGERS:
-        return not rest or rest[0] not in _PACKAGE_SAFE
+        return True  # every subcommand reads the folder's .npmrc, which can name programs
     if name.startswith(("python3.", "python2.", "pypy3.")):
         return True
     subcommands = _FOLDER_CODE_SUBCOMMANDS.get(name)

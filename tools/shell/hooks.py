@@ -65,7 +65,9 @@ def _elsewhere(command: Any) -> bool:
     return any(str(v).startswith(GIT_ELSEWHERE + WRAPPED_ELSEWHERE) for v in command.via)
 
 
-def part_of(command: Any, folders: tuple[str, ...] | None = ()) -> CommandPart:
+def part_of(
+    command: Any, folders: tuple[str, ...] | None = (), *, after_write: bool = False
+) -> CommandPart:
     """One parsed simple command as rules see it: its words, quoted, and how far a rule's
     prefix may stop short of them (tools/shell/programs.py). No rule covers it when an
     assignment in front is not known to be inert, when words are not known before it runs,
@@ -73,7 +75,8 @@ def part_of(command: Any, folders: tuple[str, ...] | None = ()) -> CommandPart:
     points at another folder (`make -C`, `git -C`), when an interpreter reads its program
     from its input (a rule for `python3` would cover any code), or when the folder it runs
     in is not known (`folders` None: a `cd` Deskhand cannot follow; empty: the call's own
-    folder)."""
+    folder), or when a file name pattern could become options. `after_write`: a command
+    before it in the line may have changed the files (a symlink its paths go through)."""
     from tools.shell import danger, parse, programs
 
     words = list(command.words)
@@ -93,6 +96,15 @@ def part_of(command: Any, folders: tuple[str, ...] | None = ()) -> CommandPart:
         why = "its program comes from its input"
     elif folders is None:
         why = "the folder it runs in is not known before it runs"
+    elif _option_patterns(command):
+        why = "a file name pattern in it could become options (a file named --…)"
+    paths: tuple[str, ...] | None = ()
+    if why is None and danger.runs_model_code(command):
+        paths = _path_operands(words, folders or ())
+        if paths is None:
+            why = "a path it names is not known before it runs (~+, ~-)"
+        elif paths and after_write:
+            why = "a command before it may have changed where the paths it names lead"
     if why is not None:
         return CommandPart(
             text=UNCOVERABLE.format(why=why) + shlex.join([*command.assignments, *words]),
@@ -109,37 +121,62 @@ def part_of(command: Any, folders: tuple[str, ...] | None = ()) -> CommandPart:
         in_folder=in_folder,
         lengths=cover.lengths,
         exact=cover.exact,
-        folders=(*(folders or ()), *(_path_operands(words, folders or ()) if in_folder else ())),
+        folders=(*(folders or ()), *(paths or ())),
         words=tuple(words),
     )
+
+
+def _option_patterns(command: Any) -> bool:
+    """A pattern before `--` that may match a name starting with '-' (`*`, `*.py`,
+    `[-]-x`): bash would hand the program options nobody saw."""
+    end = command.words.index("--") if "--" in command.words else len(command.words)
+    return any(0 < i < end and _may_become_option(command.words[i]) for i in command.patterns)
+
+
+def _may_become_option(pattern: str) -> bool:
+    """`*`, `?x`, `[-]-x` may match a name starting with '-'; `-*`, `--to-*` any option;
+    `--include=*.py` keeps its option (only the value is a pattern)."""
+    first = min((pattern.index(c) for c in "*?[" if c in pattern), default=len(pattern))
+    if first == 0:
+        return True
+    return pattern.startswith("-") and "=" not in pattern[:first]
 
 
 #: Builtins that change the shell's folder.
 _FOLDER_CHANGERS = frozenset({"cd", "pushd", "popd"})
 
 
-def part_folders(commands: Any, folder: Path | None) -> list[tuple[str, ...] | None]:
-    """For each command, every folder it may run in: the call's folder and each folder a
+def part_folders(
+    commands: Any, folder: Path | None
+) -> list[tuple[tuple[str, ...] | None, bool]]:
+    """For each command, every folder it may run in — the call's folder and each folder a
     `cd` before it in the line's own shell may have moved to (a cd may fail, so earlier
-    folders stay possible). None when a cd cannot be followed: one in a subshell, pipeline,
-    loop or nested shell, one to a place not known before it runs (`cd -`, `cd "$d"`,
-    `popd`), or a line using `shopt` (cdable_vars)."""
+    folders stay possible) — and whether a command before it may have written. No folder
+    (None) when a cd cannot be followed: one in a subshell, pipeline, loop or nested
+    shell, one to a place not known before it runs (`cd -`, `cd "$d"`, `popd`, `~+`), one
+    after a command that may have written (a symlink: `ln -s ../x sub; cd sub`), or a line
+    using `shopt` (cdable_vars)."""
+    from tools.shell.programs import known_read_only
+
     commands = list(commands)
-    if folder is None:
-        return [() for _ in commands]
-    if any(c.words and c.words[0] == "shopt" for c in commands) or any(
-        c.words and c.words[0] in _FOLDER_CHANGERS and not c.top_level for c in commands
+    changers = [c for c in commands if c.words and c.words[0] in _FOLDER_CHANGERS]
+    if changers and (
+        any(c.words and c.words[0] == "shopt" for c in commands)
+        or any(not c.top_level for c in changers)
     ):
-        return [None for _ in commands]
+        return [(None, True) for _ in commands]
+    if folder is None:
+        return [((), True) for _ in commands]
     candidates: list[str] = [str(folder)]
-    unknown = False
-    out: list[tuple[str, ...] | None] = []
+    unknown = wrote = False
+    out: list[tuple[tuple[str, ...] | None, bool]] = []
     for command in commands:
-        out.append(None if unknown else tuple(candidates))
-        if unknown or not command.words or command.words[0] not in _FOLDER_CHANGERS:
+        out.append((None if unknown else tuple(candidates), wrote))
+        if not command.words or command.words[0] not in _FOLDER_CHANGERS:
+            wrote = wrote or not known_read_only(command.words) or bool(command.redirects)
             continue
         target = _folder_target(command)
-        if target is None:
+        if target is None or wrote:
             unknown = True
             continue
         moved = [os.path.realpath(os.path.join(c, target)) for c in candidates]
@@ -154,23 +191,60 @@ def _folder_target(command: Any) -> str | None:
     rest = [w for w in command.words[1:] if w not in ("-L", "-P", "--")]
     if not rest:
         return str(Path.home()) if command.words[0] == "cd" else None
-    if len(rest) != 1 or rest[0].startswith(("-", "+")):
+    if len(rest) != 1 or rest[0].startswith(("-", "+")) or command.patterns:
         return None
-    return os.path.expanduser(rest[0])
+    return _expand_tilde(rest[0])
 
 
-def _path_operands(words: list[str], folders: tuple[str, ...]) -> tuple[str, ...]:
-    """The places a command's path-like operands name (`pytest /elsewhere/t.py`,
-    `make ../x`), resolved against each folder it may run in."""
+def _expand_tilde(value: str) -> str | None:
+    """`~`, `~/x`, `~user/x` as bash expands them; None for `~+`, `~-`, `~N` (the shell's
+    own folders, not known before the line runs)."""
+    if not value.startswith("~"):
+        return value
+    head = value[1:].split("/", 1)[0]
+    if head[:1] in ("+", "-") or head[:1].isdigit():
+        return None
+    return os.path.expanduser(value)
+
+
+#: Schemes whose addresses are elsewhere on the network, not files.
+_REMOTE_SCHEMES = ("http://", "https://", "ssh://", "git://", "ftp://", "ftps://", "s3://")
+
+
+def _path_operands(words: list[str], folders: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The places a command's path-like words name (`pytest /elsewhere/t.py`, `make
+    ../x`, `--cov-report=html:/x`, `-F../x`, `file:../x`), resolved against each folder it
+    may run in (symlinks followed); None when one is not known before the line runs."""
     found: list[str] = []
+    bases = folders or (os.getcwd(),)
     for word in words[1:]:
-        value = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
-        if word.startswith("-") and "=" not in word:
-            continue
-        if "/" in value or value in (".", "..") or value.startswith("~"):
-            target = os.path.expanduser(value)
-            found += [os.path.realpath(os.path.join(f, target)) for f in folders]
+        for value in _path_pieces(word):
+            target = _expand_tilde(value)
+            if target is None:
+                return None
+            found += [os.path.realpath(os.path.join(f, target)) for f in bases]
     return tuple(dict.fromkeys(found))
+
+
+def _path_pieces(word: str) -> list[str]:
+    """What in one word may be a path: an operand, an option's value after '=', an attached
+    short option's value (`-F../x`), each part between ':' (`html:/x`, `file:../x`,
+    `file:///x`); never a remote address (`https://…`; `git@host:org/repo` is relative)."""
+    if word.startswith("--"):
+        if "=" not in word:
+            return []
+        word = word.split("=", 1)[1]
+    elif word.startswith("-") and len(word) > 2:
+        word = word[2:]
+    elif word.startswith("-"):
+        return []
+    lowered = word.lower()
+    if lowered.startswith(_REMOTE_SCHEMES):
+        return []
+    if lowered.startswith("file://"):
+        word = word[len("file://") :] or "/"
+    pieces = word.split(":") if ":" in word else [word]
+    return [p for p in pieces if "/" in p or p in (".", "..") or p.startswith("~")]
 
 
 def command_parts(line: str, folder: Path | None) -> tuple[CommandPart, ...]:
@@ -179,9 +253,13 @@ def command_parts(line: str, folder: Path | None) -> tuple[CommandPart, ...]:
 
     parsed = parse_line(line)
     where = part_folders(parsed.commands, folder)
+    if parsed.functions and any(
+        c.words and c.words[0] in _FOLDER_CHANGERS for c in parsed.commands
+    ):  # a function's body runs wherever it is called: after a cd, in another folder
+        where = [(None, True) for _ in where]
     parts = tuple(
-        _unsettable(part_of(c, w), parsed.sets)
-        for c, w in zip(parsed.commands, where, strict=True)
+        _unsettable(part_of(c, w, after_write=wrote), parsed.sets)
+        for c, (w, wrote) in zip(parsed.commands, where, strict=True)
     )
     if not parts:  # nothing understood: one part that no rule covers
         parts = (CommandPart(text="$(not understood) " + line, prefix=""),)

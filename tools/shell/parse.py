@@ -108,6 +108,15 @@ _CODE_BUILTINS = {
     "fc": "fc runs commands from the history",
     "bind": "bind can attach commands to keys",
 }
+#: Letters a nested shell may be given (-k and -a hand words or assignments on to programs
+#: as variables; anything not listed is a problem).
+_SHELL_LETTERS = frozenset("cseuxvfnlhBCEHPTmbprtoO")
+#: Names after -o/-O a nested shell may be given.
+_SHELL_OPTIONS = frozenset(
+    {"errexit", "nounset", "pipefail", "xtrace", "verbose", "noglob", "noclobber", "posix",
+     "errtrace", "functrace", "noexec", "nullglob", "failglob", "globstar", "dotglob",
+     "extglob", "nocaseglob", "nocasematch", "inherit_errexit", "lastpipe"}
+)  # fmt: skip
 #: Builtins whose given option runs a command or changes how names are looked up.
 _CODE_OPTIONS = {
     "hash": "-p",
@@ -431,6 +440,9 @@ class SimpleCommand:
     #: It runs in the line's own shell, not in a subshell, pipeline, loop, function or
     #: nested shell: only there does a `cd` move the commands after it predictably.
     top_level: bool = False
+    #: Indices of words that are unquoted file name patterns (bash replaces them with the
+    #: names that match: `*` may become `--checkpoint-action=…`).
+    patterns: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -444,6 +456,8 @@ class ParsedLine:
     #: Variables the line sets for the commands after it (`X=1; cmd`, `export X`, `read X`,
     #: `for X in …`) that are not known to be inert: no rule covers any of its commands.
     sets: tuple[str, ...] = ()
+    #: It defines a function: a body may run in any folder the line reaches.
+    functions: bool = False
 
 
 # ------------------------------------------------------------------------------------------
@@ -484,6 +498,7 @@ def parse_line(text: str) -> ParsedLine:
             tuple(walker.commands),
             tuple(dict.fromkeys(problems)),
             tuple(dict.fromkeys(walker.sets)),
+            walker.functions,
         )
     except Exception as exc:  # a parser bug must not let a line through unchecked
         return ParsedLine(text, (), (f"the command could not be checked ({type(exc).__name__})",))
@@ -662,6 +677,8 @@ class _Walker:
     arithmetic_reads: bool = False
     #: Names of variables set for later commands that are not known to be inert.
     sets: list[str] = field(default_factory=list)
+    #: The line defines a function (its body runs wherever it is called from).
+    functions: bool = False
 
     def setting(self, name: str) -> None:
         from tools.shell.programs import inert_variable
@@ -857,6 +874,8 @@ class _Walker:
         name = node.named_children[0] if node.named_children else None
         if name is not None and name.type == "variable_name":
             after = self.source[name.end_byte : node.end_byte].decode("utf-8", "replace")
+            if after.startswith((":=", "=")):
+                self.setting(self.text(name))  # ${X:=v} assigns X for what follows
             if after[:1] == ":" and after[1:2] not in ("-", "=", "+", "?"):
                 self.arithmetic_reads = True  # ${x:offset:length} is arithmetic
         self.visit_children(node, level)
@@ -876,6 +895,7 @@ class _Walker:
         self.visit_children(node, level)
 
     def on_function(self, node: Any, level: int) -> None:
+        self.functions = True
         body = node.child_by_field_name("body")
         if body is not None:
             self.visit(body, level + 1)  # its commands run when it is called
@@ -1098,6 +1118,11 @@ class _Walker:
     def check_program(self, program: str, values: list[str]) -> None:
         if program in _CODE_BUILTINS:
             self.problem(_CODE_BUILTINS[program])
+        if program == "set" and any(
+            (v.startswith("-") and not v.startswith("--") and "k" in v) or v == "keyword"
+            for v in values[1:]
+        ):
+            self.problem("set -k hands words after a command name on to it as variables")
         option = _CODE_OPTIONS.get(program)
         if option is not None and any(v.startswith(option) for v in values[1:]):
             self.problem(f"{program} {option} runs a command or changes what a name runs")
@@ -1397,6 +1422,16 @@ class _Walker:
                 return "done"
             elif value[:1] in "-+" and len(value) > 1 and value[1:].isalpha():
                 letters = value[1:]
+                unknown = set(letters) - _SHELL_LETTERS if value[0] == "-" else set()
+                if unknown:  # -k, -a: words or assignments reach programs as variables
+                    self.problem(f"{program} {value} changes how it hands variables on")
+                    return "done"
+                taken = letters.count("o") + letters.count("O")
+                names = [w.value for w in words[index + 1 : index + 1 + taken]]
+                if value[0] == "-" and any(n not in _SHELL_OPTIONS for n in names):
+                    self.problem(f"{program} {value} {' '.join(names)} is an option Deskhand "
+                                 "does not know to be harmless")
+                    return "done"
                 if "c" in letters:
                     command_string = True
                 if "s" in letters:
@@ -1444,6 +1479,7 @@ class _Walker:
         inner = _Walker(depth=self.depth + 1)
         inner.run(script)
         self.sets.extend(inner.sets)
+        self.functions = self.functions or inner.functions
         self.problems.extend(_character_problems(script))
         self.problems.extend(f"in '{via[-1]}': {p}" for p in inner.problems)
         for command in inner.commands:
@@ -1595,6 +1631,7 @@ def _command(
         dynamic=static_prefix < len(words),
         via=via,
         static_prefix=static_prefix,
+        patterns=tuple(i for i, w in enumerate(words) if w.pattern),
     )
 
 

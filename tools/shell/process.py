@@ -40,6 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools.redact import Redactor, reach
 from tools.shell.environment import MARKER_ENV
 
 WINDOWS = sys.platform == "win32"
@@ -126,9 +127,15 @@ class BackgroundInfo:
 
 
 class _OutputCap:
-    """The first and the last `limit / 2` bytes of a stream, and how many were left out."""
+    """The first and the last `limit / 2` bytes of a stream, and how many were left out.
 
-    def __init__(self, limit: int) -> None:
+    With a `redactor`, each end keeps `margin` more bytes (the reach of the longest known
+    secret) so that the tripwire sees a secret crossing a cut whole: it is masked whole,
+    and a piece of one beyond the cut is left out — never half a secret on show."""
+
+    def __init__(self, limit: int, redactor: Redactor | None = None) -> None:
+        self.redactor = redactor
+        self.margin = 4 * reach(redactor.secrets) if redactor is not None else 0
         self.head_limit = max(limit, 2) // 2
         self.tail_limit = max(limit, 2) - self.head_limit
         self.head = bytearray()
@@ -136,12 +143,12 @@ class _OutputCap:
         self.dropped = 0
 
     def add(self, data: bytes) -> None:
-        room = self.head_limit - len(self.head)
+        room = self.head_limit + self.margin - len(self.head)
         if room > 0:
             self.head += data[:room]
             data = data[room:]
         self.tail += data
-        over = len(self.tail) - self.tail_limit
+        over = len(self.tail) - self.tail_limit - self.margin
         if over > 0:
             del self.tail[:over]
             self.dropped += over
@@ -149,9 +156,20 @@ class _OutputCap:
     def text(self) -> tuple[str, bool]:
         if not self.dropped:
             return bytes(self.head + self.tail).decode("utf-8", "replace"), False
-        head = codecs.getincrementaldecoder("utf-8")("replace").decode(bytes(self.head))
-        tail = _from_char_start(bytes(self.tail)).decode("utf-8", "replace")
-        return f"{head}\n… {self.dropped} bytes left out …\n{tail}", True
+
+        def upto(data: bytes) -> str:  # a character cut at the end is left out
+            return codecs.getincrementaldecoder("utf-8")("replace").decode(data)
+
+        head = upto(bytes(self.head))
+        tail_bytes = _from_char_start(bytes(self.tail))
+        tail = tail_bytes.decode("utf-8", "replace")
+        if self.redactor is None:
+            return f"{head}\n… {self.dropped} bytes left out …\n{tail}", True
+        # the ends without their margins, judged with them (see the class)
+        head = self.redactor.window(head, 0, len(upto(bytes(self.head[: self.head_limit]))))
+        lead = max(len(tail_bytes) - self.tail_limit, 0)
+        tail = self.redactor.window(tail, len(upto(tail_bytes[:lead])))
+        return f"{head}\n… about {self.dropped + 2 * self.margin} bytes left out …\n{tail}", True
 
 
 def _from_char_start(data: bytes) -> bytes:
@@ -501,12 +519,14 @@ def run(
     max_output: int = 100_000,
     stdin_text: str | None = None,
     grace: float = 1.0,
+    redactor: Redactor | None = None,
 ) -> RunResult:
     """Run `argv` to its end, the timeout or `cancel`; whatever it started ends with it.
     `on_output` gets the output as it comes (decoded text, in order); the result keeps the
-    first and last `max_output / 2` bytes. Raises OSError when it cannot start."""
+    first and last `max_output / 2` bytes (with a `redactor`, cut only after it masked the
+    secrets there). Raises OSError when it cannot start."""
     child = _spawn(argv, cwd, env, interactive=False, stdin_text=stdin_text)
-    cap = _OutputCap(max_output)
+    cap = _OutputCap(max_output, redactor)
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
 
     def take(data: bytes, final: bool = False) -> None:
@@ -678,9 +698,11 @@ class Background:
     def info(self, ident: str) -> BackgroundInfo:
         return self._job(ident).info()
 
-    def read(self, ident: str, max_bytes: int = 60_000) -> str:
+    def read(self, ident: str, max_bytes: int = 60_000, redactor: Redactor | None = None) -> str:
         """The output that came since the last read (raw; see `plain`), at most the newest
-        `max_bytes` of it with a note of what was left out."""
+        `max_bytes` of it with a note of what was left out. With a `redactor`, text that
+        lost its start also loses its first `reach` characters — where the end of a secret
+        cut in two could stand — and known secrets are masked."""
         job = self._job(ident)
         with job.changed:
             data, dropped = bytes(job.unread), job.dropped
@@ -690,6 +712,8 @@ class Background:
             dropped += len(data) - max_bytes
             data = _from_char_start(data[-max_bytes:])
         text = data.decode("utf-8", "replace")
+        if redactor is not None:
+            text = redactor.window(text, min(reach(redactor.secrets), len(text)) if dropped else 0)
         return f"… {dropped} bytes left out …\n{text}" if dropped else text
 
     def wait(self, ident: str, timeout: float) -> bool:

@@ -47,6 +47,8 @@ class Program:
     flags: frozenset[str] = frozenset()
     #: Short option letters taking a value (attached `-n5` or the next word).
     valued: frozenset[str] = frozenset()
+    #: Short option letters with an optional value, attached only (make's `-j`, `-j4`).
+    optional: frozenset[str] = frozenset()
     long_flags: frozenset[str] = frozenset()
     #: Long options taking a value (`--sort=x` or `--sort x`).
     long_valued: frozenset[str] = frozenset()
@@ -58,8 +60,11 @@ class Program:
     digits: bool = False
     #: A word starting with '+' is an operand (date +%s).
     plus_operand: bool = False
-    #: The first word may be option letters without '-' (`tar tzf a.tgz`).
+    #: The first word may be option letters without '-' (`tar tzf a.tgz`); each letter
+    #: taking a value takes the next word, in turn.
     bundled: bool = False
+    #: A NAME=value operand is not inert (make: `MAKEFLAGS=--eval=…`, `MAKEFILES=…`).
+    assignments_run: bool = False
     #: Subcommands Deskhand knows: a rule must name one (`git status`, not `git`).
     subcommands: dict[str, Program] = field(default_factory=dict)
 
@@ -68,11 +73,14 @@ def _spec(options: str = "", **kwargs: object) -> Program:
     """Options written as people read them: "-a -n: --all --sort= --color=?"."""
     flags: set[str] = set()
     valued: set[str] = set()
+    optional: set[str] = set()
     long_flags: set[str] = set()
     long_valued: set[str] = set()
     long_optional: set[str] = set()
     for token in options.split():
-        if token.startswith("--") or (len(token) > 2 and not token.endswith(":")) or (
+        if token.startswith("-") and len(token) == 3 and token.endswith("?"):
+            optional.add(token[1])
+        elif token.startswith("--") or (len(token) > 2 and not token.endswith(":")) or (
             len(token) > 3
         ):  # --long, and single-dash long options (go's -race, python's -OO) taken whole
             if token.endswith("=?"):
@@ -88,6 +96,7 @@ def _spec(options: str = "", **kwargs: object) -> Program:
     return Program(
         flags=frozenset(flags),
         valued=frozenset(valued),
+        optional=frozenset(optional),
         long_flags=frozenset(long_flags),
         long_valued=frozenset(long_valued),
         long_optional=frozenset(long_optional),
@@ -295,12 +304,12 @@ _GIT_LOGLIKE = (
     " --no-abbrev-commit --abbrev=? --no-merges --merges --first-parent -S: -G: --follow"
     " --source --walk-reflogs -g --cherry --left-right --topo-order --date-order"
     " --relative-date --full-history --simplify-by-decoration -M -C -w --no-ext-diff"
-    " --no-textconv --diff-filter= --find-renames=? -U: --unified= --word-diff=?"
+    " --no-textconv --diff-filter= --find-renames=? -U? --unified= --word-diff=?"
     " --ignore-all-space -b --ignore-space-change --dirstat=? --summary --raw -z -L:"
 )
 _GIT_DIFFLIKE = (
     " -p -u --patch -s --no-patch --stat=? --shortstat --numstat --name-only --name-status"
-    " --cached --staged -U: --unified= --word-diff=? --color-words=? --no-ext-diff"
+    " --cached --staged -U? --unified= --word-diff=? --color-words=? --no-ext-diff"
     " --no-textconv -w -b --ignore-all-space --ignore-space-change --ignore-blank-lines"
     " --check --exit-code --quiet -R -M -C --find-renames=? --find-copies=? --diff-filter="
     " --summary --raw -z --minimal --patience --histogram --diff-algorithm= --relative=?"
@@ -342,7 +351,7 @@ _GIT: dict[str, str] = {
     "commit": "-m: --message= -a --all -s --signoff --amend --no-edit --allow-empty"
               " --allow-empty-message -F: --file= --author= --date= --fixup= --squash="
               " --no-verify -n --only -o --include -i --reset-author --dry-run --short"
-              " --porcelain --status --no-status --cleanup= --trailer= -S: --gpg-sign=?"
+              " --porcelain --status --no-status --cleanup= --trailer= -S? --gpg-sign=?"
               " --no-gpg-sign",
     "checkout": "-b: -B: -f --force --detach -t --track=? --no-track -m --merge --orphan="
                 " --ours --theirs -p --patch --ignore-other-worktrees --progress --no-progress",
@@ -361,9 +370,8 @@ _GIT: dict[str, str] = {
     "pull": "--rebase=? --no-rebase --ff --no-ff --ff-only --all -p --prune --tags --no-tags"
             " --depth= --autostash --no-autostash --progress --no-progress --no-edit"
             " --no-recurse-submodules --squash --no-squash --no-verify --no-stat --stat",
-    "push": "-u --set-upstream --tags --follow-tags --force-with-lease=? --force-if-includes"
-            " --delete -d --dry-run -n --all --porcelain --progress --no-progress --no-verify"
-            " --atomic --prune",
+    "push": "-u --set-upstream --tags --follow-tags --dry-run -n --all --porcelain --progress"
+            " --no-progress --no-verify --atomic",
     "clone": "--depth= --branch= -b: --single-branch --no-single-branch --no-tags"
              " --shallow-since= --bare --mirror --origin= -o: --progress --no-progress"
              " --recurse-submodules=? --no-checkout -n --filter= --sparse -l --local"
@@ -465,10 +473,11 @@ _GO = Program(
     }
 )  # fmt: skip
 _MAKE = _spec(
-    "-j: -k -s -n -B -q -i -w -r -R --jobs=? --keep-going --silent --quiet --dry-run"
+    "-j? -k -s -n -B -q -i -w -r -R --jobs=? --keep-going --silent --quiet --dry-run"
     " --just-print --always-make --question --ignore-errors --print-directory"
-    " --no-print-directory --no-builtin-rules --no-builtin-variables --output-sync=? -O:"
-    + _HELP
+    " --no-print-directory --no-builtin-rules --no-builtin-variables --output-sync=? -O?"
+    + _HELP,
+    assignments_run=True,
 )
 _PY_TOOLS: dict[str, Program] = {
     "pytest": _PYTEST,
@@ -593,7 +602,22 @@ def known_read_only(words: Sequence[str]) -> bool:
     sandbox is needed for a rule to cover it)."""
     if not words or "/" in words[0] or words[0] not in READ_ONLY:
         return False
+    if words[0] == "date" and not _date_reads_only(words):
+        return False  # `date 0101…` sets the clock
     return 1 in coverage(words, 1).lengths
+
+
+def _date_reads_only(words: Sequence[str]) -> bool:
+    """date prints unless given an operand that is not +FORMAT (that sets the clock)."""
+    skip = False
+    for word in words[1:]:
+        if skip:
+            skip = False
+        elif word in ("-d", "-r", "--date", "--reference"):
+            skip = True
+        elif not word.startswith(("-", "+")):
+            return False
+    return True
 
 
 def reads_program_from_input(words: Sequence[str]) -> bool:
@@ -731,11 +755,14 @@ def _last_non_inert(words: list[str], start: int, spec: Program, name: str) -> i
             index += 1
             continue
         if spec.bundled and index == start and word and not word.startswith("-"):
-            step = _cluster_width("-" + word, words, index, spec)
+            step = _bundle_width(word, words, index, spec)
             if step is None:
-                last = min(len(words), index + 2)
-                step = 1
+                return len(words)  # an unknown letter may take any of the words after it
             index += step
+            continue
+        if spec.assignments_run and "=" in word and not word.startswith("-"):
+            last = index + 1
+            index += 1
             continue
         if word.startswith("+") and len(word) > 1 and not spec.plus_operand:
             last = index + 1
@@ -785,6 +812,8 @@ def _cluster_width(word: str, words: list[str], index: int, spec: Program) -> in
     if not letters:
         return None
     for position, letter in enumerate(letters):
+        if letter in spec.optional:
+            return 1  # -j or -j4: a value only when attached
         if letter in spec.valued:
             if position + 1 < len(letters):
                 return 1  # -n5: the value is attached
@@ -792,6 +821,18 @@ def _cluster_width(word: str, words: list[str], index: int, spec: Program) -> in
         if letter not in spec.flags:
             return None
     return 1
+
+
+def _bundle_width(word: str, words: list[str], index: int, spec: Program) -> int | None:
+    """Old-style letters (`tar tfI a.tar prog`): each letter taking a value takes the next
+    word in turn; None when a letter is not known to be inert."""
+    taken = 0
+    for letter in word:
+        if letter in spec.valued:
+            taken += 1
+        elif letter not in spec.flags:
+            return None
+    return 1 + taken if index + taken < len(words) else None
 
 
 def profile_problem(prefix: str) -> str | None:

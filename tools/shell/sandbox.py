@@ -7,13 +7,16 @@ must show up as "no sandbox" (commands then ask) rather than as every command fa
 `wrap` turns a command into one that runs sandboxed: the system read-only, writes only in the
 given folders (and a private /tmp on Linux), the `readonly` places inside them kept read-only,
 the `hidden` places (credential stores, Deskhand's home) and a few daemon sockets out of sight,
-and no network unless asked for.
+and no network unless asked for. Without network, bubblewrap also loads the seccomp filter of
+`tools.shell.seccomp` (no Unix sockets: none in the file system can be reached).
 
 `autorun_readonly` lists what must stay read-only inside writable folders: files that make code
 run outside the sandbox later (a repository's `.git/config` and hooks read by the user's next
 `git status`, shell start-up files, autostart entries, folders on $PATH). Limits on Linux: only
 places that exist can be covered (bwrap cannot mount over a missing file without creating it),
-so a new repository, or a new `.git/commondir` pointing elsewhere, can still be made.
+so a new repository, or a new `.git/commondir` pointing elsewhere, can still be made. Waited-for
+commands also run over an overlay (`tools.shell.overlay`) that holds every write to an auto-run
+place, at any depth; background commands have only these read-only places.
 """
 
 from __future__ import annotations
@@ -86,8 +89,10 @@ def _probe_bubblewrap() -> tuple[SandboxInfo, str | None]:
     tool = shutil.which("bwrap")
     if tool is None:
         return SandboxInfo(False, None, "bubblewrap (bwrap) is not installed"), None
-    trial = bwrap_argv(tool, ["true"], cwd=Path("/"), writable=(), hidden=(), network=False)
-    failure = _run_trial(trial)
+    trial = bwrap_argv(
+        tool, ["true"], cwd=Path("/"), writable=(), hidden=(), network=False, seccomp=_seccomp_fd()
+    )
+    failure = _run_trial(_with_seccomp(trial))
     if failure is not None:
         why = f"bubblewrap is installed but cannot make a sandbox here: {failure}"
         return SandboxInfo(False, None, why), None
@@ -149,15 +154,18 @@ def wrap(
     if not info.available or tool is None:
         raise SandboxUnavailable(info.why)
     if info.kind == BUBBLEWRAP:
-        return bwrap_argv(
-            tool,
-            argv,
-            cwd=cwd,
-            writable=writable,
-            hidden=hidden,
-            network=network,
-            die_with_parent=die_with_parent,
-            readonly=readonly,
+        return _with_seccomp(
+            bwrap_argv(
+                tool,
+                argv,
+                cwd=cwd,
+                writable=writable,
+                hidden=hidden,
+                network=network,
+                die_with_parent=die_with_parent,
+                readonly=readonly,
+                seccomp=None if network else _seccomp_fd(),
+            )
         )
     return sandbox_exec_argv(
         tool, argv, writable=writable, hidden=hidden, network=network, readonly=readonly
@@ -165,6 +173,24 @@ def wrap(
 
 
 # ---- Linux: bubblewrap -----------------------------------------------------------------------
+
+
+def _seccomp_fd() -> int | None:
+    """bwrap_argv's `seccomp` argument: the no-network filter (`tools.shell.seccomp`), where
+    this architecture has one."""
+    from tools.shell import seccomp
+
+    return None if seccomp.filter_file() is None else seccomp.FD
+
+
+def _with_seccomp(argv: list[str]) -> list[str]:
+    """A bwrap command line with `--seccomp FD`, started with the filter open on FD."""
+    from tools.shell import seccomp
+
+    path = seccomp.filter_file()
+    if path is None or "--seccomp" not in argv[: argv.index("--")]:
+        return argv
+    return seccomp.launcher_argv(path, argv)
 
 
 def bwrap_argv(
@@ -178,16 +204,20 @@ def bwrap_argv(
     environ: Mapping[str, str] | None = None,
     die_with_parent: bool = True,
     readonly: Sequence[Path] = (),
+    seccomp: int | None = None,
 ) -> list[str]:
     """bubblewrap's command line: read-only system, private /tmp, `writable` bound read-write,
     `readonly` places inside them bound read-only, `hidden` covered, no capabilities (root
     keeps them in bwrap otherwise, and could unmount what hides a place), own PID namespace
-    (no other process's /proc, and killing bwrap ends every process inside)."""
+    (no other process's /proc, and killing bwrap ends every process inside). `seccomp`: the
+    descriptor bwrap reads a seccomp filter from (`tools.shell.seccomp`), with no network."""
     env = os.environ if environ is None else environ
     out = [bwrap, *(["--die-with-parent"] if die_with_parent else [])]
     out += ["--new-session", "--unshare-pid", "--unshare-ipc"]
     if not network:
         out.append("--unshare-net")
+        if seccomp is not None:
+            out += ["--seccomp", str(seccomp)]
     out += ["--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     out += ["--tmpfs", "/tmp"]
     rw = _existing_real(writable)

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from tools.redact import TRIPWIRE, shorten
 from tools.shell.hooks import sandbox_state, working_folder
 from tools.spec import ToolCancelled, ToolContext, ToolError, ToolResult
 
@@ -73,9 +74,11 @@ def _argv(
     network: bool,
     *,
     keep: bool = False,
+    overlay: Any = None,
 ) -> tuple[list[str], str]:
     """The command line to start (wrapped in the sandbox when it applies) and, in plain
-    words, whether it runs sandboxed."""
+    words, whether it runs sandboxed. `overlay` (`tools.shell.overlay.Overlay`): writes go
+    to it and are copied back after the run, auto-run places held."""
     sandboxed, how = sandbox_state(ctx)
     if not sandboxed:
         return argv, how
@@ -85,14 +88,14 @@ def _argv(
         argv,
         cwd=folder,
         writable=writable,
-        hidden=_hidden(ctx),
+        hidden=_hidden(ctx) + ([overlay.private] if overlay is not None else []),
         network=network,
         die_with_parent=not keep,
         # git config and hooks, start-up files… inside the writable folders stay read-only:
         # what sandboxed code plants there must not run later outside the sandbox
         readonly=autorun_readonly(writable, Path.home()),
     )
-    return wrapped, how
+    return (wrapped if overlay is None else overlay.argv(wrapped)), how
 
 
 def _foreground(
@@ -100,18 +103,33 @@ def _foreground(
 ) -> ToolResult:
     """Run `argv` in `folder` and wait: streamed to the card, ended with its tree on timeout
     or Stop; the result for the model."""
+    from tools.fs.sandbox import Sandbox
+    from tools.shell.overlay import annotate, prepare
     from tools.shell.process import run as run_process
 
-    command, how = _argv(argv, ctx, folder, writable, args.network)
-    done = run_process(
-        command,
-        cwd=folder,
-        env=_environment(ctx),
-        timeout=_timeout(args, ctx),
-        cancel=ctx.cancel_event,
-        on_output=_streamer(ctx),
-    )
-    return _result(shown, folder, done, how, ctx)
+    # writes land in an overlay and are copied back afterwards, auto-run places held
+    own = Sandbox.from_context(ctx).deskhand_home
+    scratch = own / "overlays" if own is not None else None  # changes waiting to copy back
+    overlay = prepare(writable, Path.home(), scratch) if sandbox_state(ctx)[0] else None
+    try:
+        command, how = _argv(argv, ctx, folder, writable, args.network, overlay=overlay)
+        done = run_process(
+            command,
+            cwd=folder,
+            env=_environment(ctx),
+            timeout=_timeout(args, ctx),
+            cancel=ctx.cancel_event,
+            on_output=_streamer(ctx),
+            redactor=TRIPWIRE.redactor(ctx.secret_values()),
+        )
+    finally:
+        report = overlay.finish() if overlay is not None else None
+    try:
+        result = _result(shown, folder, done, how, ctx)
+    except ToolCancelled as stopped:
+        notes = report.notes() if report is not None else []
+        raise ToolCancelled("\n".join([str(stopped), *notes])) from None
+    return annotate(result, report)
 
 
 def _environment(ctx: ToolContext) -> dict[str, str]:
@@ -140,21 +158,25 @@ def _timeout(args: Any, ctx: ToolContext) -> float:
 
 
 def _streamer(ctx: ToolContext) -> Callable[[str], None]:
-    """Sends the newest output lines to the tool card, a few times a second at most."""
+    """Sends the newest output lines to the tool card, a few times a second at most. The
+    output passes the tripwire as it streams (a secret split across chunks is still caught,
+    the end that could be part of one held back) before anything of it is cut."""
     from tools.shell.process import plain
 
     last = 0.0
     tail = ""
+    stream = TRIPWIRE.stream(ctx.secret_values())
 
     def on_output(chunk: str) -> None:
         nonlocal last, tail
-        tail = (tail + plain(chunk))[-2000:]
+        tail = shorten(tail + stream.feed(plain(chunk)), 2000, end=True, mark="", redacted=True)
         now = time.monotonic()
         if now - last >= PROGRESS_EVERY:
             last = now
             lines = [line for line in tail.splitlines() if line.strip()]
             if lines:
-                ctx.progress("\n".join(lines[-6:])[-600:])
+                shown = shorten("\n".join(lines[-6:]), 600, end=True, mark="", redacted=True)
+                ctx.progress(shown)
 
     return on_output
 
@@ -162,16 +184,24 @@ def _streamer(ctx: ToolContext) -> Callable[[str], None]:
 def _result(command: str, folder: Path, run: Any, how: str, ctx: ToolContext) -> ToolResult:
     from tools.shell.process import plain
 
-    output = plain(run.output)
+    redactor = TRIPWIRE.redactor(ctx.secret_values())
+    shown = plain(run.output)
+    output = redactor.text(shown)  # redacted before anything is cut
     # The card shows the output with its colours; a secret split by an escape sequence
-    # ("sec\x1b[0mret") would get past the tripwire there, so then it gets the plain text.
+    # ("sec\x1b[0mret") or hidden in one would get past the tripwire there, so then it
+    # gets the plain text.
     raw = run.output
-    if any(secret and secret in output for secret in ctx.secret_values()):
+    if output != shown or redactor.text(raw) != raw:
         raw = output
     if len(output) > MAX_OUTPUT:
         cut = len(output) - MAX_OUTPUT
         middle = f"\n… {cut} characters left out …\n"
-        output = output[: MAX_OUTPUT // 2] + middle + output[-MAX_OUTPUT // 2 :]
+        half = MAX_OUTPUT // 2
+        output = (
+            shorten(output, half, mark="", redacted=True)
+            + middle
+            + shorten(output, half, end=True, mark="", redacted=True)
+        )
     notes = []
     if run.truncated:
         notes.append("the output was shortened (its middle left out)")
@@ -189,7 +219,8 @@ def _result(command: str, folder: Path, run: Any, how: str, ctx: ToolContext) ->
         "exit_code": run.exit_code,
         "timed_out": run.timed_out,
         "sandboxed": how.startswith("sandboxed"),
-        "terminal": raw[-MAX_OUTPUT:],  # with colours, for the card
+        # with colours, for the card
+        "terminal": shorten(raw, MAX_OUTPUT, redactor=redactor, end=True, mark=""),
     }
     text = f"{output.rstrip()}\n{footer}" if output.strip() else footer
     if run.cancelled:
@@ -236,7 +267,7 @@ def start_command(args: Any, ctx: ToolContext) -> ToolResult:
         argv,
         cwd=folder,
         env=env,
-        label=args.label or args.command[:80],
+        label=args.label or shorten(args.command, 80, secrets=ctx.secret_values(), mark=""),
         command=args.command,
     ).result()
     if args.keep:
@@ -288,7 +319,8 @@ def read_output(args: Any, ctx: ToolContext) -> ToolResult:
     _known(args.id)
     background().wait(args.id, 1.0)  # a moment for output the command is about to print
     info = _known(args.id)
-    text = plain(background().read(args.id, args.max_bytes))
+    redactor = TRIPWIRE.redactor(ctx.secret_values())
+    text = plain(background().read(args.id, args.max_bytes, redactor))
     state = "running" if info.running else f"ended with exit code {info.exit_code}"
     return ToolResult(
         ok=True,

@@ -19,6 +19,7 @@ from typing import Any
 from app.core.attachments import IMAGE_TYPES, MAX_TEXT_BYTES
 from app.core.untrusted import label
 from app.core.visible import visible
+from tools.redact import TRIPWIRE
 from tools.spec import ToolContext, ToolError
 
 #: A resource's text is cut to this many bytes before it is labelled, so the attachment
@@ -154,7 +155,7 @@ class ResourceAttachment:
 def labelled_resource(entry: ResourceEntry, text: str) -> str:
     """The resource's text as the model reads it: escaped, capped, then labelled as
     untrusted data from its server (app/core/untrusted.py)."""
-    shown = visible(text)
+    shown = visible(TRIPWIRE.text(text))  # masked before the cut
     raw = shown.encode("utf-8")
     if len(raw) > MAX_RESOURCE_TEXT:
         kept = raw[:MAX_RESOURCE_TEXT].decode("utf-8", errors="ignore")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from app.core.visible import one_line
+from tools.redact import shorten
 
 SAMPLING_DECLINED = "Deskhand does not let MCP servers use its model (sampling)"
 #: Progress notifications past this many in one call are dropped (a flood would fill the
@@ -130,9 +131,9 @@ class ServerLog:
 
 def _json(data: Any) -> str:
     try:
-        return json.dumps(data, ensure_ascii=False, default=str)[:4000]
+        return shorten(json.dumps(data, ensure_ascii=False, default=str), 4000, mark="")
     except (TypeError, ValueError):
-        return repr(data)[:4000]
+        return shorten(repr(data), 4000, mark="")
 
 
 # ---- roots ------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from app.core.visible import one_line, visible
+from tools.redact import shorten
 
 Action = Literal["accept", "decline", "cancel"]
 Value = str | int | float | bool | list[str]
@@ -98,7 +99,7 @@ def form_request(
     return ElicitationRequest(
         server=server,
         mode="form",
-        message=visible(message[:MAX_MESSAGE]),
+        message=visible(shorten(message, MAX_MESSAGE, mark="")),
         fields=parse_schema(schema),
         call_id=call_id,
     )
@@ -115,7 +116,7 @@ def url_request(
     return ElicitationRequest(
         server=server,
         mode="url",
-        message=visible(message[:MAX_MESSAGE]),
+        message=visible(shorten(message, MAX_MESSAGE, mark="")),
         url=url,
         site=parts.hostname,
         call_id=call_id,

@@ -27,6 +27,8 @@ from urllib.parse import urlsplit
 import httpx
 from httpx_sse import EventSource, ServerSentEvent, SSEError, aconnect_sse
 
+from tools.redact import TRIPWIRE, shorten
+
 from .base import (
     AuthError,
     BadRequestError,
@@ -63,10 +65,9 @@ ERROR_BODY_BYTES = 64 * 1024
 
 
 def redact(text: str, secret: str | None) -> str:
-    """Remove `secret` from `text` (servers sometimes echo the key back)."""
-    if secret and len(secret) >= 4:
-        return text.replace(secret, "***")
-    return text
+    """Mask `secret` and every other known secret in `text` (servers sometimes echo the
+    key back), in any form the tripwire knows."""
+    return TRIPWIRE.text(text, extra=(secret,) if secret else ())
 
 
 def host_of(url: str) -> str:
@@ -75,23 +76,25 @@ def host_of(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}" if parts.netloc else url
 
 
-def server_message(body: bytes | str) -> str:
-    """The human part of an error body: OpenAI, Anthropic and common proxy shapes."""
+def server_message(body: bytes | str, secret: str | None = None) -> str:
+    """The human part of an error body: OpenAI, Anthropic and common proxy shapes; cut to
+    300 characters only after `secret` and every known secret were masked."""
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    extra = (secret,) if secret else ()
     try:
         data: Any = json.loads(text)
     except ValueError:
-        return " ".join(text.split())[:300]
+        return shorten(" ".join(text.split()), 300, secrets=extra, mark="")
     if isinstance(data, dict):
         err = data.get("error", data)
         if isinstance(err, str):
-            return err[:300]
+            return shorten(err, 300, secrets=extra, mark="")
         if isinstance(err, dict):
             for key in ("message", "detail", "msg"):
                 value = err.get(key)
                 if isinstance(value, str):
-                    return value[:300]
-    return " ".join(text.split())[:300]
+                    return shorten(value, 300, secrets=extra, mark="")
+    return shorten(" ".join(text.split()), 300, secrets=extra, mark="")
 
 
 def stream_cut_off(detail: str) -> StreamError:
@@ -141,7 +144,7 @@ def error_from_status(
     status: int, headers: Mapping[str, str], body: bytes, *, url: str, secret: str | None
 ) -> ProviderError:
     """Typed error for an HTTP error response."""
-    detail = redact(server_message(body), secret)
+    detail = server_message(body, secret)
     host = redact(host_of(url), secret)
     suffix = f": {detail}" if detail else "."
     if status in (401, 403):

@@ -3,9 +3,9 @@
 `Store` is composed of one class per aggregate, each in its own module over the shared
 `Database` (connection, lock, clock, transactions): conversations and messages, branches
 with markers and run leases, search, tool calls and approvals, integration accounts,
-reminders and memories. No SQL lives here. The API is synchronous (calls take well under a
-millisecond on small rows); run bulk work such as `search` or `purge_deleted` in an
-executor from the event loop.
+reminders, memories, and what each conversation read (taint). No SQL lives here. The API
+is synchronous (calls take well under a millisecond on small rows); run bulk work such as
+`search` or `purge_deleted` in an executor from the event loop.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from app.core.store.database import MIGRATIONS, Database, NotFoundError, SqlValu
 from app.core.store.memories import Memories
 from app.core.store.reminders import NewReminder, ReminderRow, Reminders
 from app.core.store.search import HIGHLIGHT_END, HIGHLIGHT_START, Search, SearchHit, fts_query
+from app.core.store.taint import TaintKind, Taints
 from app.core.store.tool_calls import (
     ApprovalDecision,
     ApprovalRecord,
@@ -55,6 +56,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoredMessage",
+    "TaintKind",
     "ToolCallRecord",
     "ToolCallStatus",
     "fts_query",
@@ -62,7 +64,7 @@ __all__ = [
 ]
 
 
-class Store(Branches, Conversations, Search, ToolCalls, Accounts, Reminders, Memories):
+class Store(Branches, Conversations, Search, ToolCalls, Accounts, Reminders, Memories, Taints):
     """The SQLite store. Thread-safe; `clock` (epoch seconds) is injectable for tests."""
 
     def _migrations(self) -> Sequence[str]:

@@ -20,6 +20,7 @@ from app.core.store.database import (
     checked_columns,
     utc,
 )
+from tools.redact import TRIPWIRE
 
 DEFAULT_TITLE = "New chat"
 TITLE_MAX = 60
@@ -237,7 +238,9 @@ class Conversations(Database):
 
 
 def make_title(text: str) -> str:
-    """The first non-empty line, whitespace collapsed, at most TITLE_MAX characters."""
+    """The first non-empty line, whitespace collapsed, at most TITLE_MAX characters — of
+    the text with known secrets masked first (a cut must not keep part of one)."""
+    text = TRIPWIRE.text(text)
     line = next((ln for ln in text.splitlines() if ln.strip()), "")
     line = re.sub(r"\s+", " ", line).strip()
     if not line:

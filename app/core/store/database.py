@@ -221,8 +221,25 @@ CREATE TABLE conversation_leases (
 );
 """
 
+# What a conversation has read that outlives the process (§5.8, §5.10): private data
+# ('private') and untrusted content ('untrusted'), in plain words, with the tool call whose
+# result brought it (NULL: not a call's result, e.g. a remembered note taken from untrusted
+# content). A row counts while that call's result is in the live history.
+_V9 = """
+CREATE TABLE conversation_taint (
+    id              INTEGER PRIMARY KEY,
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    kind            TEXT NOT NULL CHECK (kind IN ('private', 'untrusted')),
+    what            TEXT NOT NULL,
+    call_id         TEXT,
+    created_at      REAL NOT NULL
+);
+CREATE INDEX conversation_taint_by_conversation ON conversation_taint (conversation_id, id);
+CREATE INDEX messages_by_tool_call ON messages (conversation_id, tool_call_id);
+"""
+
 #: MIGRATIONS[i] takes the schema from version i to i + 1. Append only.
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8]
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9]
 
 
 class StoreError(Exception):
