@@ -62,6 +62,11 @@ def _asks_midway(args: Args, ctx: ToolContext) -> str:
     return "sent" if allowed else "blocked"
 
 
+def _asks_never_covered(args: Args, ctx: ToolContext) -> str:
+    allowed = ctx.confirm("Write .husky/pre-commit?", "runs later", never_covered=True)
+    return "written" if allowed else "held"
+
+
 def manifest(name: str, ops: set[Operation], **kw: Any) -> ToolManifest:
     return ToolManifest(
         name=name,
@@ -87,6 +92,7 @@ class Harness:
                 manifest("t_hook", {Operation.UPDATE}, subject=_subject, escalate=_never),
                 manifest("t_go", {Operation.READ}, subject=_site_subject, escalate=_egress),
                 manifest("t_confirm", {Operation.READ}, impl=_asks_midway),
+                manifest("t_held", {Operation.READ}, impl=_asks_never_covered),
             ]
         )
         # a pack that claims to be a harmless file reader in the "fs" category
@@ -325,6 +331,16 @@ def test_a_running_tool_can_ask_and_a_denial_stops_it(tmp_path: Path):
     assert request.call_id == "id0~1" and "evil.test" in request.summary
     yes = Harness(tmp_path / "y", approver=answer(Decision.ALLOW_ONCE))
     assert "sent" in yes.call("t_confirm", {}).result.content
+
+
+def test_a_never_covered_question_from_a_running_tool_is_not_answered_by_yes(tmp_path: Path):
+    headless = Harness(tmp_path, approver=deny_all, auto_approve=True)
+    assert "held" in headless.call("t_held", {}).result.content
+    [request] = headless.asked  # --yes did not answer it: the approver (nobody) was asked
+    assert request.never_covered
+    assert request.choices() == [Decision.ALLOW_ONCE, Decision.DENY]
+    person = Harness(tmp_path / "p", approver=answer(Decision.ALLOW_ONCE), auto_approve=True)
+    assert "written" in person.call("t_held", {}).result.content
 
 
 def test_approval_cards_show_control_characters_instead_of_obeying_them(tmp_path: Path):

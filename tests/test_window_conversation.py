@@ -208,8 +208,12 @@ def test_only_web_and_mail_links_reach_the_system(window, qtbot, monkeypatch):
     monkeypatch.setattr(
         "app.ui.main_window.QDesktopServices.openUrl", lambda url: opened.append(url.toString())
     )
-    window._open_link("https://example.org/docs")
-    window._open_link("mailto:someone@example.org")
+    for url in ("https://example.org/docs", "mailto:someone@example.org"):
+        window._open_link(url)  # no click said what the link read: it asks, showing it
+        prompt = window.link_prompt
+        assert prompt is not None and prompt.isVisible()
+        assert prompt.target.toPlainText() == url
+        qtbot.mouseClick(prompt.open_button, Qt.MouseButton.LeftButton)
     assert opened == ["https://example.org/docs", "mailto:someone@example.org"]
     for url in ("file:///tmp/run-me.sh", "smb://host/share/x.exe", "ms-settings:privacy"):
         window._open_link(url)

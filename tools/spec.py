@@ -235,7 +235,7 @@ class ToolContext:
         session: ToolSession | None = None,
         accounts: AccountDirectory | None = None,
         services: Mapping[str, object] | None = None,
-        confirm: Callable[[str, str], bool] | None = None,
+        confirm: Callable[..., bool] | None = None,
     ) -> None:
         self.call_id = call_id
         self._confirm = confirm
@@ -272,12 +272,16 @@ class ToolContext:
         if self._progress_sink is not None:
             self._progress_sink(Progress(self.call_id, message, fraction))
 
-    def confirm(self, summary: str, detail: str = "") -> bool:
+    def confirm(self, summary: str, detail: str = "", *, never_covered: bool = False) -> bool:
         """Asks the user, from inside a running tool (a pool thread), whether something the
         call is about to do may happen (e.g. a page sending a form during a click). Blocks
-        until the user answers; False when nobody can be asked. Never call it from the loop."""
+        until the user answers; False when nobody can be asked. `never_covered`: not even
+        `--yes` answers it (a person must; refused without one). Never call it from the
+        loop."""
         if self._confirm is None:
             return False
+        if never_covered:
+            return bool(self._confirm(summary, detail, never_covered))
         return bool(self._confirm(summary, detail))
 
     #: Set by the call pipeline: site → whether an allow rule naming that site covers this

@@ -460,10 +460,12 @@ class CallPipeline:
         conversation_id: str | None,
         emit: Emit,
         number: int,
+        never_covered: bool = False,
     ) -> bool:
-        """A question a running tool asks (a page sending data during a click…)."""
+        """A question a running tool asks (a page sending data during a click…; held
+        writes a sandboxed command made to places that run code later, never covered)."""
         call_id = f"{ctx.call_id}~{number}"
-        if self.auto_approve:
+        if self.auto_approve and not never_covered:
             self._decided(call_id, manifest.name, Decision.ALLOW_ONCE, "yes", conversation_id, emit)
             return True
         source = self.registry.source_of(manifest.name)
@@ -480,6 +482,7 @@ class CallPipeline:
             trusted=self.trust.is_trusted(source, manifest.name),
             reason="the tool asks before going on",
             conversation_id=conversation_id,
+            never_covered=never_covered,
         )
         emit(ApprovalRequested(request))
         decision = Decision(await self.approver(request))
@@ -589,7 +592,7 @@ class _Confirmer:
         self._lock = threading.Lock()
         self._loop_thread = threading.get_ident()  # built on the loop's own thread
 
-    def __call__(self, summary: str, detail: str = "") -> bool:
+    def __call__(self, summary: str, detail: str = "", never_covered: bool = False) -> bool:
         pipeline, loop, ctx, manifest, conversation_id, emit = self._args
         if threading.get_ident() == self._loop_thread:
             # waiting here would block the very loop that must show the question
@@ -599,7 +602,7 @@ class _Confirmer:
             number = self._count
         future = asyncio.run_coroutine_threadsafe(
             pipeline.confirm_from_tool(
-                ctx, manifest, summary, detail, conversation_id, emit, number
+                ctx, manifest, summary, detail, conversation_id, emit, number, never_covered
             ),
             loop,
         )

@@ -287,6 +287,8 @@ class MainWindow(QMainWindow):
         self.tasks_view: TasksView | None = None  # built on first use
         #: The notice for a link the conversation did not open (for tests).
         self.refused_link: QMessageBox | None = None
+        #: The question shown before a link opens (`app.core.links` decides when).
+        self.link_prompt: Any = None
         #: How to tell the user something while hidden: (title, message, key); set by App.
         self.notify_user: Callable[[str, str, str], None] | None = None
         #: Where first-run looks for local servers (None: Ollama's and LM Studio's ports).
@@ -906,21 +908,54 @@ class MainWindow(QMainWindow):
         )
 
     def _open_link(self, url: str) -> None:
-        """A link clicked in the conversation. Its text came from the model, a page or a
-        tool: only web and mail addresses go to the system's handler (a file or custom
-        scheme could run a program); anything else is shown, with a way to copy it."""
-        address = QUrl(url)
-        if address.scheme().lower() in SAFE_LINK_SCHEMES and address.isValid():
-            QDesktopServices.openUrl(address)
+        """A link clicked in the conversation. Its address and text came from the model, a
+        page or a tool: `app.core.links` decides, like a browser navigation, whether it
+        opens, asks first (showing its real target) or is refused (anything but web and
+        mail addresses: a file or custom scheme could run a program)."""
+        from app.core import links
+
+        text = self.chat_view.clicked_link_text(url)
+        conversation = self.controller.conversation
+        session = conversation.session if conversation is not None else None
+        runtime = self.runtime
+        state = links.state_of(
+            session,
+            runtime.settings,
+            runtime.rules,
+            runtime.trust,
+            self.controller.conversation_id,
+        )
+        decision = links.decide(url, text, state)
+        if decision.action == "open":
+            self._open_decided_link(decision, session)
+        elif decision.action == "confirm":
+            from app.ui.chat.link_prompt import LinkPrompt
+
+            prompt = LinkPrompt(decision, self)
+            prompt.openRequested.connect(lambda _url: self._open_decided_link(decision, session))
+            prompt.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+            prompt.open()
+            self.link_prompt = prompt
+        else:
+            self._refuse_link(url, decision.reasons[0] if decision.reasons else "")
+
+    def _open_decided_link(self, decision: Any, session: Any) -> None:
+        """Opens exactly the address `app.core.links` rewrote and showed."""
+        from app.core import links
+
+        address = QUrl(decision.url, QUrl.ParsingMode.StrictMode)
+        if address.scheme().lower() not in SAFE_LINK_SCHEMES or not address.isValid():
+            self._refuse_link(decision.url, "Deskhand could not read this address.")
             return
+        links.remember_opened(session, decision)
+        QDesktopServices.openUrl(address)
+
+    def _refuse_link(self, url: str, reason: str) -> None:
         box = QMessageBox(self)
         box.setIcon(QMessageBox.Icon.Information)
         box.setWindowTitle("Link not opened")
         box.setTextFormat(Qt.TextFormat.PlainText)
-        box.setText(
-            "Deskhand opens only web and mail links from a conversation. This link "
-            "points elsewhere:"
-        )
+        box.setText(reason or "Deskhand opens only web and mail links from a conversation.")
         box.setInformativeText(visible(url[:500], keep_newlines=False))
         copy = box.addButton("Copy address", QMessageBox.ButtonRole.ActionRole)
         box.addButton(QMessageBox.StandardButton.Close)

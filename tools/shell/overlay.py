@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -96,11 +97,18 @@ class CopyBack:
 
     copied: int = 0
     held: list[str] = field(default_factory=list)
+    #: Held first, then written because the user allowed it.
+    released: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     kept: list[Path] = field(default_factory=list)
 
     def notes(self) -> list[str]:
         out = []
+        if self.released:
+            out.append(
+                "written after the user allowed it (places that run code later): "
+                + "; ".join(self.released)
+            )
         if self.held:
             out.append(
                 "held, NOT written (a sandboxed command may not plant what runs later "
@@ -131,11 +139,25 @@ class Overlay:
             work.mkdir()
             self.layers.append((root, upper, work))
         self.places = autorun_places(home)
+        self.release = False
 
     def argv(self, command: list[str]) -> list[str]:
         return launcher_argv(self.layers, command)
 
-    def finish(self) -> CopyBack:
+    def finish(self, ask: Callable[[CopyBack], bool] | None = None) -> CopyBack:
+        """Copies back what is not held; then, when something was held and `ask` (a
+        person, never `--yes`) allows it, copies back everything (the walk is idempotent)."""
+        report = self._copy_back(release=False)
+        if report.held and not report.failed and ask is not None and ask(report):
+            again = self._copy_back(release=True)
+            again.released = report.held
+            report = again
+        if not report.failed:
+            shutil.rmtree(self.private, ignore_errors=True)
+        return report
+
+    def _copy_back(self, release: bool) -> CopyBack:
+        self.release = release
         report = CopyBack()
         for root, upper, _ in self.layers:
             failed = len(report.failed)
@@ -150,13 +172,13 @@ class Overlay:
                     os.close(fd)
             if len(report.failed) > failed:
                 report.kept.append(upper)
-        if not report.failed:
-            shutil.rmtree(self.private, ignore_errors=True)
         return report
 
     # ---- the walk ----------------------------------------------------------------------
 
     def _held(self, where: Path, upper: Path) -> AutoRun | None:
+        if self.release:
+            return None  # the user allowed the held writes, once
         found = classify(where, self.places, follow_final=False)
         if found is None and on_path(where):
             found = AutoRun(*ON_PATH, where)
@@ -358,7 +380,7 @@ def _scratch_for(roots: list[Path], scratch: Path | None) -> Path | None:
 
 def annotate(result: Any, report: CopyBack | None) -> Any:
     """The tool result with what was held and what could not be copied back."""
-    if report is None or not (report.held or report.failed):
+    if report is None or not (report.held or report.failed or report.released):
         return result
     notes = report.notes()
     data = dict(result.data or {})

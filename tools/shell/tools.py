@@ -98,6 +98,23 @@ def _argv(
     return (wrapped if overlay is None else overlay.argv(wrapped)), how
 
 
+def _allow_held(ctx: ToolContext, report: Any) -> bool:
+    """Asks a person — never `--yes`, never a rule — whether the writes the command made
+    to places that run code later (held, not written) may be written now."""
+    count = len(report.held)
+    summary = (
+        f"Write the command's changes to {count} place{'s' if count != 1 else ''} whose "
+        "files run later outside the sandbox?"
+    )
+    detail = (
+        "The sandboxed command changed places whose files run later with your full rights, "
+        "outside the sandbox (git hooks and config, hook managers, .envrc, start-up files, "
+        "folders on PATH). None of it was written. Allow writes it now; Deny keeps your "
+        "files as they were.\n\n" + "\n".join(report.held)
+    )
+    return ctx.confirm(summary, detail, never_covered=True)
+
+
 def _foreground(
     args: Any, ctx: ToolContext, argv: list[str], folder: Path, writable: list[Path], shown: str
 ) -> ToolResult:
@@ -123,7 +140,8 @@ def _foreground(
             redactor=TRIPWIRE.redactor(ctx.secret_values()),
         )
     finally:
-        report = overlay.finish() if overlay is not None else None
+        ask = None if ctx.cancelled else (lambda held: _allow_held(ctx, held))
+        report = overlay.finish(ask) if overlay is not None else None
     try:
         result = _result(shown, folder, done, how, ctx)
     except ToolCancelled as stopped:

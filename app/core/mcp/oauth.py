@@ -462,6 +462,7 @@ class DeskhandOAuth(_Remembering, OAuthClientProvider):
             retry = False
             try:
                 outgoing = await flow.__anext__()
+                _check_send(outgoing, request, self.context, self._expected_issuer)
                 while True:
                     response = yield outgoing
                     if outgoing is request and response.status_code == 401:
@@ -480,6 +481,7 @@ class DeskhandOAuth(_Remembering, OAuthClientProvider):
                         raise SignInNeeded(self._server, more_access=True)
                     await _check_metadata(outgoing, response)
                     outgoing = await flow.asend(response)
+                    _check_send(outgoing, request, self.context, self._expected_issuer)
                     if outgoing is request:
                         await self._store.set_metadata(
                             self.context.oauth_metadata,
@@ -539,18 +541,28 @@ class _Guarded:
 
     problem: Exception | None = None
 
-    def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, Any]:
-        return self._guarded(super()._auth_flow(request))  # type: ignore[misc]
+    context: Any
 
-    def _guarded(self, flow: Any) -> AsyncGenerator[httpx2.Request, Any]:
+    def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, Any]:
+        return self._guarded(super()._auth_flow(request), request)  # type: ignore[misc]
+
+    def _guarded(self, flow: Any, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, Any]:
+        issuer = getattr(self, "_expected_issuer", None)
+
         async def run() -> AsyncGenerator[httpx2.Request, Any]:
             try:
                 outgoing = await flow.__anext__()
+                _check_send(outgoing, request, self.context, issuer)
                 while True:
                     response = yield outgoing
+                    await _check_metadata(outgoing, response)
                     outgoing = await flow.asend(response)
+                    _check_send(outgoing, request, self.context, issuer)
             except StopAsyncIteration:
                 return
+            except SignInFailed as exc:  # an endpoint Deskhand will not send the secret to
+                self.problem = exc
+                raise
             except Exception as exc:
                 self.problem = SignInFailed(
                     "the authorization server refused Deskhand's client credentials "
@@ -627,6 +639,85 @@ async def _check_metadata(request: httpx2.Request, response: httpx2.Response) ->
                 f"the server's sign-in settings name a {key.replace('_', ' ')} that is not a "
                 f"web address ({scheme}:); Deskhand did not open or use it"
             )
+    issuer = str(data.get("issuer") or f"{request.url.scheme}://{request.url.netloc.decode()}")
+    for key in _SECRET_ENDPOINTS:
+        value = data.get(key)
+        if value is not None:
+            _require_own_endpoint(str(value), issuer, key.replace("_", " "))
+    registration = data.get("registration_endpoint")
+    if registration is not None and not _secure(urlsplit(str(registration))):
+        raise SignInFailed(
+            f"the server's sign-in settings name a registration endpoint that is not https "
+            f"({_shown(str(registration))}): the client secret it hands out could be read "
+            "on the way; Deskhand stopped signing in"
+        )
+
+
+#: Endpoints the client secret, a code, a refresh token or an assertion is sent to: they
+#: must be https (plain http only on this machine) on the authorization server's own host.
+_SECRET_ENDPOINTS = ("token_endpoint",)
+_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+_FORM = "application/x-www-form-urlencoded"
+
+
+def _secure(parts: Any) -> bool:
+    return bool(parts.hostname) and (
+        parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in _LOOPBACK)
+    )
+
+
+def _host_port(parts: Any) -> tuple[str, int] | None:
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    if not parts.hostname:
+        return None
+    return parts.hostname.lower(), port or (443 if parts.scheme == "https" else 80)
+
+
+def _shown(url: str) -> str:
+    return visible(url, keep_newlines=False)[:200]
+
+
+def _require_own_endpoint(endpoint: str, issuer: str, what: str = "token endpoint") -> None:
+    """SignInFailed unless `endpoint` is https (http only on this machine) on the host and
+    port of `issuer`: a hostile server's metadata must not make Deskhand send its client
+    secret, a code or a token in the clear or to another host."""
+    parts, home = urlsplit(endpoint), urlsplit(issuer)
+    own = _host_port(parts)
+    if not _secure(parts) or own is None or own != _host_port(home):
+        where = _host_port(home)
+        host = f"{where[0]}:{where[1]}" if where else _shown(issuer)
+        raise SignInFailed(
+            f"the server's sign-in settings send Deskhand's credentials to the {what} "
+            f"{_shown(endpoint)}, which is not an https address on the authorization "
+            f"server's own host ({host}); Deskhand stopped signing in and sent nothing there"
+        )
+
+
+def _check_send(
+    outgoing: httpx2.Request,
+    request: httpx2.Request,
+    context: Any,
+    expected_issuer: Callable[[], str] | None,
+) -> None:
+    """Before the flow sends a request of its own that can carry the client secret, a code,
+    a refresh token or an assertion (a form post, or one with an Authorization header):
+    its address must pass `_require_own_endpoint` for the authorization server's issuer.
+    Also covers metadata kept from an earlier sign-in."""
+    if outgoing is request:
+        return
+    form = outgoing.headers.get("content-type", "").startswith(_FORM)
+    if not form and "authorization" not in outgoing.headers:
+        return
+    metadata = getattr(context, "oauth_metadata", None)
+    issuer = str(metadata.issuer) if metadata is not None and metadata.issuer else None
+    if issuer is None and expected_issuer is not None:
+        issuer = expected_issuer()
+    if issuer is None:
+        issuer = str(getattr(context, "server_url", "") or "")
+    _require_own_endpoint(str(outgoing.url), issuer)
 
 
 def _plain(exc: BaseException) -> str:

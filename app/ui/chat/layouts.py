@@ -113,6 +113,9 @@ class Hit:
     rect: QRectF = field(default_factory=QRectF)
     #: Shown when the mouse rests on it.
     tip: str = ""
+    #: A link's text as shown (its address is `payload`): whether the two differ is part
+    #: of what a click decides (`app.core.links`).
+    text: str = ""
 
 
 @dataclass(frozen=True)
@@ -255,6 +258,45 @@ def format_seconds(seconds: float, running: bool) -> str:
     return f"{minutes} min {secs:02d} s"
 
 
+def link_tooltip(url: str) -> str:
+    """Where a link really goes, as a click would open it (`app.core.links`): the link's
+    text may say something else."""
+    from app.core.links import decide
+    from app.ui.plain_text import plain_tooltip
+
+    decision = decide(url, None)
+    if decision.action == "refuse":
+        return plain_tooltip(f"{decision.shown}\n(not opened: {decision.reasons[0]})")
+    return plain_tooltip(decision.shown)
+
+
+def link_text(doc: QTextDocument, local: QPointF) -> str:
+    """The whole text of the link at `local` (document coordinates): the run of adjacent
+    fragments of its block that carry the same address."""
+    at = doc.documentLayout().hitTest(local, Qt.HitTestAccuracy.ExactHit)
+    if at < 0:
+        return ""
+    block = doc.findBlock(at)
+    runs: list[tuple[str, int, int, list[str]]] = []  # href, start, end, texts
+    it = block.begin()
+    while not it.atEnd():
+        fragment = it.fragment()
+        it += 1
+        if not fragment.isValid():
+            continue
+        fmt = fragment.charFormat()
+        href = fmt.anchorHref() if fmt.isAnchor() else ""
+        start, end = fragment.position(), fragment.position() + fragment.length()
+        if runs and runs[-1][0] == href and runs[-1][2] == start:
+            runs[-1] = (href, runs[-1][1], end, [*runs[-1][3], fragment.text()])
+        else:
+            runs.append((href, start, end, [fragment.text()]))
+    for href, start, end, texts in runs:
+        if href and start <= at < end:
+            return "".join(texts)
+    return ""
+
+
 # ---- base --------------------------------------------------------------------------------
 
 
@@ -289,7 +331,7 @@ class ItemLayout:
             if rect.contains(pos):
                 href = doc.documentLayout().anchorAt(pos - rect.topLeft())
                 if href:
-                    return Hit("link", href, rect)
+                    return Hit("link", href, rect, text=link_text(doc, pos - rect.topLeft()))
         return None
 
     def code_at(self, pos: QPointF) -> str | None:
@@ -297,7 +339,9 @@ class ItemLayout:
 
     def tooltip_at(self, pos: QPointF) -> str:
         hit = self.hit(pos)
-        return hit.tip if hit is not None and hit.action != "link" else ""
+        if hit is not None and hit.action == "link":
+            return link_tooltip(str(hit.payload))
+        return hit.tip if hit is not None else ""
 
     # ---- text selection -------------------------------------------------------------------
 

@@ -144,7 +144,8 @@ class ChatView(QTreeView):
     approvalDecided = Signal(str, str)  # call_id, Decision value
     retryRequested = Signal()
     #: A link in the conversation was clicked (its URL came from the model, a page or a
-    #: tool: never an instruction to the app).
+    #: tool: never an instruction to the app). The window decides with `app.core.links`
+    #: what the click does, reading the link's text from `clicked_link_text(url)`.
     linkActivated = Signal(str)
     #: The setup error's own "Connect a model" was clicked.
     connectRequested = Signal()
@@ -195,6 +196,8 @@ class ChatView(QTreeView):
         #: Sends an edit of message `index`; True when it was taken (the editor closes),
         #: False leaves the editor open with its text. None: `editRequested` is emitted.
         self.submit_edit: Callable[[int, str], bool] | None = None
+        #: (address, text) of the link clicked last, for `clicked_link_text`.
+        self._clicked_link: tuple[str, str] | None = None
         self._busy = False
         self._laid_width = -1
         #: dataChanged emissions caused by streaming flushes (for tests and benchmarks).
@@ -1039,14 +1042,23 @@ class ChatView(QTreeView):
             return True
         return super().viewportEvent(event)
 
+    def clicked_link_text(self, url: str) -> str | None:
+        """The text of the link to `url` clicked last (None: no such click is known, so the
+        caller must not assume the text showed the address)."""
+        clicked, self._clicked_link = self._clicked_link, None
+        return clicked[1] if clicked is not None and clicked[0] == url else None
+
     def activate(self, item: ChatItem, hit: Hit) -> None:
         """Performs what a click on `hit` (a link, a toggle, Copy, Retry…) does."""
         if self._offered(hit) is None:
             return
         if hit.action == "link":
+            self._clicked_link = (str(hit.payload), hit.text)
             self.linkActivated.emit(str(hit.payload))
         elif hit.action == "open_file":
-            self.linkActivated.emit(QUrl.fromLocalFile(str(hit.payload)).toString())
+            address = QUrl.fromLocalFile(str(hit.payload)).toString()
+            self._clicked_link = (address, str(hit.payload))
+            self.linkActivated.emit(address)
         elif hit.action == "copy_code":
             block, code = hit.payload
             QGuiApplication.clipboard().setText(code)
