@@ -93,6 +93,15 @@ def _no_gui_thread_left() -> Iterator[None]:
     forget_gui_thread()
 
 
+@pytest.fixture(autouse=True)
+def _no_secret_from_another_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tripwire's known secrets are the process's: each test starts knowing none (a
+    value an earlier test stored, "nope", must not be masked in the next one's text)."""
+    from app.core import secrets
+
+    monkeypatch.setattr(secrets, "_known", set())
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> object:
     """Programs started during set-up, call and teardown are noted under the test's id."""

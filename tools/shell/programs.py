@@ -69,7 +69,15 @@ class Program:
     subcommands: dict[str, Program] = field(default_factory=dict)
 
 
-def _spec(options: str = "", **kwargs: object) -> Program:
+def _spec(
+    options: str = "",
+    *,
+    script: bool = False,
+    digits: bool = False,
+    plus_operand: bool = False,
+    bundled: bool = False,
+    assignments_run: bool = False,
+) -> Program:
     """Options written as people read them: "-a -n: --all --sort= --color=?"."""
     flags: set[str] = set()
     valued: set[str] = set()
@@ -100,7 +108,11 @@ def _spec(options: str = "", **kwargs: object) -> Program:
         long_flags=frozenset(long_flags),
         long_valued=frozenset(long_valued),
         long_optional=frozenset(long_optional),
-        **kwargs,  # type: ignore[arg-type]
+        script=script,
+        digits=digits,
+        plus_operand=plus_operand,
+        bundled=bundled,
+        assignments_run=assignments_run,
     )
 
 
