@@ -493,3 +493,40 @@ def _no_anchors(doc: QTextDocument) -> bool:
             it += 1
         block = block.next()
     return True
+
+
+def test_always_allow_on_a_command_line_names_every_rule_it_adds_in_full(
+    view: ChatView, qloop: asyncio.AbstractEventLoop
+) -> None:
+    """The button elides a long label; the rules "Always allow" adds are said in full."""
+    from pathlib import Path
+
+    from app.core.pipeline import CallFacts, _proposals
+    from tools.registry import ToolSource
+    from tools.shell.hooks import command_parts
+    from tools.shell.manifest import MANIFESTS
+    from tools.spec import Escalation, Subject
+
+    line = "git log --oneline -n 5 && sed -n 1,5p notes.txt -e p && mytool build --fast"
+    folder = Path("/srv/proj")
+    facts = CallFacts(
+        manifest=next(m for m in MANIFESTS if m.name == "shell_run"),
+        params=None,
+        source=ToolSource("builtin", "builtin"),
+        trusted=True,
+        subject=Subject(paths=(str(folder),), command=line, commands=command_parts(line, folder)),
+        escalation=Escalation("runs a command on your machine, sandboxed"),
+    )
+    request = _shell_request("c1", line, proposals=_proposals(facts))
+
+    async def body() -> None:
+        view.handle_event(ApprovalRequested(request))
+        await settled(view)
+        bar = view.bar("c1")
+        assert bar is not None and bar.rules_note is not None and bar.rules_note.isVisible()
+        shown = bar.rules_note.text()
+        for rule in ("“git log” in /srv/proj", "exactly “sed -n 1,5p notes.txt -e p”",
+                     "exactly “mytool build --fast”"):
+            assert rule in shown, shown
+
+    run(qloop, body())

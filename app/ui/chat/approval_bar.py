@@ -107,6 +107,14 @@ def choice_texts(request: ApprovalRequest) -> list[tuple[Decision, str, str]]:
     return out
 
 
+def always_adds(request: ApprovalRequest) -> str:
+    """"Always allow" adds these rules: said in full when it adds more than one (a command
+    line gets one per command), since the button's label may be elided."""
+    if not request.proposals or not request.proposals[0].rules[1:]:
+        return ""
+    return "“Always allow” adds: " + one_line(request.proposals[0].label, 300)
+
+
 class _DiffHighlighter(QSyntaxHighlighter):
     """Colours added and removed lines of a unified diff (any other text stays plain)."""
 
@@ -416,6 +424,12 @@ class ApprovalBar(QWidget):
         layout.addLayout(rows[0])
         if rows[1].count():
             layout.addLayout(rows[1])
+        self.rules_note: QLabel | None = None
+        adds = always_adds(request)
+        if adds and Decision.ALWAYS_ALLOW in self.buttons:
+            # the button elides a long label: the rules it adds are named in full here
+            self.rules_note = _label(adds, theme.muted, theme.small_font, "approvalRulesNote")
+            layout.addWidget(self.rules_note)
         self.adjustSize()
 
     # ---- queries -------------------------------------------------------------------------
