@@ -17,8 +17,17 @@ copy-back.
 
 The copy-back walks the real folder by descriptors (O_NOFOLLOW at every step, so a symlink
 swapped in meanwhile cannot send a write elsewhere), writes each file to a temporary name
-and renames it into place (mode without setuid/setgid, times kept). Whatever fails is
-named, and the upper folder is then kept so nothing is lost.
+and renames it into place (mode without setuid/setgid, times kept). Whatever fails (any
+exception) is named, and the upper folder is then kept so nothing is lost.
+
+Held besides `classify`'s places: in a git folder (by the name `.git`, or a folder that is
+one in the merged view: HEAD and objects or commondir, symlinks count) everything except
+git's inert entries (`tools.fs.autorun.git_inert`: objects/, refs/, logs/, index, HEAD…);
+an executable file or symlink named as a git hook (`core.hooksPath` in any config can make
+any folder a hooks folder) or in a folder matching a relative $PATH entry; a symlink whose
+name, were it a folder, would hold a held place (`.vscode` → a folder with tasks.json);
+deleting or replacing a folder that holds a held place (a nested repository's `.git`).
+Names in the report are escaped (`visible`): a file name cannot add lines to the question.
 """
 
 from __future__ import annotations
@@ -32,20 +41,25 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable
+import time
+import unicodedata
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from tools.fs.autorun import (
-    GIT_CONFIG,
-    GIT_HOOK,
     ON_PATH,
     AutoRun,
     autorun_places,
     classify,
-    is_git_dir,
+    folder_could_hold,
+    git_file,
+    is_executable,
+    is_hook_name,
     on_path,
+    scan_tree,
+    walk_tree,
 )
 
 LAUNCHER = Path(__file__).with_name("overlay_launch.py")
@@ -53,8 +67,12 @@ _TRIAL_TIMEOUT = 20.0
 _OPAQUE = ("user.overlay.opaque", "trusted.overlay.opaque")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
+#: A failed trial (a timeout under load, say) is tried again after this many seconds.
+_RETRY_AFTER = 60.0
+
 _lock = threading.Lock()
-_works: dict[int, bool] = {}
+#: file system → (whether an overlay could be mounted, when that was tried)
+_works: dict[int, tuple[bool, float]] = {}
 
 
 def launcher_argv(layers: list[tuple[Path, Path, Path]], argv: list[str]) -> list[str]:
@@ -63,15 +81,42 @@ def launcher_argv(layers: list[tuple[Path, Path, Path]], argv: list[str]) -> lis
 
 
 def works_on(folder: Path) -> bool:
-    """Whether an overlay can be mounted over `folder` here (tried once per file system)."""
+    """Whether an overlay can be mounted over `folder` here (tried once per file system; a
+    failed trial again after _RETRY_AFTER seconds, so a slow moment is not final)."""
     try:
         device = os.stat(folder).st_dev
     except OSError:
         return False
     with _lock:
-        if device not in _works:
-            _works[device] = _trial(folder)
-        return _works[device]
+        known = _works.get(device)
+        now = time.monotonic()
+        if known is None or (not known[0] and now - known[1] >= _RETRY_AFTER):
+            known = _works[device] = (_trial(folder), now)
+        return known[0]
+
+
+def visible(text: str) -> str:
+    """`text` on one line, with nothing invisible: control, format (bidi), separator and
+    undecodable characters, and backslashes, are written as escapes."""
+    out = []
+    for char in text:
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:  # a byte os.fsdecode could not decode
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif char == "\\":
+            out.append("\\\\")
+        elif unicodedata.category(char) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
+            out.append(
+                f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000
+                else f"\\U{code:08x}"
+            )
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _shown(rel: PurePosixPath | Path | str) -> str:
+    return visible(str(rel))
 
 
 def _trial(folder: Path) -> bool:
@@ -164,10 +209,15 @@ class Overlay:
             try:
                 fd = os.open(root, _DIR_FLAGS)
             except OSError as exc:
-                report.failed.append(f"{root}: {exc.strerror or exc}")
+                report.failed.append(f"{_shown(root)}: {exc.strerror or exc}")
             else:
                 try:
-                    self._walk(upper, fd, root, PurePosixPath(), report)
+                    self._walk(upper, fd, root, report)
+                except Exception as exc:  # whatever it is: say so, keep the changes
+                    report.failed.append(
+                        f"{_shown(root)}: the copy-back stopped: {type(exc).__name__}: "
+                        + visible(str(exc))[:300]
+                    )
                 finally:
                     os.close(fd)
             if len(report.failed) > failed:
@@ -176,85 +226,136 @@ class Overlay:
 
     # ---- the walk ----------------------------------------------------------------------
 
-    def _held(self, where: Path, upper: Path) -> AutoRun | None:
+    def _held(
+        self, where: Path, src: Path, st: os.stat_result | None, gits: list[tuple[str, ...]]
+    ) -> AutoRun | None:
+        """Why writing (or, `st` None, deleting) `where` is held, if it is."""
         if self.release:
             return None  # the user allowed the held writes, once
         found = classify(where, self.places, follow_final=False)
         if found is None and on_path(where):
             found = AutoRun(*ON_PATH, where)
-        name = upper.name.casefold()
-        if found is None and name in ("hooks", "config") and is_git_dir(upper.parent):
-            found = AutoRun(*(GIT_HOOK if name == "hooks" else GIT_CONFIG), where)
+        name = src.name.casefold()
+        for rest in gits:  # folders that are git folders in the merged view
+            if found is None:
+                found = git_file(where, (*rest, name))
+        if found is None and st is not None:
+            link = stat.S_ISLNK(st.st_mode)
+            program = link or is_executable(st)
+            if program and is_hook_name(name):
+                found = AutoRun(*_HOOK_NAMED, where)
+            elif program and on_path(where, relative=True):
+                found = AutoRun(*ON_PATH, where)
+            elif link:
+                found = folder_could_hold(where, self.places)
         return found
 
-    def _walk(
-        self, upper: Path, lower: int, dest: Path, rel: PurePosixPath, report: CopyBack
-    ) -> None:
-        try:
-            names = sorted(os.listdir(upper))
-        except OSError as exc:
-            report.failed.append(f"{rel or '.'}: {exc.strerror or exc}")
-            return
-        for name in names:
-            try:
-                self._entry(upper / name, lower, name, dest / name, rel / name, report)
-            except OSError as exc:
-                report.failed.append(f"{rel / name}: {exc.strerror or exc}")
+    def _holds_inside(self, folder: Path) -> AutoRun | None:
+        """A held place inside the real folder `folder` about to be removed (all of it is
+        looked at: a nested repository's .git can be anywhere)."""
+        if self.release:
+            return None
+        return scan_tree(folder, folder, self.places, whole=True).autorun
 
-    def _entry(
-        self, src: Path, lower: int, name: str, where: Path, rel: PurePosixPath, report: CopyBack
-    ) -> None:
+    def _walk(self, upper: Path, fd: int, root: Path, report: CopyBack) -> None:
+        """Depth first with an explicit stack of open folders (any depth)."""
+        top = _Frame(upper, fd, root, PurePosixPath(), iter(()), [], owned=False)
+        top.gits = [()] if _git_dir_merged(upper, fd) else []
+        top.names = self._names(top, report)
+        stack = [top]
+        try:
+            while stack:
+                frame = stack[-1]
+                name = next(frame.names, None)
+                if name is None:
+                    stack.pop()
+                    if frame.owned:
+                        os.close(frame.fd)
+                    continue
+                try:
+                    child = self._entry(frame, name, report)
+                except OSError as exc:
+                    report.failed.append(f"{_shown(frame.rel / name)}: {exc.strerror or exc}")
+                    continue
+                if child is not None:
+                    child.names = self._names(child, report)
+                    stack.append(child)
+        finally:
+            for frame in stack:
+                if frame.owned:
+                    os.close(frame.fd)
+
+    @staticmethod
+    def _names(frame: _Frame, report: CopyBack) -> Iterator[str]:
+        try:
+            return iter(sorted(os.listdir(frame.src)))
+        except OSError as exc:
+            report.failed.append(f"{_shown(frame.rel or '.')}: {exc.strerror or exc}")
+            return iter(())
+
+    def _entry(self, frame: _Frame, name: str, report: CopyBack) -> _Frame | None:
+        src, lower, where, rel = frame.src / name, frame.fd, frame.where / name, frame.rel / name
         st = os.lstat(src)
         below = _lstat_at(lower, name)
-        held = self._held(where, src)
         if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:  # a whiteout: deleted
             if below is None:
-                return
+                return None
+            held = self._held(where, src, None, frame.gits)
+            if held is None and stat.S_ISDIR(below.st_mode):
+                held = self._holds_inside(where)
             if held is not None:
-                report.held.append(f"deleting {rel} ({held.what}: {held.why})")
-                return
+                report.held.append(f"deleting {_shown(rel)} ({_why(held, where)})")
+                return None
             _remove(lower, name, below)
             report.copied += 1
-            return
+            return None
+        held = self._held(where, src, st, frame.gits)
         if stat.S_ISDIR(st.st_mode):
-            self._folder(src, st, lower, name, below, where, rel, held, report)
-            return
+            return self._folder(frame, src, st, name, below, where, rel, held, report)
         if held is not None:
-            report.held.append(f"{rel} ({held.what}: {held.why})")
-            return
+            report.held.append(f"{_shown(rel)} ({held.what}: {held.why})")
+            return None
         if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
-            return  # sockets and pipes a program left behind: nothing to keep
+            return None  # sockets and pipes a program left behind: nothing to keep
+        replaced = below is not None and stat.S_ISDIR(below.st_mode)
+        inside = self._holds_inside(where) if replaced else None
+        if inside is not None:
+            report.held.append(f"replacing the folder {_shown(rel)} ({_why(inside, where)})")
+            return None
         temp = f".deskhand-{secrets.token_hex(6)}-{name}"[:255]
         if stat.S_ISLNK(st.st_mode):
             os.symlink(os.readlink(src), temp, dir_fd=lower)
         else:
             _copy_file(src, st, lower, temp)
         try:
-            if below is not None and stat.S_ISDIR(below.st_mode):
+            if replaced:
                 shutil.rmtree(name, dir_fd=lower)  # a folder replaced by a file
             os.replace(temp, name, src_dir_fd=lower, dst_dir_fd=lower)
         except OSError:
             os.unlink(temp, dir_fd=lower)
             raise
         report.copied += 1
+        return None
 
     def _folder(
         self,
+        frame: _Frame,
         src: Path,
         st: os.stat_result,
-        lower: int,
         name: str,
         below: os.stat_result | None,
         where: Path,
         rel: PurePosixPath,
         held: AutoRun | None,
         report: CopyBack,
-    ) -> None:
+    ) -> _Frame | None:
+        """Makes or empties the real folder as the upper one says; its frame to walk next."""
+        lower = frame.fd
         existing = below is not None and stat.S_ISDIR(below.st_mode)
         opaque = existing and _opaque(src)
         if held is not None and not (existing and not opaque):
             report.held += [f"{path} ({held.what}: {held.why})" for path in _inside(src, rel)]
-            return
+            return None
         if not existing:
             if below is not None:
                 os.unlink(name, dir_fd=lower)  # a file or symlink replaced by a folder
@@ -267,18 +368,76 @@ class Overlay:
                 for child in os.listdir(fd):
                     if child in present:
                         continue
-                    gone = self._held(where / child, src / child)
-                    if gone is not None:
-                        report.held.append(f"deleting {rel / child} ({gone.what}: {gone.why})")
-                        continue
                     child_st = _lstat_at(fd, child)
-                    if child_st is not None:
-                        _remove(fd, child, child_st)
-            if held is None and (not existing or stat.S_IMODE(below.st_mode) != _mode(st)):  # type: ignore[union-attr]
+                    if child_st is None:
+                        continue
+                    gone = self._held(where / child, src / child, None, frame.gits)
+                    if gone is None and stat.S_ISDIR(child_st.st_mode):
+                        gone = self._holds_inside(where / child)
+                    if gone is not None:
+                        report.held.append(
+                            f"deleting {_shown(rel / child)} ({_why(gone, where / child)})"
+                        )
+                        continue
+                    _remove(fd, child, child_st)
+            changed = below is None or stat.S_IMODE(below.st_mode) != _mode(st)
+            if held is None and (not existing or changed):
                 os.fchmod(fd, _mode(st))
-            self._walk(src, fd, where, rel, report)
-        finally:
+            gits = [(*rest, name.casefold()) for rest in frame.gits]
+            if _git_dir_merged(src, fd):
+                gits.append(())
+            return _Frame(src, fd, where, rel, iter(()), gits)
+        except BaseException:
             os.close(fd)
+            raise
+
+
+#: An executable file or symlink named as a git hook, anywhere.
+_HOOK_NAMED = (
+    "a file named as a git hook",
+    "it runs on commits wherever a `core.hooksPath` (in any git configuration) points",
+)
+
+
+@dataclass
+class _Frame:
+    """A folder being walked: its upper folder, the real one (an open descriptor), where
+    that is, its path in the report, the names left, and its place in the git folders
+    around it (the parts below each, case-folded)."""
+
+    src: Path
+    fd: int
+    where: Path
+    rel: PurePosixPath
+    names: Iterator[str]
+    gits: list[tuple[str, ...]]
+    owned: bool = True
+
+
+def _git_dir_merged(upper: Path, lower: int) -> bool:
+    """Whether the folder is a git folder as the command left it (upper over lower; any
+    kind of entry, symlinks included, counts): HEAD, and objects or commondir."""
+
+    def present(name: str) -> bool:
+        try:
+            st = os.lstat(upper / name)
+        except FileNotFoundError:
+            return _lstat_at(lower, name) is not None
+        except OSError:
+            return True
+        return not (stat.S_ISCHR(st.st_mode) and st.st_rdev == 0)
+
+    return present("HEAD") and (present("objects") or present("commondir"))
+
+
+def _why(found: AutoRun, folder: Path) -> str:
+    """Why a deletion is held, naming the held place when it lies inside the folder."""
+    try:
+        inner = found.path.relative_to(folder)
+    except ValueError:
+        inner = None
+    holds = f"it holds {_shown(inner)}, " if inner is not None and inner.parts else ""
+    return f"{holds}{found.what}: {found.why}"
 
 
 #: A held folder is named with at most this many of the files in it.
@@ -289,15 +448,15 @@ def _inside(folder: Path, rel: PurePosixPath) -> list[str]:
     """How a held folder is named: the files in it (a few), or the folder itself."""
     found: list[str] = []
     more = 0
-    for top, _, files in os.walk(folder):
-        for name in sorted(files):
+    for top, _, files in walk_tree(folder):
+        for name in files:
             if len(found) < HELD_NAMES_PER_FOLDER:
-                found.append(str(rel / Path(top, name).relative_to(folder)))
+                found.append(_shown(rel / top.relative_to(folder) / name))
             else:
                 more += 1
     if more:
-        found.append(f"{rel}/… ({more} more files)")
-    return found or [f"{rel}/"]
+        found.append(f"{_shown(rel)}/… ({more} more files)")
+    return found or [f"{_shown(rel)}/"]
 
 
 def _mode(st: os.stat_result) -> int:
@@ -378,8 +537,20 @@ def _scratch_for(roots: list[Path], scratch: Path | None) -> Path | None:
     return real
 
 
-def annotate(result: Any, report: CopyBack | None) -> Any:
-    """The tool result with what was held and what could not be copied back."""
+#: Said in the result of a sandboxed command that ran without an overlay on Linux.
+WITHOUT_OVERLAY = (
+    "ran WITHOUT the overlay (it could not be mounted here just now): its writes went "
+    "straight to your folders, and only the places that run code later which existed when "
+    "it started were kept read-only"
+)
+
+
+def annotate(result: Any, report: CopyBack | None, *, without_overlay: bool = False) -> Any:
+    """The tool result with what was held and what could not be copied back, or with the
+    fact that the command ran without the overlay's protection."""
+    if without_overlay:
+        content = result.content.rstrip() + f"\n[{WITHOUT_OVERLAY}]"
+        return replace(result, content=content, data={**(result.data or {}), "overlay": False})
     if report is None or not (report.held or report.failed or report.released):
         return result
     notes = report.notes()

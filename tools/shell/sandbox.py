@@ -12,11 +12,13 @@ and no network unless asked for. Without network, bubblewrap also loads the secc
 
 `autorun_readonly` lists what must stay read-only inside writable folders: files that make code
 run outside the sandbox later (a repository's `.git/config` and hooks read by the user's next
-`git status`, shell start-up files, autostart entries, folders on $PATH). Limits on Linux: only
-places that exist can be covered (bwrap cannot mount over a missing file without creating it),
-so a new repository, or a new `.git/commondir` pointing elsewhere, can still be made. Waited-for
-commands also run over an overlay (`tools.shell.overlay`) that holds every write to an auto-run
-place, at any depth; background commands have only these read-only places.
+`git status`, hook managers' files, `.envrc`, editor task files, shell start-up files,
+autostart entries, folders on $PATH). Limits on Linux: only places that exist can be covered
+(bwrap cannot mount over a missing file without creating it), within the scan's depth, so a
+new repository, a new `.git/commondir` pointing elsewhere, a new `.envrc` or a deeper one can
+still be made. Waited-for commands also run over an overlay (`tools.shell.overlay`) that holds
+every write to an auto-run place, at any depth; background commands have only these
+read-only places.
 """
 
 from __future__ import annotations
@@ -375,21 +377,28 @@ _GITFILE_MAX_BYTES = 4096
 def autorun_readonly(writable: Sequence[Path], home: Path) -> list[Path]:
     """Existing places inside `writable` whose change makes code run later outside the
     sandbox: git repositories' config, hooks and info (and gitfiles) in each writable folder
-    and up to REPOSITORY_DEPTH levels below it, their `core.hooksPath` folders, and entries of
-    the auto-run catalogue (start-up files, autostart, units, folders on $PATH) lying inside
-    a writable folder. Real paths, without repeats."""
+    and up to REPOSITORY_DEPTH levels below it, their `core.hooksPath` folders, the files and
+    folders the auto-run classifier names by name in the folders that scan looks into
+    (`.husky/`, `.pre-commit-config.yaml`, `lefthook.yml`, `.envrc`, `.vscode/tasks.json`…),
+    and entries of the auto-run catalogue (start-up files, autostart, units, folders on
+    $PATH) lying inside a writable folder. Real paths, without repeats."""
     roots = _existing_real(writable)
     found: list[Path] = []
     for root in roots:
         if root.is_dir():
-            for repository in _repositories(root):
+            named: list[Path] = []
+            for repository in _repositories(root, named):
                 found += _git_places(repository)
+            found += named
     found += _catalogue_inside(roots, home)
     return [p for p in _existing_real(found) if any(_under(p, r) and p != r for r in roots)]
 
 
-def _repositories(root: Path) -> Iterator[Path]:
-    """Folders holding a `.git` (folder or file), breadth first, bounded."""
+def _repositories(root: Path, named: list[Path] | None = None) -> Iterator[Path]:
+    """Folders holding a `.git` (folder or file), breadth first, bounded. Into `named`: the
+    entries of the folders looked into that `tools.fs.autorun.by_name` names (`.git` aside)."""
+    from tools.fs.autorun import by_name
+
     queue: deque[tuple[Path, int]] = deque([(root, 0)])
     visited = 0
     while queue and visited < REPOSITORY_SCAN_MAX_FOLDERS:
@@ -397,6 +406,12 @@ def _repositories(root: Path) -> Iterator[Path]:
         visited += 1
         if os.path.lexists(folder / ".git"):
             yield folder
+        if named is not None:
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                names = []
+            named += [folder / n for n in sorted(names) if n != ".git" and by_name(folder / n)]
         if depth < REPOSITORY_DEPTH:
             queue.extend((sub, depth + 1) for sub in _subfolders(folder))
 

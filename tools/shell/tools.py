@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -127,7 +128,13 @@ def _foreground(
     # writes land in an overlay and are copied back afterwards, auto-run places held
     own = Sandbox.from_context(ctx).deskhand_home
     scratch = own / "overlays" if own is not None else None  # changes waiting to copy back
-    overlay = prepare(writable, Path.home(), scratch) if sandbox_state(ctx)[0] else None
+    sandboxed = sandbox_state(ctx)[0]
+    overlay = prepare(writable, Path.home(), scratch) if sandboxed else None
+    # Linux has an overlay unless it could not be mounted: say when protection was missing
+    without_overlay = (
+        sandboxed and overlay is None and sys.platform.startswith("linux")
+        and any(Path(p).is_dir() for p in writable)
+    )
     try:
         command, how = _argv(argv, ctx, folder, writable, args.network, overlay=overlay)
         done = run_process(
@@ -146,8 +153,12 @@ def _foreground(
         result = _result(shown, folder, done, how, ctx)
     except ToolCancelled as stopped:
         notes = report.notes() if report is not None else []
+        if without_overlay:
+            from tools.shell.overlay import WITHOUT_OVERLAY
+
+            notes.append(WITHOUT_OVERLAY)
         raise ToolCancelled("\n".join([str(stopped), *notes])) from None
-    return annotate(result, report)
+    return annotate(result, report, without_overlay=without_overlay)
 
 
 def _environment(ctx: ToolContext) -> dict[str, str]:
