@@ -6,9 +6,10 @@ produce: percent-encoding (either hex case, `+` for a space, any subset of chara
 encoded), JSON escaping (`\\"`, `\\/`, `\\uXXXX`), HTML entities, hex (either case), and
 base64 (standard or URL-safe, padded or not) — also when the secret sits inside a longer
 base64 string such as `Authorization: Basic base64(user:secret)`, at any of the three byte
-alignments. All variants of all secrets go into ONE compiled regex, built as a trie so
-that text without secrets is scanned in a single cheap pass; the compiled pattern is
-cached per set of secrets and shared by every Redactor.
+alignments — each in its composed (NFC) and decomposed (NFD) Unicode form too. Overlapping
+matches are masked as one. All variants of all secrets go into ONE compiled regex, built as
+a trie so that text without secrets is scanned in a single cheap pass; the compiled
+pattern is cached per set of secrets and shared by every Redactor.
 
 `TRIPWIRE` is the one owner of secret knowledge and masking in the process (fed by
 `app.core.secrets`). Text anyone will see is cut only with `shorten` (masked first, cut
@@ -22,6 +23,7 @@ from __future__ import annotations
 import base64
 import re
 import threading
+import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -159,14 +161,27 @@ def _escaped_everywhere(secret: str) -> list[Units]:
     ]
 
 
+def _spellings(secret: str) -> list[str]:
+    """The secret as given and in its composed (NFC) and decomposed (NFD) Unicode forms:
+    `ä` written as one code point or as `a` + a combining mark looks the same."""
+    found = [secret]
+    for form in ("NFC", "NFD"):
+        other = unicodedata.normalize(form, secret)
+        if other not in found:
+            found.append(other)
+    return found
+
+
 @lru_cache(maxsize=4096)
 def _variants(secret: str) -> tuple[Units, ...]:
-    found: list[Units] = [tuple(_char_unit(c) for c in secret)]
-    raw = secret.encode("utf-8")
-    if len(raw) <= MAX_ENCODED_SECRET:
-        found.append(tuple(_hex_unit(c) for c in raw.hex()))
-        found += _base64_variants(raw)
-        found += _escaped_everywhere(secret)
+    found: list[Units] = []
+    for spelling in _spellings(secret):
+        found.append(tuple(_char_unit(c) for c in spelling))
+        raw = spelling.encode("utf-8")
+        if len(raw) <= MAX_ENCODED_SECRET:
+            found.append(tuple(_hex_unit(c) for c in raw.hex()))
+            found += _base64_variants(raw)
+            found += _escaped_everywhere(spelling)
     return tuple(found)
 
 
@@ -244,9 +259,39 @@ def _usable(secrets: Iterable[str]) -> frozenset[str]:
     return frozenset(s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH)
 
 
+def _spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
+    """Where `pattern` matches in `text`, matches that overlap merged into one span: a
+    secret beginning inside another's match (B starting in A's tail) is masked with it,
+    not left as a recognisable tail. Each search for an overlap is the search for the next
+    match anyway, so this costs no more than `finditer`."""
+    spans: list[tuple[int, int]] = []
+    match = pattern.search(text)
+    while match is not None:
+        start, end = match.span()
+        match = pattern.search(text, start + 1)
+        while match is not None and match.start() < end:
+            end = max(end, match.end())
+            match = pattern.search(text, match.start() + 1)
+        spans.append((start, end))
+    return spans
+
+
+def _masked(pattern: re.Pattern[str], text: str, keep_lines: bool = False) -> str:
+    out: list[str] = []
+    pos = 0
+    for start, end in _spans(pattern, text):
+        out += [text[pos:start], REDACTED]
+        if keep_lines:
+            out.append("\n" * text.count("\n", start, end))
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
 class Redactor:
     """Replaces known secret values (in any of the encodings above) with a marker; the
-    longest match wins, so overlapping secrets cannot leave a recognisable tail behind.
+    longest match wins and overlapping matches are masked as one, so overlapping secrets
+    cannot leave a recognisable tail behind.
     Safe to share between threads."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
@@ -273,7 +318,13 @@ class Redactor:
         pattern = self._state[1]
         if pattern is None or not value:
             return value
-        return pattern.sub(REDACTED, value)
+        return _masked(pattern, value)
+
+    def spans(self, value: str) -> list[tuple[int, int]]:
+        """Where `text` would put a marker: (start, end) of each masked stretch of `value`
+        (overlapping matches merged), in order."""
+        pattern = self._state[1]
+        return [] if pattern is None or not value else _spans(pattern, value)
 
     def window(self, text: str, start: int, stop: int | None = None) -> str:
         """`text[start:stop]` redacted, judged with the text around it: a secret crossing
@@ -283,18 +334,18 @@ class Redactor:
         pattern = self._state[1]
         if pattern is None:
             return text[start:stop]
-        matches = list(pattern.finditer(text))
-        for match in matches:
-            if match.start() < start < match.end():
-                start = match.start()
-            if match.start() < stop < match.end():
-                stop = match.end()
+        matches = _spans(pattern, text)
+        for m_start, m_end in matches:
+            if m_start < start < m_end:
+                start = m_start
+            if m_start < stop < m_end:
+                stop = m_end
         out: list[str] = []
         pos = start
-        for match in matches:
-            if match.start() >= start and match.end() <= stop:
-                out += [text[pos : match.start()], REDACTED]
-                pos = match.end()
+        for m_start, m_end in matches:
+            if m_start >= start and m_end <= stop:
+                out += [text[pos:m_start], REDACTED]
+                pos = m_end
         out.append(text[pos:stop])
         return "".join(out)
 
@@ -304,7 +355,7 @@ class Redactor:
         pattern = self._state[1]
         if pattern is None or not value:
             return value
-        return pattern.sub(lambda m: REDACTED + "\n" * m.group().count("\n"), value)
+        return _masked(pattern, value, keep_lines=True)
 
     def data(self, value: Any) -> Any:
         """Walks JSON-like data: masks credential-named string fields, scrubs all strings
@@ -339,6 +390,10 @@ def _char_reach(ch: str) -> int:
 
 @lru_cache(maxsize=4096)
 def _secret_reach(secret: str) -> int:
+    return max(_spelling_reach(s) for s in _spellings(secret))
+
+
+def _spelling_reach(secret: str) -> int:
     raw = secret.encode("utf-8")
     if len(raw) > MAX_ENCODED_SECRET:  # raw and JSON/URL-escaped only
         return sum(1 if c.isascii() and c.isalnum() else _char_reach(c) for c in secret)
@@ -510,14 +565,14 @@ class StreamRedactor:
         keep_from = len(text) if final else max(base, _open_from(text, secrets))
         out: list[str] = []
         pos = base
-        for match in pattern.finditer(text):
-            if match.end() <= pos:
+        for m_start, m_end in _spans(pattern, text):
+            if m_end <= pos:
                 continue
-            if not final and match.end() >= keep_from:
-                keep_from = max(base, min(keep_from, match.start()))
+            if not final and m_end >= keep_from:
+                keep_from = max(base, min(keep_from, m_start))
                 break
-            out += [text[pos : max(pos, match.start())], REDACTED]
-            pos = match.end()
+            out += [text[pos : max(pos, m_start)], REDACTED]
+            pos = m_end
         keep_from = max(keep_from, pos)
         out.append(text[pos:keep_from])
         self._pending = text[keep_from:]

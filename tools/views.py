@@ -148,7 +148,13 @@ class MemoryServiceView(Protocol):
     """The memory service, bound to the calling conversation. A refused change (a private
     conversation, an unknown id, a bad kind) raises a ValueError meant for the model."""
 
-    def remember(self, content: str, kind: str = ..., origin: str | None = None) -> MemoryView: ...
+    def remember(
+        self,
+        content: str,
+        kind: str = ...,
+        origin: str | None = None,
+        private: str | None = None,
+    ) -> MemoryView: ...
 
     def search(
         self, query: str, kind: str | None = None, limit: int = ...
@@ -160,6 +166,7 @@ class MemoryServiceView(Protocol):
         content: str | None = None,
         kind: str | None = None,
         origin: str | None = None,
+        private: str | None = None,
     ) -> MemoryView: ...
 
     def delete(self, memory_id: int) -> MemoryView: ...

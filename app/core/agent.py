@@ -337,7 +337,9 @@ class Agent:
     def _request_messages(self, conv: Conversation) -> list[ChatMessage]:
         """The history as the model gets it, led by the memories chosen for this
         conversation — as the user's labelled notes (data), never as system instructions.
-        The note is not stored: it is chosen again when the conversation is reopened."""
+        The note is not stored: it is chosen again when the conversation is reopened.
+        Everything here (note, history, tool calls, system prompt) is masked again at the
+        one exit to the model (`providers._http.masked_payload`)."""
         if conv.memory_note is None:
             conv.memory_note = self._memory_note(conv)
         view = without_orphan_results(compaction.request_view(conv.messages))

@@ -182,8 +182,9 @@ SUMMARY_ORIGIN = "a summary of earlier turns that held content from outside (pag
 def _held_untrusted(plan_: Plan, messages: Sequence[ChatMessage]) -> bool:
     """The summarised part (or the summary before it) held content labelled as untrusted:
     words injected there may survive into the summary, which is a "user" message, so it is
-    labelled as untrusted data too (never as the user's own words)."""
-    markers = (untrusted.MARKER, untrusted.BROWSER_MARKER)
+    labelled as untrusted data too (never as the user's own words). A saved note taken
+    from untrusted content, as a memory tool shows it, counts too."""
+    markers = (untrusted.MARKER, untrusted.BROWSER_MARKER, untrusted.NOTE_FROM_UNTRUSTED)
     part = [m for m in messages[plan_.start : plan_.cut] if m.role == "tool"]
     if plan_.previous is not None:
         part.append(plan_.previous)

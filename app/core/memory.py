@@ -13,6 +13,11 @@ never holds one, since `_check_content` folds every whitespace character into a 
 note with such an origin taints the conversation it is told to (`context_message`), and
 reading it through a memory tool taints too (`untrusted.note_origin`), so a note written from
 it keeps that origin.
+
+Likewise a note written after the conversation read private data of the user (a file, the
+calendar…) keeps that (`Memory.private`, after a second separator): it may hold that data, so
+a conversation it is told to, or shown to by a memory tool, counts as having read private
+data (`untrusted.note_private`), and cannot send it out unasked (§5.8).
 """
 
 from __future__ import annotations
@@ -23,7 +28,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, cast, get_args
 
-from app.core.untrusted import NOTES_MARKER, UNTRUSTED, clean_origin, neutralise, new_nonce
+from app.core.untrusted import (
+    NOTE_FROM_UNTRUSTED,
+    NOTES_MARKER,
+    PRIVATE,
+    UNTRUSTED,
+    clean_origin,
+    neutralise,
+    new_nonce,
+    note_private_words,
+)
 
 MemoryKind = Literal["fact", "preference", "task"]
 KINDS: tuple[str, ...] = get_args(MemoryKind)
@@ -52,9 +66,13 @@ class Memory:
     updated_at: datetime
     #: The untrusted content it was written right after reading ("web page https://x"), if any.
     origin: str | None = None
+    #: The private data of the user the conversation had read when it was written, if any.
+    private: str | None = None
 
     def line(self) -> str:
-        source = f" (from untrusted content: {self.origin})" if self.origin else ""
+        source = f" {NOTE_FROM_UNTRUSTED} {self.origin})" if self.origin else ""
+        if self.private:
+            source += f" (written after reading private data: {self.private})"
         return f"[{self.id}] ({self.kind}) {self.content}{source}"
 
     def context_line(self, conversation_id: str | None = None) -> str:
@@ -66,6 +84,8 @@ class Memory:
             saved += " in this conversation" if here else " in an earlier conversation"
         if self.origin:
             saved += f", taken from untrusted content: {self.origin}"
+        if self.private:
+            saved += f", written after reading private data: {self.private}"
         return f"- [{self.id}] ({self.kind}; {neutralise(saved)}) {neutralise(self.content)}"
 
     def to_json(self) -> dict[str, Any]:
@@ -77,20 +97,28 @@ class Memory:
             "created_at": self.created_at.isoformat(),
             "updated_at": self.updated_at.isoformat(),
             "origin": self.origin,
+            "private": self.private,
         }
 
 
-def _encode(text: str, origin: str | None) -> str:
+def _encode(text: str, origin: str | None, private: str | None = None) -> str:
+    """text[SEP untrusted origin[SEP private data]] (an empty origin: none)."""
+    if private:
+        return f"{text}{_ORIGIN_SEP}{clean_origin(origin) if origin else ''}" + (
+            f"{_ORIGIN_SEP}{clean_origin(private)}"
+        )
     return f"{text}{_ORIGIN_SEP}{clean_origin(origin)}" if origin else text
 
 
-def _decode(stored: str) -> tuple[str, str | None]:
-    text, sep, origin = stored.partition(_ORIGIN_SEP)
-    return text, (origin or None) if sep else None
+def _decode(stored: str) -> tuple[str, str | None, str | None]:
+    text, *rest = stored.split(_ORIGIN_SEP)
+    origin = (rest[0] or None) if rest else None
+    private = (rest[1] or None) if len(rest) > 1 else None
+    return text, origin, private
 
 
 def _memory(row: dict[str, Any]) -> Memory:
-    content, origin = _decode(row["content"])
+    content, origin, private = _decode(row["content"])
     return Memory(
         id=int(row["id"]),
         kind=cast(MemoryKind, row["kind"]),
@@ -99,6 +127,7 @@ def _memory(row: dict[str, Any]) -> Memory:
         created_at=datetime.fromtimestamp(row["created_at"], UTC),
         updated_at=datetime.fromtimestamp(row["updated_at"], UTC),
         origin=origin,
+        private=private,
     )
 
 
@@ -168,12 +197,19 @@ class MemoryService:
 
     # ---- operations --------------------------------------------------------------------
 
-    def remember(self, content: str, kind: str = "fact", origin: str | None = None) -> Memory:
-        """`origin`: the untrusted content the conversation read just before (kept with it)."""
+    def remember(
+        self,
+        content: str,
+        kind: str = "fact",
+        origin: str | None = None,
+        private: str | None = None,
+    ) -> Memory:
+        """`origin`: the untrusted content the conversation read just before; `private`: the
+        private data it had read (both kept with it)."""
         self._require_enabled()
         _check_kind(kind)
         self._refuse_if_private()
-        text = _encode(_check_content(content), origin)
+        text = _encode(_check_content(content), origin, private)
         return self._get(self.store.add_memory(kind, text, self.conversation_id))
 
     def update(
@@ -182,15 +218,20 @@ class MemoryService:
         content: str | None = None,
         kind: str | None = None,
         origin: str | None = None,
+        private: str | None = None,
     ) -> Memory:
-        """New text keeps the memory's untrusted origin unless `origin` gives a newer one:
-        rewording a planted note does not make it the user's."""
+        """New text keeps the memory's untrusted origin and private data unless `origin` /
+        `private` give newer ones: rewording a planted note does not make it the user's, nor
+        does rewording a note that may hold private data make it clean."""
         self._require_enabled()
         _check_kind(kind)
         self._refuse_if_private()
         text = None
         if content is not None:
-            text = _encode(_check_content(content), origin or self._get(memory_id).origin)
+            old = self._get(memory_id)
+            text = _encode(
+                _check_content(content), origin or old.origin, private or old.private
+            )
         if not self.store.update_memory(memory_id, content=text, kind=kind):
             raise MemoryRefused(f"there is no memory {memory_id}; use memory_list or search")
         return self._get(memory_id)
@@ -252,12 +293,16 @@ class MemoryService:
 
         A note taken from untrusted content brings that content into the conversation: its
         origin is kept with the conversation (`Store.add_taint`) before the note is told, so
-        a note the conversation writes next asks and keeps that origin too (§5.10)."""
+        a note the conversation writes next asks and keeps that origin too (§5.10). A note
+        written after reading private data counts as that private data read here (§5.8)."""
         chosen = self.relevant(query, budget)
         add = getattr(self.store, "add_taint", None)
         if self.conversation_id is not None and callable(add):
             for origin in dict.fromkeys(m.origin for m in chosen if m.origin):
                 add(self.conversation_id, UNTRUSTED, origin)
+            for m in chosen:
+                if m.private:
+                    add(self.conversation_id, PRIVATE, note_private_words(m.id, m.private))
         return memory_context(chosen, self.conversation_id)
 
     def prompt_block(self, query: str, budget: int) -> str:

@@ -176,6 +176,10 @@ class CallPipeline:
             if ctx.late_result is not None:
                 late = await self._redacted_when_ready(ctx.late_result)
                 if late is not None:
+                    # kept for the history ("Cancelled. <its words>"): labelled and counted
+                    # as read like any other result
+                    late = await self._stopped_result(late, facts, session, for_model)
+                    self._keep_taint(conversation_id, call_id, self._taint_of(late, facts))
                     self.stopped_results[call_id] = late
             raise
         result = await self._after_run(result, facts, session, for_model)
@@ -510,6 +514,20 @@ class CallPipeline:
             return None
         return self.runner.redact(result) if ready is not False else None
 
+    async def _stopped_result(
+        self, late: ToolResult, facts: CallFacts, session: ToolSession, for_model: bool
+    ) -> ToolResult:
+        """A stopped call's last word, labelled (also the error text the history quotes of a
+        failed one) with what it brings recorded in the session; a bare "cancelled" says
+        nothing of what the tool read and stays as it is."""
+        said = (late.error or late.content or "").strip().lower()
+        if said in {"", "cancelled", "error: cancelled"}:
+            return late
+        late = await self._after_run(late, facts, session, for_model)
+        if not late.ok and for_model and untrusted.MARKER in late.content:
+            late.error = late.content  # the history quotes a failed call's error text
+        return late
+
     # ---- 6–8. redact, cap, label, note what was read -----------------------------------
 
     async def _after_run(
@@ -518,6 +536,10 @@ class CallPipeline:
         params = _plain(facts.params)
         kind = facts.source.kind
         labelled, origin = untrusted.for_model(facts.manifest, kind, params, result.content)
+        note = untrusted.note_origin(facts.manifest, kind, result.data) if result.ok else None
+        if origin is None and note is not None:
+            # a saved note taken from untrusted content, shown again: still its words
+            labelled, origin = untrusted.label(result.content, note), note
         if origin is not None and for_model:  # failed results too: an error text can carry
             result.content = labelled  # a page's words
         for taint_kind, what in self._taint_of(result, facts):
@@ -533,7 +555,8 @@ class CallPipeline:
     def _taint_of(result: ToolResult, facts: CallFacts) -> list[tuple[str, str]]:
         """(kind, what) this result brings into the conversation: untrusted content (also
         a failed result's: an error text can carry a page's words; also a saved note taken
-        from untrusted content, shown again) and private data (of a result that worked)."""
+        from untrusted content, shown again) and private data (also of a failed result: an
+        error can quote what the tool read, such as the closest lines of a file)."""
         params, kind = _plain(facts.params), facts.source.kind
         found: list[tuple[str, str]] = []
         origin = untrusted.external_origin(facts.manifest, kind, params)
@@ -542,7 +565,9 @@ class CallPipeline:
         if origin is not None:
             found.append((untrusted.UNTRUSTED, untrusted.clean_origin(origin)))
         private = untrusted.private_origin(facts.manifest, kind, params)
-        if private is not None and result.ok:
+        if private is None and result.ok:  # a saved note that may hold private data, shown
+            private = untrusted.note_private(facts.manifest, kind, result.data)
+        if private is not None:
             found.append((untrusted.PRIVATE, private))
         return found
 

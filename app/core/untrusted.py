@@ -15,7 +15,9 @@ Pure functions the call pipeline applies to every tool result (no I/O, cheap):
   Built-in browser tools label page text themselves (`<untrusted_page_content>`); their
   results are not wrapped twice. Nothing else is trusted to have labelled itself.
 * `note_origin(...)`: the untrusted origin of saved notes a built-in memory tool's result
-  shows again (a note taken from a web page is still that page's words).
+  shows again (a note taken from a web page is still that page's words); such a result is
+  labelled as untrusted too. `note_private(...)`: the private data such notes were written
+  after reading (a note may hold it).
 * `restore(session, taint)`: what a conversation read in an earlier process (kept with it in
   the store, `app/core/store/taint.py`) back into its session; it never clears anything.
 
@@ -32,6 +34,8 @@ from dataclasses import dataclass
 from typing import Any
 
 MARKER = "untrusted_data"
+#: How a saved note's line (`Memory.line`, memory tool results) names its untrusted origin.
+NOTE_FROM_UNTRUSTED = "(from untrusted content:"
 NOTES_MARKER = "user_notes"
 #: The browser's own wrapper (tools/browser/snapshot.py).
 BROWSER_MARKER = "untrusted_page_content"
@@ -391,6 +395,31 @@ def note_origin(manifest: Any, source_kind: str, data: Any) -> str | None:
         origin = note.get("origin") if isinstance(note, Mapping) else None
         if isinstance(origin, str) and origin:
             return clean_origin(origin)
+    return None
+
+
+def _notes(data: Any) -> list[Mapping[str, Any]]:
+    if not isinstance(data, Mapping):
+        return []
+    notes = data.get("memories")
+    return [n for n in (notes if isinstance(notes, list) else [data]) if isinstance(n, Mapping)]
+
+
+def note_private_words(memory_id: Any, private: str) -> str:
+    """What a conversation read when a saved note written after reading private data reached
+    it (told to it, or shown by a memory tool)."""
+    return clean_origin(f"saved note {memory_id}, written after reading {private}")
+
+
+def note_private(manifest: Any, source_kind: str, data: Any) -> str | None:
+    """The private data a saved note a built-in memory tool's result shows was written after
+    reading (the first one that has some), or None."""
+    if source_kind != "builtin" or manifest.name not in _MEMORY_TOOLS:
+        return None
+    for note in _notes(data):
+        private = note.get("private")
+        if isinstance(private, str) and private:
+            return note_private_words(note.get("id"), private)
     return None
 
 

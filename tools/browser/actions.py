@@ -38,7 +38,6 @@ from tools.browser.policy import (
     normalize_url,
     site_of,
 )
-from tools.redact import TRIPWIRE, Redactor
 from tools.spec import ToolContext, ToolError, ToolResult
 
 #: Extra seconds the caller waits beyond an action's own bounds.
@@ -177,8 +176,8 @@ def click(args: Click, ctx: ToolContext) -> ToolResult:
         page = session.page()
         session.new_pages.clear()
         tabs_before = len(session.pages())
-        locator = elements.locate(page, args)
-        info = locator.evaluate(elements.DESCRIBE_JS)
+        locator = elements.locate(page, args, elements.masking(ctx))
+        info = elements.info_of(locator, elements.masking(ctx))
         escalation = click_reason(info, ctx)
         if asked is False and escalation is not None:
             raise ToolError(
@@ -207,8 +206,8 @@ def fill(args: Fill, ctx: ToolContext) -> ToolResult:
 
     def job(session: BrowserSession) -> ToolResult:
         page = session.page()
-        locator = elements.locate(page, args)
-        info = locator.evaluate(elements.DESCRIBE_JS)
+        locator = elements.locate(page, args, elements.masking(ctx))
+        info = elements.info_of(locator, elements.masking(ctx))
         if args.submit:
             guard.approve(_form_site(info))  # approved with the call (it asks: UPDATE)
         locator.fill(args.value, timeout=ACTION_TIMEOUT_MS)
@@ -232,8 +231,8 @@ def type_text(args: TypeText, ctx: ToolContext) -> ToolResult:
     def job(session: BrowserSession) -> ToolResult:
         page = session.page()
         if has_target:
-            locator = elements.locate(page, args)
-            info = locator.evaluate(elements.DESCRIBE_JS)
+            locator = elements.locate(page, args, elements.masking(ctx))
+            info = elements.info_of(locator, elements.masking(ctx))
             locator.press_sequentially(args.value, delay=args.delay_ms, timeout=budget * 1000)
             where = elements.label(info)
         else:
@@ -257,8 +256,8 @@ def press(args: Press, ctx: ToolContext) -> ToolResult:
         page = session.page()
         tabs_before = len(session.pages())
         if has_target:
-            locator = elements.locate(page, args)
-            info = locator.evaluate(elements.DESCRIBE_JS)
+            locator = elements.locate(page, args, elements.masking(ctx))
+            info = elements.info_of(locator, elements.masking(ctx))
             where = elements.label(info)
             if enter:
                 guard.approve(_form_site(info))  # approved with the call (it asks: UPDATE)
@@ -275,30 +274,40 @@ def press(args: Press, ctx: ToolContext) -> ToolResult:
     return run_job(ctx, job, _ACTION_BUDGET, guard)
 
 
-_MATCH_OPTION_JS = r"""
-(el, wanted) => {
-  if (el.tagName !== 'SELECT') return { error: 'not a select' };
-  const w = wanted.trim().toLowerCase();
-  const opts = [...el.options];
-  const o = opts.find((o) => o.label.trim().toLowerCase() === w) ||
-    opts.find((o) => o.value === wanted) ||
-    opts.find((o) => o.label.toLowerCase().includes(w));
-  return o ? { value: o.value, label: o.label }
-           : { error: 'no option', options: opts.slice(0, 30).map((o) => o.label) };
-}
+_OPTIONS_JS = r"""
+(el) => el.tagName !== 'SELECT' ? null
+  : [...el.options].map((o) => ({ value: o.value, label: o.label }))
 """
+
+
+def _match_option(options: list[dict[str, str]], wanted: str, redactor: Any) -> Any:
+    """The option named `wanted`: its whole label (any case), its exact value, else a label
+    holding it — that last one as the tripwire shows the label, so a part of a secret in
+    an option's text finds nothing."""
+    w = wanted.strip().casefold()
+    for option in options:
+        if str(option.get("label", "")).strip().casefold() == w:
+            return option
+    for option in options:
+        if option.get("value") == wanted:
+            return option
+    for option in options:
+        if elements.shown_in(wanted, [str(option.get("label", ""))], redactor):
+            return option
+    return None
 
 
 def select(args: Select, ctx: ToolContext) -> ToolResult:
     def job(session: BrowserSession) -> ToolResult:
         page = session.page()
-        locator = elements.locate(page, args)
-        info = locator.evaluate(elements.DESCRIBE_JS)
-        match = locator.evaluate(_MATCH_OPTION_JS, args.option)
-        if match.get("error") == "not a select":
+        locator = elements.locate(page, args, elements.masking(ctx))
+        info = elements.info_of(locator, elements.masking(ctx))
+        options = locator.evaluate(_OPTIONS_JS)
+        if options is None:
             raise ToolError(f"{elements.label(info)} is not a drop-down (select) element.")
-        if match.get("error"):
-            choices = ", ".join(match.get("options") or [])
+        match = _match_option(list(options), args.option, elements.masking(ctx))
+        if match is None:
+            choices = ", ".join(str(o.get("label", "")) for o in options[:30])
             raise ToolError(f"{elements.label(info)} has no option {args.option!r}: {choices}")
         locator.select_option(value=match["value"], timeout=ACTION_TIMEOUT_MS)
         return ToolResult(
@@ -328,9 +337,9 @@ def scroll(args: Scroll, ctx: ToolContext) -> ToolResult:
     def job(session: BrowserSession) -> ToolResult:
         page = session.page()
         if has_target:
-            locator = elements.locate(page, args)
+            locator = elements.locate(page, args, elements.masking(ctx))
             locator.scroll_into_view_if_needed(timeout=ACTION_TIMEOUT_MS)
-            what = f"to {elements.label(locator.evaluate(elements.DESCRIBE_JS))}"
+            what = f"to {elements.label(elements.info_of(locator, elements.masking(ctx)))}"
             direction, amount = "down", 0.0
         else:
             what, direction, amount = args.direction, args.direction, args.pages
@@ -349,15 +358,10 @@ def scroll(args: Scroll, ctx: ToolContext) -> ToolResult:
 # ---- waiting ---------------------------------------------------------------------------------
 
 
-def _shown_in(text: str, texts: list[str], redactor: Redactor) -> bool:
-    """Whether `text` is in one of `texts` once known secrets are masked (whitespace and
-    case as Playwright's text matching has them)."""
-    wanted = " ".join(text.split()).casefold()
-    return any(wanted in " ".join(redactor.text(t).split()).casefold() for t in texts)
-
-
 def wait(args: Wait, ctx: ToolContext) -> ToolResult:
-    redactor = TRIPWIRE.redactor(ctx.secret_values())
+    redactor = elements.masking(ctx)
+    # plain CSS only: Playwright's text engines would match the raw page (a secret's start)
+    selector = elements.plain_selector(args.selector) if args.selector is not None else None
 
     def check(page: Any) -> bool:
         # text and address are matched as redacted: a wait must not answer yes/no about
@@ -366,11 +370,11 @@ def wait(args: Wait, ctx: ToolContext) -> ToolResult:
             if args.text is not None:
                 found = page.get_by_text(args.text)
                 found.first.wait_for(state="visible", timeout=SLICE_MS)
-                if not _shown_in(args.text, found.all_inner_texts(), redactor):
+                if not elements.shown_in(args.text, found.all_inner_texts(), redactor):
                     page.wait_for_timeout(SLICE_MS)
                     return False
-            elif args.selector is not None:
-                page.locator(args.selector).first.wait_for(state="visible", timeout=SLICE_MS)
+            elif selector is not None:
+                page.locator(selector).first.wait_for(state="visible", timeout=SLICE_MS)
             elif args.url_contains is not None:
                 if args.url_contains not in redactor.text(page.url):
                     page.wait_for_timeout(SLICE_MS)

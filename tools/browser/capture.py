@@ -48,8 +48,8 @@ def screenshot(args: Screenshot, ctx: ToolContext) -> ToolResult:
     def job(session: BrowserSession) -> tuple[bytes, str, str]:
         page = session.page()
         if _has_target(args):
-            locator = elements.locate(page, args)
-            what = elements.label(locator.evaluate(elements.DESCRIBE_JS))
+            locator = elements.locate(page, args, elements.masking(ctx))
+            what = elements.label(elements.info_of(locator, elements.masking(ctx)))
             png = locator.screenshot(type="png", timeout=30_000)
         else:
             what = "the full page" if args.full_page else "the visible page"
@@ -175,8 +175,8 @@ def download(args: Download, ctx: ToolContext) -> ToolResult:
 
     def by_click(session: BrowserSession) -> tuple[str, str]:
         page = session.page()
-        locator = elements.locate(page, args)
-        what = elements.label(locator.evaluate(elements.DESCRIBE_JS))
+        locator = elements.locate(page, args, elements.masking(ctx))
+        what = elements.label(elements.info_of(locator, elements.masking(ctx)))
         try:
             with page.expect_download(timeout=timeout_ms) as info:
                 locator.click(timeout=ACTION_TIMEOUT_MS)

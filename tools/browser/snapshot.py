@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from tools.redact import TRIPWIRE, Redactor, shorten
+
 DEFAULT_MAX_CHARS = 12_000
 REF_ATTR = "data-deskhand-ref"
 
@@ -20,7 +22,8 @@ UNTRUSTED_NOTE = (
 )
 
 SNAPSHOT_JS = r"""
-({maxChars, attr}) => {
+({maxChars, attr, maxFull}) => {
+  const MAX_FULL = maxFull;
   for (const el of document.querySelectorAll(`[${attr}]`)) el.removeAttribute(attr);
   const SKIP = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'SVG', 'HEAD', 'META',
     'LINK', 'IFRAME', 'OBJECT', 'EMBED', 'CANVAS', 'VIDEO', 'AUDIO']);
@@ -33,20 +36,33 @@ SNAPSHOT_JS = r"""
     '[role=option], [role=switch], [role=combobox], [role=textbox], [onclick], ' +
     '[contenteditable=""], [contenteditable=true]';
   const squash = (s) => (s || '').replace(/\s+/g, ' ').trim();
-  const cut = (s, n) => (s.length > n ? s.slice(0, n - 1) + '…' : s);
+  // a long text is NOT cut here: the tripwire must see it whole first. It goes out in
+  // `cuts` (bounded generously) and a placeholder stands for it; Python masks, then cuts
+  const bound = (s) => (s.length > MAX_FULL ? s.slice(0, MAX_FULL) : s);
+  const cuts = [];
+  const cut = (s, n) => {
+    if (s.length <= n) return s.replace(/[\uE000\uE001]/g, '');
+    cuts.push([bound(s), n]);
+    const ph = `\uE000${cuts.length - 1}\uE001`;
+    hidden += n - ph.length;
+    return ph;
+  };
   const lines = [];
   const elements = [];
   let line = '';
+  let hidden = 0;  // characters the placeholders of this line will show
   let size = 0;
   let truncated = false;
   let n = 0;
   const flush = () => {
     const t = squash(line);
+    const shown = t.length + hidden;
     line = '';
+    hidden = 0;
     if (!t || truncated) return;
-    if (size + t.length > maxChars) { truncated = true; return; }
+    if (size + shown > maxChars) { truncated = true; return; }
     lines.push(t);
-    size += t.length + 1;
+    size += shown + 1;
   };
   const labelText = (l) => {
     const copy = l.cloneNode(true);
@@ -77,7 +93,7 @@ SNAPSHOT_JS = r"""
       return squash(el.placeholder || el.title || el.name || '');
     }
     const text = squash(el.innerText || el.textContent);
-    if (text) return cut(text, 100);
+    if (text) return bound(text);
     const img = el.querySelector('img[alt]');
     if (img && squash(img.alt)) return squash(img.alt);
     return squash(el.title || '');
@@ -133,7 +149,10 @@ SNAPSHOT_JS = r"""
   };
   const walk = (node) => {
     if (truncated) return;
-    if (node.nodeType === Node.TEXT_NODE) { line += node.data; return; }
+    if (node.nodeType === Node.TEXT_NODE) {
+      line += node.data.replace(/[\uE000\uE001]/g, '');  // only ours stand for a cut text
+      return;
+    }
     if (node.nodeType !== Node.ELEMENT_NODE) return;
     const el = node;
     const tag = el.tagName;
@@ -169,7 +188,9 @@ SNAPSHOT_JS = r"""
   if (document.body) walk(document.body);
   flush();
   const text = lines.join('\n');
-  return { title: document.title, url: location.href, text, elements, truncated, count: n };
+  return {
+    title: document.title, url: location.href, text, elements, truncated, count: n, cuts,
+  };
 }
 """
 
@@ -191,14 +212,45 @@ class PageSnapshot:
         }
 
 
-def take_snapshot(page: Any, max_chars: int = DEFAULT_MAX_CHARS) -> PageSnapshot:
+#: Longest text (a label, link, field value) the page script sends whole: cut only here,
+#: after masking, so a cut never keeps the start of a secret the tripwire cannot see.
+MAX_FULL_TEXT = 2000
+_CUT_RE = re.compile("\ue000(\\d+)\ue001")
+_NAME_CHARS = 100
+
+
+def _cut_texts(text: str, cuts: list[Any], redactor: Redactor) -> str:
+    """The page script's placeholders replaced by their texts, masked then shortened."""
+
+    def one(match: re.Match[str]) -> str:
+        index = int(match.group(1))
+        if index >= len(cuts):
+            return ""
+        value, limit = cuts[index]
+        return shorten(str(value), int(limit), redactor=redactor)
+
+    return _CUT_RE.sub(one, text)
+
+
+def take_snapshot(
+    page: Any, max_chars: int = DEFAULT_MAX_CHARS, redactor: Redactor | None = None
+) -> PageSnapshot:
     """Run on the browser thread: number the elements and read the page."""
-    raw = page.evaluate(SNAPSHOT_JS, {"maxChars": max_chars, "attr": REF_ATTR})
+    raw = page.evaluate(
+        SNAPSHOT_JS, {"maxChars": max_chars, "attr": REF_ATTR, "maxFull": MAX_FULL_TEXT}
+    )
+    red = redactor or TRIPWIRE.redactor()
+    cuts = list(raw.get("cuts") or [])
+    elements = []
+    for element in list(raw.get("elements") or []):
+        if isinstance(element, dict) and isinstance(element.get("name"), str):
+            element = {**element, "name": shorten(element["name"], _NAME_CHARS, redactor=red)}
+        elements.append(element)
     return PageSnapshot(
         title=str(raw.get("title") or ""),
         url=str(raw.get("url") or page.url),
-        text=str(raw.get("text") or ""),
-        elements=list(raw.get("elements") or []),
+        text=_cut_texts(str(raw.get("text") or ""), cuts, red),
+        elements=elements,
         truncated=bool(raw.get("truncated")),
     )
 

@@ -10,6 +10,7 @@ from tools.calendar.events import Occurrence, occurrences
 from tools.calendar.manifest import FindFreeSlots, ListCalendars, ListEvents, SearchEvents
 from tools.calendar.slots import free_slots, working_windows
 from tools.calendar.zones import parse_clock, show, zone
+from tools.redact import TRIPWIRE, Redactor
 from tools.spec import ToolContext, ToolError, ToolResult
 
 
@@ -50,8 +51,12 @@ def calendar_list_events(args: ListEvents, ctx: ToolContext) -> ToolResult:
     return ToolResult(True, head + "\n" + "\n".join(lines), data)
 
 
-def _matches(occ: Occurrence, words: list[str]) -> bool:
-    text = " ".join([occ.title, occ.location, occ.description, *occ.attendees]).lower()
+def _matches(occ: Occurrence, words: list[str], redactor: Redactor) -> bool:
+    """Whether every word occurs in the event as a listing shows it: title, location,
+    description and attendees with known secrets masked (a search must not tell a right
+    guess of a key in an invitation from a wrong one)."""
+    fields = [occ.title, occ.location, occ.description, *occ.attendees]
+    text = redactor.text("\n".join(redactor.text(f) for f in fields)).lower()
     return all(w in text for w in words)
 
 
@@ -62,13 +67,14 @@ def calendar_search_events(args: SearchEvents, ctx: ToolContext) -> ToolResult:
         args.start, args.end, tz, today - timedelta(days=90), timedelta(days=90 + 366)
     )
     words = args.query.lower().split()
+    redactor = TRIPWIRE.redactor(ctx.secret_values())
     with backend_for(ctx, args.account) as backend:
         _, stored = collect_events(backend, args.calendars, start, end, ctx)
         label = backend.label
     seen: set[str] = set()
     hits: list[Occurrence] = []
     for occ in occurrences(stored, start, end, tz):
-        if occ.uid not in seen and _matches(occ, words):
+        if occ.uid not in seen and _matches(occ, words, redactor):
             seen.add(occ.uid)  # a repeating event is listed once, at its first occurrence
             hits.append(occ)
     shown = hits[: args.limit]

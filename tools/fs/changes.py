@@ -22,7 +22,7 @@ from tools.fs.hooks import verify
 from tools.fs.manifest import CopyPath, DeletePath, EditFile, MovePath, WriteFile
 from tools.fs.ops import MIB, SNIFF_BYTES, binary_refusal, human_size, kind_of, looks_binary
 from tools.fs.sandbox import O_NONBLOCK, Sandbox, SandboxError
-from tools.redact import shorten
+from tools.redact import REDACTED, TRIPWIRE, Redactor, shorten
 from tools.spec import ToolContext, ToolError, ToolResult
 
 #: Previous content above this size is not read for a diff.
@@ -193,24 +193,88 @@ class _EditPlan:
     replacements: int
 
 
-def _plan_edit(args: EditFile, sandbox: Sandbox) -> _EditPlan:
+@dataclass
+class _Shown:
+    """A file's text as fs_read_file shows it: known secrets masked (each `[redacted]`
+    keeps the line breaks of what it stands for). `plain`: (shown start, raw start,
+    length) of each stretch shown as it is; `hidden`: (start, end) of each masked one."""
+
+    text: str
+    plain: list[tuple[int, int, int]]
+    hidden: list[tuple[int, int]]
+
+    @classmethod
+    def of(cls, raw: str, redactor: Redactor) -> _Shown:
+        parts: list[str] = []
+        plain: list[tuple[int, int, int]] = []
+        hidden: list[tuple[int, int]] = []
+        pos = shown = 0
+        for start, end in [*redactor.spans(raw), (len(raw), len(raw))]:
+            if start > pos:
+                plain.append((shown, pos, start - pos))
+                parts.append(raw[pos:start])
+                shown += start - pos
+            if end > start:
+                marker = REDACTED + "\n" * raw.count("\n", start, end)
+                hidden.append((shown, shown + len(marker)))
+                parts.append(marker)
+                shown += len(marker)
+            pos = end
+        return cls("".join(parts), plain, hidden)
+
+    def raw_span(self, start: int, end: int) -> tuple[int, int] | None:
+        """The raw text behind `shown[start:end]`; None when it covers a masked secret."""
+        if any(start < h_end and h_start < end for h_start, h_end in self.hidden):
+            return None
+        for at, raw_at, size in self.plain:
+            if at <= start and end <= at + size:
+                return raw_at + start - at, raw_at + end - at
+        return None
+
+
+def _find_all(text: str, needle: str) -> list[int]:
+    """Where `needle` occurs in `text`, not overlapping (as `str.count` counts)."""
+    found, position = [], text.find(needle)
+    while position != -1:
+        found.append(position)
+        position = text.find(needle, position + len(needle))
+    return found
+
+
+def _plan_edit(args: EditFile, sandbox: Sandbox, redactor: Redactor) -> _EditPlan:
+    """`old_text` is looked for in the text as fs_read_file shows it (known secrets
+    `[redacted]`), never in the raw file: whether it is found, how often and where must not
+    tell a right guess of a secret's characters from a wrong one. An occurrence covering a
+    masked secret is refused (the edit would write the marker over the secret)."""
     real = sandbox.resolve(args.path)
     text, mode = _read_editable(sandbox, real)
+    shown = _Shown.of(text, redactor)
     old, new = args.old_text, args.new_text
-    count = text.count(old)
-    if count == 0 and "\r\n" in text and "\n" in old and "\r\n" not in old:
+    found = _find_all(shown.text, old)
+    if not found and "\r\n" in text and "\n" in old and "\r\n" not in old:
         # The model writes "\n"; the file uses Windows line endings.
         old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
-        count = text.count(old)
+        found = _find_all(shown.text, old)
+    count = len(found)
     if count == 0:
-        raise ToolError(_not_found_message(real, text, args.old_text))
+        raise ToolError(_not_found_message(real, shown.text, args.old_text))
     if count > 1 and not args.replace_all:
-        lines = ", ".join(str(n) for n in _occurrence_lines(text, old)[:10])
+        lines = ", ".join(str(shown.text.count("\n", 0, at) + 1) for at in found[:10])
         raise ToolError(
             f"old_text occurs {count} times in '{real}' (lines {lines}). Add surrounding lines "
             "to make it unique, or pass replace_all=true to replace every occurrence."
         )
-    updated = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
+    spans = [shown.raw_span(at, at + len(old)) for at in found[: count if args.replace_all else 1]]
+    if None in spans:
+        raise ToolError(
+            f"old_text covers a secret shown as {REDACTED} in '{real}'; Deskhand will not write "
+            "over it. Edit the text around it instead."
+        )
+    parts, pos = [], 0
+    for start, end in (s for s in spans if s is not None):
+        parts += [text[pos:start], new]
+        pos = end
+    updated = "".join(parts) + text[pos:]
     return _EditPlan(real, text, updated, mode, count if args.replace_all else 1)
 
 
@@ -220,7 +284,7 @@ def _edit_summary(plan: _EditPlan, diff: str) -> str:
 
 
 def preview_edit_file(args: EditFile, ctx: ToolContext) -> str:
-    plan = _plan_edit(args, Sandbox.from_context(ctx))
+    plan = _plan_edit(args, Sandbox.from_context(ctx), TRIPWIRE.redactor(ctx.secret_values()))
     diff = unified_diff(plan.text, plan.updated, plan.real)
     if not diff:
         return f"No change to '{plan.real}': new_text equals old_text."
@@ -229,7 +293,7 @@ def preview_edit_file(args: EditFile, ctx: ToolContext) -> str:
 
 def edit_file(args: EditFile, ctx: ToolContext) -> ToolResult:
     sandbox = Sandbox.from_context(ctx)
-    plan = _plan_edit(args, sandbox)
+    plan = _plan_edit(args, sandbox, TRIPWIRE.redactor(ctx.secret_values()))
     verify(args, ctx, sandbox)
     data: dict[str, Any] = {"path": str(plan.real), "replacements": plan.replacements, "diff": ""}
     if plan.updated == plan.text:
@@ -261,14 +325,6 @@ def _read_editable(sandbox: Sandbox, real: Path) -> tuple[str, int]:
             f"'{real}' is not valid UTF-8 (byte {exc.start}); fs_edit_file will not re-encode "
             "it. Use fs_write_file to replace it entirely if that is intended."
         ) from exc
-
-
-def _occurrence_lines(text: str, needle: str) -> list[int]:
-    lines, position = [], text.find(needle)
-    while position != -1:
-        lines.append(text.count("\n", 0, position) + 1)
-        position = text.find(needle, position + len(needle))
-    return lines
 
 
 def _not_found_message(real: Path, text: str, old_text: str) -> str:

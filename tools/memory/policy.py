@@ -13,6 +13,13 @@ def untrusted_origin(ctx: ToolContext) -> str | None:
     return getattr(ctx.session, "last_untrusted_origin", None) or None
 
 
+def private_read(ctx: ToolContext) -> str | None:
+    """The private data of the user this conversation has read (set by the call pipeline,
+    also in an earlier process, or by a saved note that may hold some): a note written now
+    may hold it, so it is kept with the note."""
+    return getattr(ctx.session, "private_data_read", None) or None
+
+
 def after_untrusted(args: Any, ctx: ToolContext) -> Escalation | None:
     """A note written after the conversation read untrusted content may be that content's
     words rather than the user's; once saved it would reach every later conversation. So it

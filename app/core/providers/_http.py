@@ -277,8 +277,14 @@ async def open_event_stream(
     One attempt, no retries. HTTP errors and network failures (before or during the
     stream) come out as typed errors; leaving the block closes the response. `on_sent` is
     called (on the loop) once the request's body is on the wire. `early`: the response of
-    this very request sent earlier is used instead of sending it again."""
+    this very request sent earlier is used instead of sending it again.
+
+    The one exit to the model: every string of `payload` passes the tripwire here
+    (`masked_payload`), whoever built it — the agent's history, memory note, tool calls
+    and system prompt, a compaction summary's prompt — so text kept before a secret became
+    known goes out masked too."""
     secret = config.api_key
+    payload = masked_payload(payload)
     try:
         async with _connect(client, url, headers, payload, config, on_sent, early) as source:
             await _raise_for_status(source.response, url=url, secret=secret)
@@ -294,6 +300,42 @@ async def open_event_stream(
         raise error_from_transport(exc, url=url, secret=secret) from exc
     except SSEError as exc:
         raise StreamError(f"The server's event stream could not be read: {exc}") from exc
+
+
+def masked_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """`payload` with every known secret masked in every string value (keys are the API's
+    own words and schema names), except an image's base64 bytes (no text to mask there)."""
+    redactor = TRIPWIRE.redactor()
+    if redactor.pattern is None:
+        return payload
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return redactor.text(value)
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        if not isinstance(value, dict):
+            return value
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            if _image_bytes(value, key, item):
+                out[key] = item
+            else:
+                out[key] = walk(item)
+        return out
+
+    masked: dict[str, Any] = walk(payload)
+    return masked
+
+
+def _image_bytes(block: dict[Any, Any], key: Any, item: Any) -> bool:
+    """An image's data: `{"type": "base64", "data": …}` (Anthropic), a `data:` URL under
+    `image_url` (OpenAI)."""
+    if not isinstance(item, str):
+        return False
+    if key == "data" and block.get("type") == "base64":
+        return True
+    return key == "url" and item.startswith("data:image/") and ";base64," in item[:100]
 
 
 @asynccontextmanager

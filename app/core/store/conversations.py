@@ -239,10 +239,11 @@ class Conversations(Database):
 
 def make_title(text: str) -> str:
     """The first non-empty line, whitespace collapsed, at most TITLE_MAX characters — of
-    the text with known secrets masked first (a cut must not keep part of one)."""
+    the text with known secrets masked first (a cut must not keep part of one), and masked
+    again once whitespace is folded (folding must not join a secret back together)."""
     text = TRIPWIRE.text(text)
     line = next((ln for ln in text.splitlines() if ln.strip()), "")
-    line = re.sub(r"\s+", " ", line).strip()
+    line = TRIPWIRE.text(re.sub(r"\s+", " ", line).strip())
     if not line:
         return DEFAULT_TITLE
     if len(line) <= TITLE_MAX:
