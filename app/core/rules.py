@@ -211,6 +211,8 @@ def _one_string_covers(matcher: Matcher, command: str) -> bool:
     wanted, words = _words(matcher.value), _words(command)
     if not wanted or words is None or words[: len(wanted)] != wanted:
         return False
+    if not _all_quoted(command, "*?[]{}"):
+        return False  # a pattern or brace may become options (`*`, `{--x,}`)
     if len(words) == len(wanted):
         return True
     return not matcher.exact and len(wanted) in coverage(words, len(wanted)).lengths
@@ -245,8 +247,9 @@ def _words(text: str) -> list[str] | None:
     return words
 
 
-def _all_quoted(text: str) -> bool:
-    """Every `$`/backtick sits inside single quotes (shlex.quote's output): no expansion.
+def _all_quoted(text: str, special: str = "`$") -> bool:
+    """Every `$`/backtick (or other `special` character) sits inside single quotes
+    (shlex.quote's output): no expansion.
     Outside single quotes a backslash escapes the next character (`\\'` is no quote)."""
     inside = escaped = False
     for ch in text:
@@ -256,7 +259,7 @@ def _all_quoted(text: str) -> bool:
             escaped = True
         elif ch == "'":
             inside = not inside
-        elif ch in "`$" and not inside:
+        elif ch in special and not inside:
             return False
     return True
 

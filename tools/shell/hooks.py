@@ -39,6 +39,8 @@ GIT_ELSEWHERE = ("git -C", "git --git-dir", "git --work-tree", "git --exec-path"
 #: Wrappers that run their command in another folder (`env -C ../x make`, `find ../x
 #: -execdir make ';'`).
 WRAPPED_ELSEWHERE = ("env --chdir", "find -execdir", "find -okdir")
+#: Wrappers that write a file themselves (`time -o FILE`, `flock FILE`).
+WRAPPED_WRITES = ("time (writes a file)", "flock (writes a file)")
 
 #: Prefixes that make a part's text match no rule (the call then asks).
 UNCOVERABLE = "$(cannot be allowed by a rule: {why}) "
@@ -88,8 +90,12 @@ def part_of(
         why = "words not known before it runs"
     elif foreign:
         why = f"it sets {', '.join(dict.fromkeys(foreign))} for the program"
-    elif danger.writes_beyond_program(command):
+    elif danger.writes_beyond_program(command) or any(
+        v in WRAPPED_WRITES for v in command.via
+    ):
         why = "it writes files through a redirect or an output option"
+    elif any(r.target is None and _opens_unknown(r.op) for r in command.redirects):
+        why = "it redirects to or from a place not known before it runs"
     elif _elsewhere(command):
         why = "it points at another folder or project"
     elif parse.reads_program_from_stdin(command) or programs.reads_program_from_input(words):
@@ -124,6 +130,13 @@ def part_of(
         folders=(*(folders or ()), *(paths or ())),
         words=tuple(words),
     )
+
+
+def _opens_unknown(op: str) -> bool:
+    """A redirect that opens a file (`< "$f"`, `< /dev/tcp/${h}/80`), not a here-document
+    or a copied descriptor."""
+    bare = op.lstrip("0123456789")
+    return bare not in ("<<", "<<-", "<<<", ">&", "<&", ">&-", "<&-")
 
 
 def _option_patterns(command: Any) -> bool:
@@ -179,9 +192,17 @@ def part_folders(
         if target is None or wrote:
             unknown = True
             continue
-        moved = [os.path.realpath(os.path.join(c, target)) for c in candidates]
+        moved = [p for c in candidates for p in _both_ways(c, target)]
         candidates = list(dict.fromkeys([*candidates, *moved]))
     return out
+
+
+def _both_ways(base: str, target: str) -> list[str]:
+    """Where `target` from `base` leads, as the kernel resolves it (symlinks first) and as
+    bash's `cd` and programs using abspath do (`a/..` dropped as text first)."""
+    joined = os.path.join(base, target)
+    physical, logical = os.path.realpath(joined), os.path.realpath(os.path.normpath(joined))
+    return list(dict.fromkeys([physical, logical]))
 
 
 def _folder_target(command: Any) -> str | None:
@@ -222,7 +243,7 @@ def _path_operands(words: list[str], folders: tuple[str, ...]) -> tuple[str, ...
             target = _expand_tilde(value)
             if target is None:
                 return None
-            found += [os.path.realpath(os.path.join(f, target)) for f in bases]
+            found += [p for f in bases for p in _both_ways(f, target)]
     return tuple(dict.fromkeys(found))
 
 
@@ -238,6 +259,8 @@ def _path_pieces(word: str) -> list[str]:
         word = word[2:]
     elif word.startswith("-"):
         return []
+    if "=" in word and word.split("=", 1)[0].replace("_", "a").isalnum():
+        word = word.split("=", 1)[1]  # make's NAME=/path
     lowered = word.lower()
     if lowered.startswith(_REMOTE_SCHEMES):
         return []
@@ -263,6 +286,16 @@ def command_parts(line: str, folder: Path | None) -> tuple[CommandPart, ...]:
     )
     if not parts:  # nothing understood: one part that no rule covers
         parts = (CommandPart(text="$(not understood) " + line, prefix=""),)
+    if "\\\n" in line:  # bash joins `gi\<newline>t`: deny and ask rules see it joined too
+        joined = parse_line(line.replace("\\\n", ""))
+        parts += tuple(
+            CommandPart(
+                text=UNCOVERABLE.format(why="joined by a backslash-newline") + c.text,
+                prefix="",
+                words=tuple(c.words),
+            )
+            for c in joined.commands
+        )
     return parts
 
 

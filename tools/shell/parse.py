@@ -12,6 +12,7 @@ parse some of them differently.
 
 from __future__ import annotations
 
+import re
 import shlex
 import threading
 import unicodedata
@@ -521,7 +522,15 @@ def _character_problems(text: str) -> list[str]:
             problems.append(f"it contains the invisible character U+{ord(ch):04X}")
         elif category in ("Zs", "Zl", "Zp") and ch != " ":
             problems.append(f"it contains the unusual space U+{ord(ch):04X}")
+    if _JOINED_BY_CONTINUATION.search(text):
+        problems.append(
+            "a backslash at the end of a line joins two words (bash reads them as one)"
+        )
     return problems
+
+
+#: `a\<newline>b`: bash removes the pair and reads one word; the parser sees two.
+_JOINED_BY_CONTINUATION = re.compile(r"[^\s\\]\\\n[^\s]")
 
 
 def _short(text: str, limit: int = 40) -> str:
@@ -1194,6 +1203,15 @@ class _Walker:
         index += positionals
         if index >= len(words):
             return "done"  # nothing wrapped: the program itself
+        writes = program == "flock" or (
+            program == "time"
+            and any(
+                w.value in ("-o", "--output") or w.value.startswith(("--output=", "-o"))
+                for w in words[1:index]
+            )
+        )
+        if writes:  # `time -o FILE -f TEXT cmd` writes TEXT to FILE; flock creates its lock
+            return words[index:], assignments, (*via, f"{program} (writes a file)")
         return words[index:], assignments, (*via, program)
 
     def env(
@@ -1311,8 +1329,16 @@ class _Walker:
                 self.problem(f"'xargs {_short(value, 20)}' is a form Deskhand does not know")
                 return "done"
         if index >= len(words):
-            return [_Word("echo")], assignments, (*via, "xargs")
-        inner = _placeholders(words[index:], replace_with) if replace_with else words[index:]
+            return [_Word("echo"), _INPUT_WORDS], assignments, (*via, "xargs")
+        # what xargs adds comes from its input, which nobody checked: never known before
+        # the line runs (`xargs tar -tf x <<< --to-command=…`), a placeholder alone included
+        if replace_with:
+            inner = [
+                _Word(w.value, static=False) if replace_with in w.value else w
+                for w in words[index:]
+            ]
+        else:
+            inner = [*words[index:], _INPUT_WORDS]
         return inner, assignments, (*via, "xargs")
 
     def find(
@@ -1578,6 +1604,10 @@ def _heredoc_as_double_quoted(text: str) -> str:
         out.append('\\"' if ch == '"' else ch)
         i += 1
     return "".join(out)
+
+
+#: The words xargs reads from its input and adds to the command.
+_INPUT_WORDS = _Word("<words from its input>", static=False)
 
 
 def _placeholders(words: list[_Word], mark: str) -> list[_Word]:

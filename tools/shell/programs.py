@@ -65,6 +65,8 @@ class Program:
     bundled: bool = False
     #: A NAME=value operand is not inert (make: `MAKEFLAGS=--eval=…`, `MAKEFILES=…`).
     assignments_run: bool = False
+    #: Operands past this many are written to (`uniq IN OUT`, `xxd IN OUT`).
+    max_operands: int | None = None
     #: Subcommands Deskhand knows: a rule must name one (`git status`, not `git`).
     subcommands: dict[str, Program] = field(default_factory=dict)
 
@@ -77,6 +79,7 @@ def _spec(
     plus_operand: bool = False,
     bundled: bool = False,
     assignments_run: bool = False,
+    max_operands: int | None = None,
 ) -> Program:
     """Options written as people read them: "-a -n: --all --sort= --color=?"."""
     flags: set[str] = set()
@@ -113,6 +116,7 @@ def _spec(
         plus_operand=plus_operand,
         bundled=bundled,
         assignments_run=assignments_run,
+        max_operands=max_operands,
     )
 
 
@@ -196,7 +200,8 @@ _SIMPLE: dict[str, Program] = {
     "find": _FIND,
     "sort": _SORT,
     "uniq": _spec("-c -d -D -i -u -z -f: -s: -w: --count --repeated --ignore-case --unique"
-                  " --skip-fields= --skip-chars= --check-chars= --zero-terminated" + _HELP),
+                  " --skip-fields= --skip-chars= --check-chars= --zero-terminated" + _HELP,
+                  max_operands=1),
     "cut": _spec("-b: -c: -d: -f: -s -z -n --bytes= --characters= --delimiter= --fields="
                  " --only-delimited --complement --output-delimiter= --zero-terminated" + _HELP),
     "tr": _spec("-c -C -d -s -t --complement --delete --squeeze-repeats --truncate-set1" + _HELP),
@@ -293,7 +298,7 @@ _SIMPLE: dict[str, Program] = {
     "gunzip": _spec("-c -k -l -t -v -f -q --stdout --keep --list --test --verbose"
                     " --force" + _HELP),
     "zcat": _spec("-f --force" + _HELP),
-    "xxd": _spec("-p -i -u -c: -g: -l: -s: -b -e" + _HELP),
+    "xxd": _spec("-p -i -u -c: -g: -l: -s: -b -e" + _HELP, max_operands=1),
 }  # fmt: skip
 
 #: Interpreters that take their program as the first operand; a rule must include it.
@@ -752,20 +757,13 @@ def _script_index(words: list[str], start: int, spec: Program) -> int | None:
 def _last_non_inert(words: list[str], start: int, spec: Program, name: str) -> int:
     """The index just after the last word that is not an operand or a known-inert option
     (with its value); `start` when there is none."""
-    last = start
-    index = start
-    operands_only = False
     if name == "find":
         return _find_last_non_inert(words, start)
+    last = index = start
+    operands = 0
+    operands_only = False
     while index < len(words):
         word = words[index]
-        if operands_only:
-            index += 1
-            continue
-        if word == "--":
-            operands_only = True
-            index += 1
-            continue
         if spec.bundled and index == start and word and not word.startswith("-"):
             step = _bundle_width(word, words, index, spec)
             if step is None:
@@ -773,24 +771,27 @@ def _last_non_inert(words: list[str], start: int, spec: Program, name: str) -> i
             index += step
             continue
         if spec.assignments_run and "=" in word and not word.startswith("-"):
-            last = index + 1
-            index += 1
+            last = index + 1  # make reads NAME=value operands, even after `--`
+        elif word == "--" and not operands_only:
+            operands_only = True
+        elif operands_only or not word.startswith(("-", "+")) or word == "-":
+            operands += 1
+            if spec.max_operands is not None and operands > spec.max_operands:
+                last = index + 1  # `uniq IN OUT`, `xxd IN OUT`: the extra one is written
+        elif word.startswith("+"):
+            if not spec.plus_operand:
+                last = index + 1
+        else:
+            step = _option_width(word, words, index, spec)
+            if step is None:
+                # not known to be inert: a rule must include it and whatever value it may
+                # take (the next word, unless the value is attached with '=')
+                attached = word.startswith("--") and "=" in word
+                last = min(len(words), index + (1 if attached else 2))
+                step = 1
+            index += step
             continue
-        if word.startswith("+") and len(word) > 1 and not spec.plus_operand:
-            last = index + 1
-            index += 1
-            continue
-        if not word.startswith("-") or word == "-":
-            index += 1
-            continue
-        step = _option_width(word, words, index, spec)
-        if step is None:
-            # not known to be inert: a rule must include it and whatever value it may take
-            # (the next word, unless the value is attached with '=')
-            attached = word.startswith("--") and "=" in word
-            last = min(len(words), index + (1 if attached else 2))
-            step = 1
-        index += step
+        index += 1
     return last
 
 
