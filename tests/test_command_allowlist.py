@@ -387,6 +387,12 @@ def test_a_command_given_as_one_string_follows_the_same_allow_list():
 
 @pytest.fixture
 def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    return project_world(tmp_path, monkeypatch)
+
+
+def project_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """proj (docs.tar, f.txt, a Makefile) and other (a Makefile that touches pwned) in the
+    one allowed folder; the current folder is proj."""
     found = make_world(tmp_path, monkeypatch)
     proj, other = found["work"] / "proj", found["work"] / "other"
     proj.mkdir()

@@ -7,62 +7,32 @@ on 762af1a and pass once fixed; the tests under "defended" pass now and must kee
 
 from __future__ import annotations
 
-import io
-import tarfile
 from pathlib import Path
 
 import pytest
 
 from app.core.rules import Matcher, Rule, RuleBook, RuleDecision
 from app.core.tasks import TaskError, parse_allow
-from tests.test_command_allowlist import run, write_rules
-from tests.test_hostile import make_world
+from tests.test_command_allowlist import (
+    PROJ,
+    TOOL,
+    allowed,
+    always_allow,
+    project_world,
+    run,
+    subject,
+    write_rules,
+)
 from tests.test_shell_tools import sandbox  # noqa: F401 (autouse: a sandbox or a failure)
 from tools.shell.danger import never_covered
-from tools.shell.hooks import command_parts
 from tools.shell.parse import parse_line
 from tools.spec import Subject
 
-PROJ = Path("/work/proj")
-TOOL = "shell_run"
 
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    return project_world(tmp_path, monkeypatch)
 
-def subject(line: str, folder: Path = PROJ) -> Subject:
-    return Subject(paths=(str(folder),), command=line, commands=command_parts(line, folder))
-
-
-def always_allow(line: str, folder: Path = PROJ) -> RuleBook:
-    """The rules "Always allow" on an approval card for `line` adds."""
-    from app.core.pipeline import CallFacts, _proposals
-    from tools.registry import ToolSource
-    from tools.shell.manifest import MANIFESTS
-    from tools.spec import Escalation
-
-    manifest = next(m for m in MANIFESTS if m.name == TOOL)
-    facts = CallFacts(
-        manifest=manifest,
-        params=None,
-        source=ToolSource("builtin", "builtin"),
-        trusted=True,
-        subject=subject(line, folder),
-        escalation=Escalation("runs a command on your machine, sandboxed"),
-    )
-    (proposal,) = _proposals(facts)
-    book = RuleBook(None)
-    book.add_many(proposal.rules)
-    return book
-
-
-def allowed(book: RuleBook, line: str, folder: Path = PROJ) -> bool:
-    return book.evaluate(TOOL, "builtin", subject(line, folder)).decision is RuleDecision.ALLOW
-
-
-def rule(prefix: str, *, folder: str = "", exact: bool = False) -> Rule:
-    return Rule(
-        tool=TOOL,
-        matcher=Matcher(kind="command", value=prefix, folder=folder, exact=exact),
-        decision=RuleDecision.ALLOW,
-    )
 
 
 def clicks(*lines: str, folder: Path = PROJ) -> RuleBook:
@@ -316,25 +286,6 @@ def test_a_command_given_as_one_string_with_backticks_after_escaped_quotes_is_no
 # ---- end to end: real bash and bubblewrap, nobody answers ---------------------------------------
 
 
-@pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    """As tests/test_command_allowlist.py's: proj (docs.tar, f.txt, a Makefile) and other
-    (a Makefile that touches pwned) in the one allowed folder."""
-    found = make_world(tmp_path, monkeypatch)
-    proj, other = found["work"] / "proj", found["work"] / "other"
-    proj.mkdir()
-    other.mkdir()
-    data = b"hello\n"
-    with tarfile.open(proj / "docs.tar", "w") as archive:
-        info = tarfile.TarInfo("readme.txt")
-        info.size = len(data)
-        archive.addfile(info, io.BytesIO(data))
-    (proj / "f.txt").write_text("one\ntwo\n")
-    (proj / "Makefile").write_text("all:\n\t@echo built here\n")
-    (other / "Makefile").write_text("all:\n\t@touch pwned\n")
-    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
-    monkeypatch.chdir(proj)
-    return {**found, "proj": proj, "other": other}
 
 
 def _book(world: dict[str, Path], *lines: str) -> RuleBook:

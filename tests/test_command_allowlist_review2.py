@@ -7,15 +7,13 @@ under "defended" pass now and must keep passing. Helpers are the first review's.
 
 from __future__ import annotations
 
-import io
 import os
-import tarfile
 from pathlib import Path
 
 import pytest
 
 from app.core.rules import RuleBook
-from tests.test_command_allowlist import run, write_rules
+from tests.test_command_allowlist import project_world, run, write_rules
 from tests.test_command_allowlist_review import (
     PROJ,
     allowed,
@@ -24,9 +22,14 @@ from tests.test_command_allowlist_review import (
     runs_unasked,
     subject,
 )
-from tests.test_hostile import make_world
 from tests.test_shell_tools import sandbox  # noqa: F401 (autouse: a sandbox or a failure)
 from tools.shell.hooks import _reads_only, command_parts
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    return project_world(tmp_path, monkeypatch)
+
 
 
 def covered_without_sandbox(book: RuleBook, line: str, folder: Path = PROJ) -> bool:
@@ -221,25 +224,6 @@ def test_a_deny_rule_names_a_command_split_by_backslash_newline(line: str):
 # ---- end to end: real bash and bubblewrap, nobody answers ---------------------------------------
 
 
-@pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    """As the first review's: proj (docs.tar, f.txt, a Makefile) and other (a Makefile that
-    touches pwned) in the one allowed folder."""
-    found = make_world(tmp_path, monkeypatch)
-    proj, other = found["work"] / "proj", found["work"] / "other"
-    proj.mkdir()
-    other.mkdir()
-    data = b"hello\n"
-    with tarfile.open(proj / "docs.tar", "w") as archive:
-        info = tarfile.TarInfo("readme.txt")
-        info.size = len(data)
-        archive.addfile(info, io.BytesIO(data))
-    (proj / "f.txt").write_text("one\ntwo\n")
-    (proj / "Makefile").write_text("all:\n\t@echo built here\n")
-    (other / "Makefile").write_text("all:\n\t@touch pwned\n")
-    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
-    monkeypatch.chdir(proj)
-    return {**found, "proj": proj, "other": other}
 
 
 def test_e2e_xargs_here_string_does_not_hand_tar_options_on(llm, world, capsys):
