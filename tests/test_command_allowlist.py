@@ -490,3 +490,12 @@ def test_a_wrapper_that_moves_or_changes_the_environment_is_not_covered(line: st
     book = RuleBook(None, [rule("make", folder=str(PROJ)), rule("find")])
     assert allowed(book, "env LANG=C make")
     assert not allowed(book, line)
+
+
+@pytest.mark.parametrize("line", ["rm build.log", "cp a.txt b.txt", "chmod 644 notes.txt"])
+def test_always_allow_on_a_command_that_changes_files_is_for_exactly_that_command(line: str):
+    book = always_allow(line)
+    (made,) = book.rules()
+    assert made.matcher.exact and made.matcher.value == line
+    assert allowed(book, line)
+    assert not allowed(book, line.split()[0] + " -rf src")

@@ -120,6 +120,9 @@ def part_of(
         )
     suggested = parse.proposal_prefix(command)
     cover = programs.coverage(words, len(shlex.split(suggested)) if suggested else len(words))
+    if parse._base(words[0]) in danger.WRITERS and len(words) in cover.lengths:
+        # `rm build.log` must not become "Always allow rm": a rule for what was shown
+        cover = programs.Coverage(cover.lengths, len(words), True)
     in_folder = danger.runs_model_code(command)
     return CommandPart(
         text=text,
