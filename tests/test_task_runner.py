@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -551,3 +552,34 @@ def test_a_stored_secret_never_reaches_the_history_or_the_notification(world, ll
     assert secret not in outcome.answer and secret not in finished_notice(outcome)[1]
     assert secret not in runtime.tasks.get(task.id).last_run.summary
     assert secret not in (world["home"] / "tasks.json").read_text()
+
+
+def test_no_known_secret_reaches_a_notification(world, llm, server, notifier, tmp_path):
+    """The tripwire's notifications exit: a run's answer streams every form of two known
+    secrets (raw, base64, Basic, URL-encoded) in 3-character chunks; what the real
+    notification server shows of it — and the task's history — shows none readable."""
+    from tests.test_tripwire_exits import assert_unreadable, payload
+    from tools.redact import TRIPWIRE
+
+    values = [f"sk-{uuid.uuid4().hex}/+{uuid.uuid4().hex[:6]}", f"pw {uuid.uuid4().hex[:20]}&="]
+    TRIPWIRE.remember(values)
+    runtime, clock, told = runtime_for(world), Clock(), []
+    task = add_task(runtime, at=START)
+    llm.add(text(payload(values), chunk_size=3))
+    runner = TaskRunner(runtime, announce=announcer(notifier, told), clock=clock)
+
+    async def scenario() -> None:
+        await runner.run_now(task.id)
+
+    asyncio.run(scenario())
+    shown = server.next_shown()
+    assert shown.summary.startswith("Task done")
+    [outcome] = told
+    history = runtime.tasks.get(task.id).history[-1]
+    assert_unreadable(
+        values,
+        notification=shown.summary + "\n" + shown.body,
+        announced=outcome.summary,
+        history=history.model_dump_json(),
+    )
+    assert "[redacted]" in shown.body
