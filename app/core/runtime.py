@@ -399,7 +399,7 @@ class Runtime:
     def close(self) -> None:
         shell = sys.modules.get("tools.shell.tools")
         if shell is not None and shell._background is not None:
-            shell._background.stop_all()  # background commands end with Deskhand (unless kept)
+            shell.end_background()  # background commands end with Deskhand (unless kept)
         if "runner" in self.__dict__:
             self.runner.shutdown()
         if "mcp" in self.__dict__:

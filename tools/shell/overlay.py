@@ -185,6 +185,7 @@ class Overlay:
             self.layers.append((root, upper, work))
         self.places = autorun_places(home)
         self.release = False
+        self._sync_lock = threading.Lock()
 
     def argv(self, command: list[str]) -> list[str]:
         return launcher_argv(self.layers, command)
@@ -192,14 +193,22 @@ class Overlay:
     def finish(self, ask: Callable[[CopyBack], bool] | None = None) -> CopyBack:
         """Copies back what is not held; then, when something was held and `ask` (a
         person, never `--yes`) allows it, copies back everything (the walk is idempotent)."""
-        report = self._copy_back(release=False)
+        with self._sync_lock:
+            report = self._copy_back(release=False)
         if report.held and not report.failed and ask is not None and ask(report):
-            again = self._copy_back(release=True)
+            with self._sync_lock:
+                again = self._copy_back(release=True)
             again.released = report.held
             report = again
         if not report.failed:
             shutil.rmtree(self.private, ignore_errors=True)
         return report
+
+    def sync(self) -> CopyBack:
+        """One copy-back pass while the command still runs (a background command's output
+        shows up as it is made); held places stay held, failures are tried again later."""
+        with self._sync_lock:
+            return self._copy_back(release=False)
 
     def _copy_back(self, release: bool) -> CopyBack:
         self.release = release
@@ -317,6 +326,14 @@ class Overlay:
             return None
         if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
             return None  # sockets and pipes a program left behind: nothing to keep
+        if (
+            below is not None
+            and stat.S_ISREG(st.st_mode)
+            and stat.S_ISREG(below.st_mode)
+            and (below.st_size, below.st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+            and stat.S_IMODE(below.st_mode) == _mode(st)
+        ):
+            return None  # copied back by an earlier pass (a background command's)
         replaced = below is not None and stat.S_ISDIR(below.st_mode)
         inside = self._holds_inside(where) if replaced else None
         if inside is not None:
@@ -561,3 +578,33 @@ def annotate(result: Any, report: CopyBack | None, *, without_overlay: bool = Fa
     if report.failed:
         return replace(result, ok=False, content=content, data=data, error=notes[-1])
     return replace(result, content=content, data=data)
+
+
+class LiveCopy:
+    """Copies a background command's changes back every `interval` seconds while it runs
+    (its output shows up as it is made; places that run code later stay held), until
+    `stop`. The last pass, and the question about what was held, is `Overlay.finish`."""
+
+    def __init__(
+        self,
+        overlay: Overlay,
+        interval: float = 1.0,
+        alive: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.overlay = overlay
+        self.interval = interval
+        self.alive = alive
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="overlay-live-copy", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            running = self.alive()
+            self.overlay.sync()
+            if not running:
+                return  # ended: one pass after it, then nothing changes any more
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()

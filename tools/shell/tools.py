@@ -49,8 +49,16 @@ def background() -> Any:
             from tools.shell.process import Background
 
             _background = Background()
-            atexit.register(_background.stop_all)
+            atexit.register(end_background)
         return _background
+
+
+def end_background() -> None:
+    """At quit: background commands end (unless kept) and their last changes are copied
+    back (held writes are not: nobody is asked)."""
+    if _background is not None:
+        _background.stop_all()
+    settle_all()
 
 
 # ---- the sandbox and the environment ------------------------------------------------------
@@ -282,11 +290,31 @@ def run_code(args: Any, ctx: ToolContext) -> ToolResult:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+#: Background commands writing through an overlay, by id: copied back as they run, settled
+#: (last pass, the question about held writes) when they end.
+_LIVE: dict[str, Any] = {}
+_LIVE_LOCK = threading.Lock()
+
+
 def start_command(args: Any, ctx: ToolContext) -> ToolResult:
+    from tools.fs.sandbox import Sandbox
+    from tools.shell.overlay import LiveCopy, prepare
+
     folder, problem = working_folder(args, ctx)
     if folder is None:
         raise ToolError(problem or "no folder to run in")
-    argv, how = _argv([*BASH, args.command], ctx, folder, _roots(ctx), args.network, keep=args.keep)
+    own = Sandbox.from_context(ctx).deskhand_home
+    scratch = own / "overlays" if own is not None else None
+    roots = _roots(ctx)
+    # a kept command outlives Deskhand: nobody would copy its writes back (keeping asks)
+    overlay = (
+        prepare(roots, Path.home(), scratch)
+        if sandbox_state(ctx)[0] and not args.keep
+        else None
+    )
+    argv, how = _argv(
+        [*BASH, args.command], ctx, folder, roots, args.network, keep=args.keep, overlay=overlay
+    )
     processes = background()
     env = _environment(ctx)
     # started from one thread that lives as long as Deskhand: a sandboxed command dies with
@@ -301,6 +329,9 @@ def start_command(args: Any, ctx: ToolContext) -> ToolResult:
     ).result()
     if args.keep:
         processes.keep(ident, True)
+    if overlay is not None:
+        with _LIVE_LOCK:
+            _LIVE[ident] = LiveCopy(overlay, alive=lambda: processes.info(ident).running)
     return ToolResult(
         ok=True,
         content=f"started background command {ident} in {folder} ({how}); "
@@ -351,11 +382,35 @@ def read_output(args: Any, ctx: ToolContext) -> ToolResult:
     redactor = TRIPWIRE.redactor(ctx.secret_values())
     text = plain(background().read(args.id, args.max_bytes, redactor))
     state = "running" if info.running else f"ended with exit code {info.exit_code}"
+    notes = [] if info.running else _settle(args.id, ctx)
     return ToolResult(
         ok=True,
-        content=(text.rstrip() + "\n" if text.strip() else "(no new output)\n") + f"[{state}]",
+        content=(text.rstrip() + "\n" if text.strip() else "(no new output)\n")
+        + f"[{state}]"
+        + "".join(f"\n[{n}]" for n in notes),
         data={"id": args.id, "running": info.running, "exit_code": info.exit_code},
     )
+
+
+def _settle(ident: str, ctx: ToolContext | None) -> list[str]:
+    """A background command that ended: its last copy-back and, with a person to ask
+    (`ctx`, never `--yes`), the question about the writes held; notes for the result."""
+    with _LIVE_LOCK:
+        live = _LIVE.pop(ident, None)
+    if live is None:
+        return []
+    live.stop()
+    ask = None if ctx is None or ctx.cancelled else (lambda held: _allow_held(ctx, held))
+    return [str(n) for n in live.overlay.finish(ask).notes()]
+
+
+def settle_all() -> None:
+    """At quit: every background command's last copy-back; what was held is not written
+    (nobody is asked)."""
+    with _LIVE_LOCK:
+        idents = list(_LIVE)
+    for ident in idents:
+        _settle(ident, None)
 
 
 def send_input(args: Any, ctx: ToolContext) -> ToolResult:
@@ -374,9 +429,10 @@ def send_input(args: Any, ctx: ToolContext) -> ToolResult:
 def stop_command(args: Any, ctx: ToolContext) -> ToolResult:
     _known(args.id)
     info = background().stop(args.id)
+    notes = _settle(args.id, ctx)
     return ToolResult(
         ok=True,
         content=f"stopped background command {args.id} and everything it started "
-        f"(exit code {info.exit_code})",
+        f"(exit code {info.exit_code})" + "".join(f"\n[{n}]" for n in notes),
         data=_info_json(info),
     )
