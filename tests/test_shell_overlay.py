@@ -299,3 +299,22 @@ def test_a_background_commands_output_is_copied_back_while_it_runs(project: Path
     report = overlay.finish()
     assert (project / "live.txt").read_text() == "made\n"
     assert report.held and not (project / ".husky").exists()
+
+
+def test_a_later_copy_back_pass_never_undoes_what_the_user_did_meanwhile(project: Path) -> None:
+    """While a background command runs: a file it wrote once and the user then edited, and
+    a file it deleted that the user made again, stay as the user left them."""
+    (project / "old.txt").write_text("before")
+    overlay = _overlay(project)
+    done = _run(overlay, project, "echo generated > gen.txt && rm old.txt")
+    assert done.returncode == 0, done.stderr
+    overlay.sync()  # the first pass while it runs
+    assert (project / "gen.txt").read_text() == "generated\n"
+    assert not (project / "old.txt").exists()
+    (project / "gen.txt").write_text("the user's edit")
+    (project / "old.txt").write_text("made again by the user")
+    overlay.sync()
+    report = overlay.finish()
+    assert (project / "gen.txt").read_text() == "the user's edit"
+    assert (project / "old.txt").read_text() == "made again by the user"
+    assert report.failed == []

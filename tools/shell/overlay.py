@@ -186,6 +186,11 @@ class Overlay:
         self.places = autorun_places(home)
         self.release = False
         self._sync_lock = threading.Lock()
+        #: What each earlier pass already applied, by real path: the upper entry as it was
+        #: (mode, size, time, inode). A later pass applies an entry again only when the
+        #: command changed it since — never undoing what the user did meanwhile (an edit,
+        #: a file made again in a folder the command had emptied).
+        self._done: dict[str, tuple[int, int, int, int]] = {}
 
     def argv(self, command: list[str]) -> list[str]:
         return launcher_argv(self.layers, command)
@@ -305,9 +310,13 @@ class Overlay:
     def _entry(self, frame: _Frame, name: str, report: CopyBack) -> _Frame | None:
         src, lower, where, rel = frame.src / name, frame.fd, frame.where / name, frame.rel / name
         st = os.lstat(src)
+        sign = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino)
+        if not stat.S_ISDIR(st.st_mode) and self._done.get(str(where)) == sign:
+            return None  # applied by an earlier pass and not changed since
         below = _lstat_at(lower, name)
         if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:  # a whiteout: deleted
             if below is None:
+                self._done[str(where)] = sign
                 return None
             held = self._held(where, src, None, frame.gits)
             if held is None and stat.S_ISDIR(below.st_mode):
@@ -316,6 +325,7 @@ class Overlay:
                 report.held.append(f"deleting {_shown(rel)} ({_why(held, where)})")
                 return None
             _remove(lower, name, below)
+            self._done[str(where)] = sign
             report.copied += 1
             return None
         held = self._held(where, src, st, frame.gits)
@@ -333,7 +343,8 @@ class Overlay:
             and (below.st_size, below.st_mtime_ns) == (st.st_size, st.st_mtime_ns)
             and stat.S_IMODE(below.st_mode) == _mode(st)
         ):
-            return None  # copied back by an earlier pass (a background command's)
+            self._done[str(where)] = sign
+            return None  # the same file already
         replaced = below is not None and stat.S_ISDIR(below.st_mode)
         inside = self._holds_inside(where) if replaced else None
         if inside is not None:
@@ -351,6 +362,7 @@ class Overlay:
         except OSError:
             os.unlink(temp, dir_fd=lower)
             raise
+        self._done[str(where)] = sign
         report.copied += 1
         return None
 
@@ -379,8 +391,9 @@ class Overlay:
             os.mkdir(name, 0o700, dir_fd=lower)
             report.copied += 1
         fd = os.open(name, _DIR_FLAGS, dir_fd=lower)
+        emptied = self._done.get(str(where)) == (st.st_ino, 0, 0, 0)
         try:
-            if opaque:  # removed and made again: what is not in the new one goes
+            if opaque and not emptied:  # removed and made again: what is not in it goes
                 present = set(os.listdir(src))
                 for child in os.listdir(fd):
                     if child in present:
@@ -397,6 +410,8 @@ class Overlay:
                         )
                         continue
                     _remove(fd, child, child_st)
+                if not any(h.startswith(f"deleting {_shown(rel)}/") for h in report.held):
+                    self._done[str(where)] = (st.st_ino, 0, 0, 0)  # emptied once, not again
             changed = below is None or stat.S_IMODE(below.st_mode) != _mode(st)
             if held is None and (not existing or changed):
                 os.fchmod(fd, _mode(st))
