@@ -191,3 +191,13 @@ def test_screenshots_of_the_prompt(window, llm, qtbot, qloop, opened, tmp_path: 
     finally:
         restore_look(app, before)
     assert opened == []
+
+
+def test_an_address_the_window_cannot_read_is_refused_and_never_opened(window, opened):
+    """Whatever the decision says, the window opens only a valid web or mail address."""
+    from app.core.links import LinkDecision
+
+    for url in ("file:///tmp/run-me.sh", "https://exa mple.com/"):
+        window._open_decided_link(LinkDecision("open", url, url), None)
+        assert window.refused_link is not None and window.refused_link.isVisible()
+    assert opened == []
