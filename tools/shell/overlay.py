@@ -336,15 +336,6 @@ class Overlay:
             return None
         if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
             return None  # sockets and pipes a program left behind: nothing to keep
-        if (
-            below is not None
-            and stat.S_ISREG(st.st_mode)
-            and stat.S_ISREG(below.st_mode)
-            and (below.st_size, below.st_mtime_ns) == (st.st_size, st.st_mtime_ns)
-            and stat.S_IMODE(below.st_mode) == _mode(st)
-        ):
-            self._done[str(where)] = sign
-            return None  # the same file already
         replaced = below is not None and stat.S_ISDIR(below.st_mode)
         inside = self._holds_inside(where) if replaced else None
         if inside is not None:

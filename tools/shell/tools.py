@@ -129,15 +129,12 @@ def _foreground(
 ) -> ToolResult:
     """Run `argv` in `folder` and wait: streamed to the card, ended with its tree on timeout
     or Stop; the result for the model."""
-    from tools.fs.sandbox import Sandbox
-    from tools.shell.overlay import annotate, prepare
+    from tools.shell.overlay import annotate
     from tools.shell.process import run as run_process
 
     # writes land in an overlay and are copied back afterwards, auto-run places held
-    own = Sandbox.from_context(ctx).deskhand_home
-    scratch = own / "overlays" if own is not None else None  # changes waiting to copy back
     sandboxed = sandbox_state(ctx)[0]
-    overlay = prepare(writable, Path.home(), scratch) if sandboxed else None
+    overlay = _overlay_for(ctx, writable) if sandboxed else None
     # Linux has an overlay unless it could not be mounted: say when protection was missing
     without_overlay = (
         sandboxed and overlay is None and sys.platform.startswith("linux")
@@ -296,22 +293,25 @@ _LIVE: dict[str, Any] = {}
 _LIVE_LOCK = threading.Lock()
 
 
-def start_command(args: Any, ctx: ToolContext) -> ToolResult:
+def _overlay_for(ctx: ToolContext, writable: list[Path]) -> Any:
+    """An overlay over the writable folders (None where none can be mounted); the changes
+    wait under Deskhand's home (`overlays/`) until they are copied back."""
     from tools.fs.sandbox import Sandbox
-    from tools.shell.overlay import LiveCopy, prepare
+    from tools.shell.overlay import prepare
+
+    own = Sandbox.from_context(ctx).deskhand_home
+    return prepare(writable, Path.home(), own / "overlays" if own is not None else None)
+
+
+def start_command(args: Any, ctx: ToolContext) -> ToolResult:
+    from tools.shell.overlay import LiveCopy
 
     folder, problem = working_folder(args, ctx)
     if folder is None:
         raise ToolError(problem or "no folder to run in")
-    own = Sandbox.from_context(ctx).deskhand_home
-    scratch = own / "overlays" if own is not None else None
     roots = _roots(ctx)
     # a kept command outlives Deskhand: nobody would copy its writes back (keeping asks)
-    overlay = (
-        prepare(roots, Path.home(), scratch)
-        if sandbox_state(ctx)[0] and not args.keep
-        else None
-    )
+    overlay = _overlay_for(ctx, roots) if sandbox_state(ctx)[0] and not args.keep else None
     argv, how = _argv(
         [*BASH, args.command], ctx, folder, roots, args.network, keep=args.keep, overlay=overlay
     )
