@@ -311,7 +311,7 @@ async def _mcp_head_start(runtime: Runtime, names: list[str]) -> None:
 
     from app.core.runtime import MCP_ASK_WAIT
 
-    if "mcp" in runtime.__dict__:
+    if runtime.started_mcp is not None:
         await asyncio.to_thread(runtime.wait_mcp, MCP_ASK_WAIT, names)
 
 
@@ -351,7 +351,7 @@ def _can_ask(args: argparse.Namespace) -> bool:
 def _elicitation(args: argparse.Namespace, runtime: Runtime) -> None:
     """MCP servers asking the user for input get a question on the terminal when someone is
     there; otherwise (no terminal, --json) the manager declines."""
-    if not _can_ask(args) or "mcp" not in runtime.__dict__:
+    if not _can_ask(args) or runtime.started_mcp is None:
         return
     from app.core.cli_output import terminal_elicitation
 

@@ -65,20 +65,10 @@ CANCELLED = "Cancelled by the user before it finished."
 
 
 class Recorder(Protocol):
-    """The parts of the store the loop writes to (every message as soon as it is complete)."""
+    """The part of the store the loop writes to (every message as soon as it is complete)."""
 
-    def append_message(
-        self, conversation_id: str, msg: ChatMessage, usage: Usage | None = None
-    ) -> int: ...
-    def record_tool_call_started(
-        self, conversation_id: str, call_id: str, name: str, arguments: str
-    ) -> None: ...
-    def record_tool_call_finished(
-        self, call_id: str, status: str, content: str, data: Any, error: str | None
-    ) -> None: ...
-    def record_approval(
-        self, conversation_id: str, call_id: str, tool_name: str, decision: str, how: str = ...
-    ) -> Any: ...
+    def append_message(self, conv_id: str, msg: ChatMessage, usage: Usage | None = None) -> int:
+        ...
 
 
 @dataclass

@@ -21,9 +21,19 @@ from app.core.threads import off_gui_thread
 from app.core.time_line import current_time_line
 
 if TYPE_CHECKING:  # imported where used: the window is ready before the agent loads
+    from app.core.accounts import AccountDirectory
     from app.core.agent import Agent, Conversation
     from app.core.approval import Approver
+    from app.core.mcp.manager import McpManager
+    from app.core.memory import MemoryService
+    from app.core.pipeline import ToolEnvironment
     from app.core.providers.base import ProviderConfig
+    from app.core.reminders import ReminderBook
+    from app.core.rules import RuleBook
+    from app.core.skills import SkillLibrary
+    from app.core.sources import TrustStore
+    from app.core.store import Store
+    from app.core.tasks import TaskBook
     from tools.registry import ToolRegistry
     from tools.runner import ToolRunner
     from tools.session import ToolSession
@@ -163,7 +173,7 @@ class Runtime:
         return ToolRegistry.default(self.home, entry_points=self._entry_points)
 
     @cached_property
-    def rules(self) -> Any:
+    def rules(self) -> RuleBook:
         """The approval rules (app.core.rules.RuleBook), with earlier versions' per-tool
         lists moved in on first use."""
         from app.core.rules import RULES_FILE, RuleBook
@@ -173,7 +183,7 @@ class Runtime:
         return book
 
     @cached_property
-    def trust(self) -> Any:
+    def trust(self) -> TrustStore:
         """Which third-party tool sources the user enabled and trusts (app.core.sources)."""
         from app.core.sources import TRUST_FILE, TrustStore
 
@@ -185,7 +195,7 @@ class Runtime:
 
         return ToolRunner(self.registry, secrets=self.secrets.known_values)
 
-    def adopt_store(self, store: Any) -> None:
+    def adopt_store(self, store: Store) -> None:
         """Uses a store opened before the runtime (the window lists the chats first), so
         a home has one connection. Only before anything used `store`."""
         if "store" in self.__dict__:
@@ -193,46 +203,53 @@ class Runtime:
         self.__dict__["store"] = store
 
     @cached_property
-    def store(self) -> Any:
+    def store(self) -> Store:
         from app.core.store import Store
 
         return Store(db_path(self.home))
 
     @cached_property
-    def accounts(self) -> Any:
+    def accounts(self) -> AccountDirectory:
         from app.core.accounts import AccountDirectory
 
         return AccountDirectory(self.store, self.secrets)
 
     @cached_property
-    def reminders(self) -> Any:
+    def reminders(self) -> ReminderBook:
         from app.core.reminders import ReminderBook
 
         return ReminderBook(self.store)
 
     @cached_property
-    def tasks(self) -> Any:
+    def tasks(self) -> TaskBook:
         """Scheduled tasks (app.core.tasks.TaskBook); their profiles are task-scoped rules."""
         from app.core.tasks import TaskBook
 
         return TaskBook(self.home, rules=self.rules)
 
     @cached_property
-    def memory(self) -> Any:
+    def memory(self) -> MemoryService:
         """Memories (app.core.memory.MemoryService); the agent binds it per conversation."""
         from app.core.memory import MemoryService
 
         return MemoryService(self.store, enabled=self.settings.memory.enabled)
 
     @property
-    def skills(self) -> Any:
+    def skills(self) -> SkillLibrary:
         """The skill library (app.core.skills.SkillLibrary), following the current settings."""
         from app.core.skills import SkillLibrary
 
         return SkillLibrary.from_settings(self.home, self.settings)
 
+    @property
+    def started_mcp(self) -> McpManager | None:
+        """The MCP manager if something built it already; None without building it (views
+        that only follow servers must not start them)."""
+        manager: McpManager | None = self.__dict__.get("mcp")
+        return manager
+
     @cached_property
-    def mcp(self) -> Any:
+    def mcp(self) -> McpManager:
         """The MCP servers of mcp.json (app.core.mcp.manager.McpManager); nothing starts
         until `start_mcp()`, `mcp_tools()` (or `mcp.start()`) is called. The registry
         follows the servers' tools from then on (`_on_mcp_tools`)."""
@@ -409,7 +426,7 @@ class Runtime:
 
     # ---- approval -----------------------------------------------------------------
 
-    def _migrate_legacy_rules(self, book: Any) -> None:
+    def _migrate_legacy_rules(self, book: RuleBook) -> None:
         """Per-tool lists of earlier versions become rules, once; the user is told why."""
         from app.core.rules import RuleDecision, rule_from_legacy_pattern
 
@@ -448,7 +465,7 @@ class Runtime:
             self.settings = self.settings_store.update(clear)
         return notices
 
-    def tool_environment(self) -> Any:
+    def tool_environment(self) -> ToolEnvironment:
         from app.core.memory import ConversationServices
         from app.core.pipeline import ToolEnvironment
 

@@ -348,7 +348,7 @@ class MainWindow(QMainWindow):
         self.chat_view = ChatView()
         self.composer.set_send_key(self.runtime.settings.general.send_key)
         # MCP resources and prompts, once servers were started (never starts or imports them)
-        self.composer.set_mcp(lambda: self.runtime.__dict__.get("mcp"))
+        self.composer.set_mcp(lambda: self.runtime.started_mcp)
         self.setup_card = SetupCard()
         self.folders_prompt = FoldersPrompt(self.runtime)
         self.folders_prompt.hide()
@@ -1092,7 +1092,7 @@ class MainWindow(QMainWindow):
         """Once the runtime has its MCP manager, the servers' questions (elicitation)
         come to this window's form. The manager is never created here: it and the SDK stay
         off the start-up path. True when the form answers them."""
-        manager = self.runtime.__dict__.get("mcp")
+        manager = self.runtime.started_mcp
         if manager is None:
             return False
         if manager is not self._elicitation_manager:

@@ -1094,7 +1094,7 @@ class McpPage(SettingsPage):
                 servers, error = read_servers_block(self.path), ""
             except McpConfigError as exc:
                 servers, error = {}, str(exc)
-            if "mcp" in self.runtime.__dict__:
+            if self.runtime.started_mcp is not None:
                 return servers, error, self.runtime.mcp.states()
             # no manager yet: bad entries still show why they cannot be used
             checked = parse_servers(servers)
@@ -1105,7 +1105,7 @@ class McpPage(SettingsPage):
         book = await in_thread(lambda: self.runtime.rules)
         self.rules = {name: current_rule(name, book) for name in self.servers}
         self._saved_rules = dict(self.rules)
-        if "mcp" in self.runtime.__dict__:  # the manager exists: follow it
+        if self.runtime.started_mcp is not None:  # the manager exists: follow it
             self._subscribe()
         for state in states:
             self.states[state.name] = state
@@ -1206,7 +1206,7 @@ class McpPage(SettingsPage):
         )
         self.actions.setVisible(trouble)
         self.retry_button.setVisible(status in (Status.FAILED, Status.RESTARTING))
-        self.retry_button.setEnabled("mcp" in self.runtime.__dict__ or self._subscribed)
+        self.retry_button.setEnabled(self.runtime.started_mcp is not None or self._subscribed)
 
     def _show_output(self, lines: list[str]) -> None:
         self.output_heading.setVisible(bool(lines))
@@ -1238,7 +1238,7 @@ class McpPage(SettingsPage):
         name = self.current_name()
         if name is None:
             return
-        if "mcp" not in self.runtime.__dict__:
+        if self.runtime.started_mcp is None:
             await self.connect_servers()
             return
         self._subscribe()
@@ -1359,7 +1359,7 @@ class McpPage(SettingsPage):
         forgotten (their tools leave the registry); the others keep running."""
         for name in changed:
             self._tail.clear(name)
-        if "mcp" not in self.runtime.__dict__:
+        if self.runtime.started_mcp is None:
             return
         manager = self.runtime.mcp
         known = {state.name for state in manager.states()} | set(changed)

@@ -177,7 +177,7 @@ class SignInPanel(QWidget):
     # -- the manager, on worker threads --
 
     def _has_manager(self) -> bool:
-        return "mcp" in self.runtime.__dict__
+        return self.runtime.started_mcp is not None
 
     def _signed_in_now(self, name: str) -> bool:
         """(worker thread) Whether a sign-in is stored; without a manager, the keyring is

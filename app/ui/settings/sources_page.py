@@ -96,7 +96,7 @@ def gather(runtime: Runtime) -> list[SourceRow]:
             SourceRow(src.id, "pack", describe(src), src.origin, state, actions, src, changed)
         )
     mcp_sources: dict[str, ToolSource] = (
-        runtime.mcp.tool_sources() if "mcp" in runtime.__dict__ else {}
+        runtime.mcp.tool_sources() if runtime.started_mcp is not None else {}
     )
     for src in mcp_sources.values():
         trusted = trust.is_trusted(src)
