@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from tools.spec import ImplFn, Operation, ToolManifest
 
@@ -371,7 +371,7 @@ def _load_callable(ref: str | ImplFn, tool: str) -> ImplFn:
     fn = getattr(module, attr, None)
     if not callable(fn):
         raise ImportError(f"tool {tool}: {ref} is not a function")
-    return fn
+    return cast(ImplFn, fn)
 
 
 def _module_present(name: str) -> bool:

@@ -126,7 +126,7 @@ class Runtime:
             self.home, entry_points=self._entry_points, pack_enabled=self.trust.is_enabled
         )
         with self._mcp_lock:
-            existing = self.__dict__.get("registry")
+            existing: ToolRegistry | None = self.__dict__.get("registry")
             if existing is not None:  # another thread built it first: one registry only
                 return existing
             self.__dict__["registry"] = built
@@ -257,9 +257,9 @@ class Runtime:
         from app.core.mcp.secret_access import SecretAccess
 
         with self._mcp_lock:
-            existing = self.__dict__.get("mcp")
-            if existing is not None:
-                return existing
+            built: McpManager | None = self.__dict__.get("mcp")
+            if built is not None:
+                return built
             manager = McpManager(
                 mcp_path(self.home),
                 home=self.home,

@@ -27,7 +27,7 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
 from tools.browser.config import BrowserConfig
 from tools.browser.discovery import BrowserChoice, find_browser
@@ -290,7 +290,7 @@ class BrowserHost:
         self._idle_seconds = max(1.0, config.idle_close_seconds)
         job = _Job(fn, spec)  # type: ignore[arg-type]
         self._submit(job)
-        return self._wait(job, ctx, timeout)
+        return cast(T, self._wait(job, ctx, timeout))
 
     def run_if_open(self, fn: Callable[[BrowserSession], T], *, timeout: float = 15.0) -> T | None:
         """Run `fn` only if the browser is already open (approval hooks must not start it)."""
@@ -304,7 +304,7 @@ class BrowserHost:
 
         job = _Job(guarded, None)
         self._submit(job)
-        return self._wait(job, None, timeout)
+        return cast("T | None", self._wait(job, None, timeout))
 
     def shutdown(self, timeout: float = 20.0, *, final: bool = False) -> None:
         """Close the browser and end the thread; later jobs start a new one unless `final`."""

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 from zoneinfo import ZoneInfo
 
 import icalendar
@@ -223,7 +223,7 @@ def parse_rrule(text: str) -> icalendar.vRecur:
             f"`recurrence` must be an RFC 5545 rule like FREQ=WEEKLY;BYDAY=MO;COUNT=10; "
             f"got {text!r}"
         )
-    return rule
+    return cast(icalendar.vRecur, rule)
 
 
 @dataclass

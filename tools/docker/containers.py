@@ -60,7 +60,7 @@ def list_containers(args: ListContainers, ctx: ToolContext) -> ToolResult:
 
 
 def describe_state(state: dict[str, Any]) -> str:
-    status = state.get("Status", "unknown")
+    status = str(state.get("Status", "unknown"))
     if state.get("Running"):
         health = (state.get("Health") or {}).get("Status")
         since = ago(parse_engine_time(state.get("StartedAt")))

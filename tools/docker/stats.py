@@ -65,7 +65,8 @@ def snapshot(container: Any) -> dict[str, Any]:
 def _targets(host: DockerHost, ref: str | None) -> list[Any]:
     if ref is None:
         with host.errors():
-            return host.client.containers.list()
+            found: list[Any] = host.client.containers.list()
+            return found
     container = host.container(ref)
     if container.status != "running":
         raise ToolError(

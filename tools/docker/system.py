@@ -20,7 +20,8 @@ STOPPED = ("exited", "created", "dead")
 
 
 def _name(container: dict[str, Any]) -> str:
-    return (container.get("Names") or ["?"])[0].lstrip("/")
+    names: list[str] = container.get("Names") or ["?"]
+    return names[0].lstrip("/")
 
 
 def list_volumes(args: NoParams, ctx: ToolContext) -> ToolResult:
@@ -103,9 +104,9 @@ class PrunePlan:
 
     @property
     def estimated_bytes(self) -> int:
-        return sum(c["size_bytes"] for c in self.containers) + sum(
-            i["size_bytes"] for i in self.images
-        )
+        sizes: list[int] = [c["size_bytes"] for c in self.containers]
+        sizes += [i["size_bytes"] for i in self.images]
+        return sum(sizes)
 
     def to_json(self) -> dict[str, Any]:
         return {

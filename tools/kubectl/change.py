@@ -141,7 +141,10 @@ def _write(
 
 
 def _yaml(obj: dict[str, Any]) -> str:
-    return yaml.safe_dump(tables.clean(obj, for_diff=True), sort_keys=False, allow_unicode=True)
+    text: str = yaml.safe_dump(
+        tables.clean(obj, for_diff=True), sort_keys=False, allow_unicode=True
+    )
+    return text
 
 
 def _outcome(live: dict[str, Any] | None, after: dict[str, Any]) -> str:
@@ -153,7 +156,8 @@ def _outcome(live: dict[str, Any] | None, after: dict[str, Any]) -> str:
 def _shown(obj: dict[str, Any]) -> str:
     """An object as the approval prompt shows it: credential-looking values hidden."""
     shown = mask_credential_data(tables.clean(obj, for_diff=True))
-    return yaml.safe_dump(shown, sort_keys=False, allow_unicode=True)
+    text: str = yaml.safe_dump(shown, sort_keys=False, allow_unicode=True)
+    return text
 
 
 def _diff(doc: Doc, live: dict[str, Any] | None, after: dict[str, Any]) -> str:

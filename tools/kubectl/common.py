@@ -76,11 +76,12 @@ def get_object(
     cluster: Cluster, rtype: ResourceType, namespace: str | None, name: str, sub: str = ""
 ) -> dict[str, Any]:
     resource = f"{rtype.qualified}/{sub}" if sub else rtype.qualified
-    return cluster.get(
+    found: dict[str, Any] = cluster.get(
         rtype.path(namespace, name, sub),
         Attempt("get", resource, namespace, name),
         suggest=name_suggestions(cluster, rtype, namespace, name),
     )
+    return found
 
 
 def selector_text(selector: dict[str, Any]) -> str:

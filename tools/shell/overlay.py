@@ -46,7 +46,7 @@ import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tools.fs.autorun import (
     ON_PATH,
@@ -61,6 +61,9 @@ from tools.fs.autorun import (
     scan_tree,
     walk_tree,
 )
+
+if TYPE_CHECKING:
+    from tools.spec import ToolResult
 
 LAUNCHER = Path(__file__).with_name("overlay_launch.py")
 _TRIAL_TIMEOUT = 20.0
@@ -107,7 +110,10 @@ def visible(text: str) -> str:
             out.append("\\\\")
         elif unicodedata.category(char) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
             out.append(
-                f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000
+                f"\\x{code:02x}"
+                if code < 0x100
+                else f"\\u{code:04x}"
+                if code < 0x10000
                 else f"\\U{code:08x}"
             )
         else:
@@ -568,7 +574,9 @@ WITHOUT_OVERLAY = (
 )
 
 
-def annotate(result: Any, report: CopyBack | None, *, without_overlay: bool = False) -> Any:
+def annotate(
+    result: ToolResult, report: CopyBack | None, *, without_overlay: bool = False
+) -> ToolResult:
     """The tool result with what was held and what could not be copied back, or with the
     fact that the command ran without the overlay's protection."""
     if without_overlay:
