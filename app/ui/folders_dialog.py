@@ -28,24 +28,15 @@ from shiboken6 import isValid
 from app.core.runtime import Runtime
 from app.core.settings import Settings
 
-USUAL = ("Documents", "Desktop", "Downloads", "Projects")
-
-
 #: Finds the suggested folders off the GUI thread (a plain thread, never qasync's QThread).
 _SUGGESTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deskhand-folders")
 
 
 def suggested_folders(home: Path) -> list[Path]:
-    """The usual folders that exist (the file tools' own suggestion when it has one)."""
-    try:
-        from tools.fs.sandbox import suggested_folders as from_sandbox  # type: ignore[attr-defined]
-    except ImportError:
-        from_sandbox = None
-    if from_sandbox is not None:
-        found = [Path(p) for p in from_sandbox(home)]
-    else:
-        found = [home / name for name in USUAL if (home / name).is_dir()]
-    return [p for p in found if p != home]  # never the whole home by default
+    """The usual folders that exist, as the file tools suggest them."""
+    from tools.fs.sandbox import suggested_folders as from_sandbox
+
+    return [Path(p) for p in from_sandbox(home) if Path(p) != home]  # never the whole home
 
 
 def choose_folder(parent: QWidget) -> str | None:

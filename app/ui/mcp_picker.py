@@ -251,7 +251,8 @@ class ResourcePicker(QFrame):
             item.setHidden(hidden)
             if not hidden and first is None:
                 first = item
-        self.list.setCurrentItem(first)
+        if first is not None:
+            self.list.setCurrentItem(first)
         if not self.entries:
             self.empty.setText("The MCP servers that are ready offer no resources.")
         elif first is None:
@@ -384,6 +385,8 @@ def slash_completer(widget: QWidget) -> QCompleter:
     completer.setCompletionRole(COMMAND_ROLE)
     completer.setMaxVisibleItems(8)
     popup = completer.popup()
+    if popup is None:
+        return completer
     popup.setObjectName("slashPopup")
     popup.setItemDelegate(DetailDelegate(popup, beside=True))
     return completer
@@ -391,7 +394,8 @@ def slash_completer(widget: QWidget) -> QCompleter:
 
 def fit_popup(completer: QCompleter, entries: Sequence[PromptEntry]) -> None:
     """Lines the descriptions up after the longest command."""
-    delegate = completer.popup().itemDelegate()
+    popup = completer.popup()
+    delegate = popup.itemDelegate() if popup is not None else None
     if isinstance(delegate, DetailDelegate):
         delegate.fit_column([entry.command for entry in entries])
 

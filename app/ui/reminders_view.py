@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 from zoneinfo import ZoneInfo
 
-from PySide6.QtCore import QDateTime, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.reminders import LATE_AFTER, Reminder, ReminderBook, ReminderError, system_zone
+from app.ui.qt_values import to_qdatetime, top_level_items, wall_clock
 from app.ui.settings.widgets import muted_label, role_label, window_heading
 
 Section = Literal["upcoming", "late", "done"]
@@ -180,13 +181,10 @@ class _SectionList(QWidget):
         self.stack.setCurrentIndex(0 if rows else 1)
 
     def ids(self) -> list[str]:
-        return [
-            self.tree.topLevelItem(i).data(0, ID_ROLE) for i in range(self.tree.topLevelItemCount())
-        ]
+        return [item.data(0, ID_ROLE) for item in top_level_items(self.tree)]
 
     def texts(self, reminder_id: str) -> list[str]:
-        for i in range(self.tree.topLevelItemCount()):
-            item = self.tree.topLevelItem(i)
+        for item in top_level_items(self.tree):
             if item.data(0, ID_ROLE) == reminder_id:
                 return [item.text(c) for c in range(3)]
         return []
@@ -196,8 +194,7 @@ class _SectionList(QWidget):
         return item.data(0, ID_ROLE) if item is not None and item.isSelected() else None
 
     def select(self, reminder_id: str) -> bool:
-        for i in range(self.tree.topLevelItemCount()):
-            item = self.tree.topLevelItem(i)
+        for item in top_level_items(self.tree):
             if item.data(0, ID_ROLE) == reminder_id:
                 self.tree.setCurrentItem(item)
                 item.setSelected(True)
@@ -255,7 +252,7 @@ class NewReminderForm(QFrame):
         """Empty message, the next round quarter hour at least 10 minutes away."""
         local = now.astimezone() + timedelta(minutes=10)
         local = local.replace(second=0, microsecond=0) + timedelta(minutes=-local.minute % 15)
-        self.when.setDateTime(QDateTime(local.date(), local.time()))
+        self.when.setDateTime(to_qdatetime(local))
         self.message.clear()
         self.cron.clear()
         self.repeat.setCurrentIndex(0)
@@ -266,8 +263,7 @@ class NewReminderForm(QFrame):
 
     def local_time(self) -> datetime:
         """The chosen wall-clock time (naive: read in the user's zone)."""
-        value = self.when.dateTime()
-        return datetime.combine(value.date().toPython(), value.time().toPython())
+        return wall_clock(self.when.dateTime())
 
     def show_error(self, text: str) -> None:
         self.error.setText(text)

@@ -201,7 +201,10 @@ class StarterPrompts(QWidget):
         """Gives every card the same width and the height its text needs at that width."""
         if not self.cards:
             return
-        margins = self.layout().contentsMargins()
+        layout = self.layout()
+        if layout is None:
+            return
+        margins = layout.contentsMargins()
         room = width - margins.left() - margins.right() - SPACING * (self._columns - 1)
         card_width = max(CARD_MIN_WIDTH, min(CARD_MAX_WIDTH, room // self._columns))
         height = max(card.heightForWidth(card_width) for card in self.cards)

@@ -56,6 +56,7 @@ from app.core.tasks import (
     parse_allow,
 )
 from app.core.visible import one_line, visible
+from app.ui.qt_values import to_qdatetime, top_level_items, wall_clock
 from app.ui.reminders_view import when_text
 from app.ui.settings.widgets import (
     form_label,
@@ -292,15 +293,15 @@ class TaskDetail(QFrame):
         self.accounts: Sequence[ProviderAccount] = ()
         outer = QVBoxLayout(self)
         outer.setContentsMargins(1, 1, 1, 1)
-        self.scroll = QScrollArea()
-        self.scroll.setObjectName("taskDetailScroll")
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
-        self.scroll.viewport().setAutoFillBackground(False)
-        outer.addWidget(self.scroll)
+        self.scroll_area = QScrollArea()
+        self.scroll_area.setObjectName("taskDetailScroll")
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll_area.viewport().setAutoFillBackground(False)
+        outer.addWidget(self.scroll_area)
         self.body = QWidget()
         self.body.setObjectName("taskDetailBody")
-        self.scroll.setWidget(self.body)
+        self.scroll_area.setWidget(self.body)
         grid = QGridLayout(self.body)
         grid.setContentsMargins(16, 12, 16, 14)
         grid.setHorizontalSpacing(24)
@@ -373,7 +374,8 @@ class TaskDetail(QFrame):
 
     def _set_column_visible(self, column: QVBoxLayout, shown: bool) -> None:
         for i in range(column.count()):
-            widget = column.itemAt(i).widget()
+            item = column.itemAt(i)
+            widget = item.widget() if item is not None else None
             if widget is not None:
                 widget.setVisible(shown)
         for label, summary in self._history_rows:
@@ -740,7 +742,7 @@ class TaskEditor(QDialog):
         zone_name = self.zone.currentText().strip()
         if self.mode() == "once":
             value = self.at.dateTime()
-            local = datetime.combine(value.date().toPython(), value.time().toPython())
+            local = wall_clock(value)
             return Schedule.once(local.replace(second=0, microsecond=0), zone_name)
         return Schedule.recurring(self.cron_rule(), zone_name)
 
@@ -869,8 +871,9 @@ def _same_schedule(a: Schedule, b: Schedule) -> bool:
     """Equal to the minute the form shows (a one-shot's seconds are not in the form)."""
     if a.at is None or b.at is None:
         return a == b
-    minute = {"second": 0, "microsecond": 0}
-    return a.zone == b.zone and a.at.replace(**minute) == b.at.replace(**minute)
+    return a.zone == b.zone and a.at.replace(second=0, microsecond=0) == b.at.replace(
+        second=0, microsecond=0
+    )
 
 
 def _text_box(lines: int, *, fixed: bool = False) -> QPlainTextEdit:
@@ -885,7 +888,7 @@ def _text_box(lines: int, *, fixed: bool = False) -> QPlainTextEdit:
 
 
 def _qt_time(moment: datetime) -> QDateTime:
-    return QDateTime(moment.date(), moment.time().replace(second=0, microsecond=0))
+    return to_qdatetime(moment)
 
 
 # ---- the window --------------------------------------------------------------------------------
@@ -1091,14 +1094,11 @@ class TasksView(QDialog):
         self.splitter.setSizes([listed, max(0, total - listed)])
 
     def ids(self) -> list[str]:
-        return [
-            self.tree.topLevelItem(i).data(0, ID_ROLE) for i in range(self.tree.topLevelItemCount())
-        ]
+        return [item.data(0, ID_ROLE) for item in top_level_items(self.tree)]
 
     def texts(self, task_id: str) -> list[str]:
         """The list row of `task_id` as shown (for tests)."""
-        for i in range(self.tree.topLevelItemCount()):
-            item = self.tree.topLevelItem(i)
+        for item in top_level_items(self.tree):
             if item.data(0, ID_ROLE) == task_id:
                 return [item.text(c) for c in range(len(COLUMNS))]
         return []
@@ -1108,8 +1108,7 @@ class TasksView(QDialog):
         return item.data(0, ID_ROLE) if item is not None and item.isSelected() else None
 
     def select(self, task_id: str, *, focus: bool = True) -> bool:
-        for i in range(self.tree.topLevelItemCount()):
-            item = self.tree.topLevelItem(i)
+        for item in top_level_items(self.tree):
             if item.data(0, ID_ROLE) == task_id:
                 self.tree.setCurrentItem(item)
                 item.setSelected(True)

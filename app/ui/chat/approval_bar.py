@@ -256,10 +256,10 @@ class FlowLayout(QLayout):
     def count(self) -> int:
         return len(self._items)
 
-    def itemAt(self, index: int) -> QLayoutItem | None:  # type: ignore[override]
+    def itemAt(self, index: int) -> QLayoutItem | None:
         return self._items[index] if 0 <= index < len(self._items) else None
 
-    def takeAt(self, index: int) -> QLayoutItem | None:  # type: ignore[override]
+    def takeAt(self, index: int) -> QLayoutItem | None:
         return self._items.pop(index) if 0 <= index < len(self._items) else None
 
     def expandingDirections(self) -> Qt.Orientation:
@@ -462,6 +462,8 @@ class ApprovalBar(QWidget):
         if width is None:
             width = self.width() if self._placed else int(WRAP_WIDTH_PX)
         layout = self.layout()
+        if layout is None:
+            return max(BUTTON_H, self.sizeHint().height())
         layout.activate()
         height = layout.heightForWidth(width) if layout.hasHeightForWidth() else -1
         return max(BUTTON_H, height if height > 0 else self.sizeHint().height())
@@ -521,8 +523,9 @@ class ApprovalBar(QWidget):
                 "scroll the box to read all of it before you allow it."
             )
             self.long_note.show()
-        if self.layout() is not None:
-            self.layout().activate()
+        layout = self.layout()
+        if layout is not None:
+            layout.activate()
             self.heightChanged.emit(self.wanted_height())
 
     # ---- actions ------------------------------------------------------------------------
@@ -534,7 +537,9 @@ class ApprovalBar(QWidget):
         self.args.setVisible(opening)
         arrow, verb = ("▾", "Hide") if opening else ("▸", "Show")
         self.args_toggle.setText(f"{arrow}  {verb} the {self._args_label}")
-        self.layout().activate()
+        layout = self.layout()
+        if layout is not None:
+            layout.activate()
         self.heightChanged.emit(self.wanted_height())
 
     def _shortcut(self, decision: Decision) -> None:

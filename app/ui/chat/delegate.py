@@ -136,7 +136,7 @@ class ChatDelegate(QStyledItemDelegate):
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: _Index) -> None:
         item = self._model.items[index.row()]
         layout = self.layout(item)
-        rect = option.rect  # type: ignore[attr-defined]
+        rect = option.rect
         if layout.height != rect.height():
             self.heights_stale()
         top_left = self.origin(rect)
@@ -155,7 +155,7 @@ class ChatDelegate(QStyledItemDelegate):
     ) -> None:
         layout = self.layout(self._model.items[index.row()])
         area = layout.widget_rect
-        rect = option.rect  # type: ignore[attr-defined]
+        rect = option.rect
         if area is None:
             editor.setGeometry(rect.x(), rect.y(), 0, 0)
             return

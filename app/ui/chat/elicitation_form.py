@@ -653,6 +653,8 @@ class ElicitationForm(QFrame):
         if area is None or area.widget() is None:
             return
         inner = area.widget()
+        if inner is None:
+            return
         width = max(120, area.viewport().width() if area.isVisible() else area.width())
         wanted = inner.heightForWidth(width)
         if wanted < 0:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
 from app.core.compaction import is_summary
 from app.core.history_marks import BranchInfo, Marker
@@ -165,7 +166,8 @@ def _placed_rows(items: Sequence[ChatItem]) -> list[tuple[int, MarkerItem | Erro
     return rows
 
 
-class _Slot(NamedTuple):
+@dataclass(frozen=True)
+class _Slot:
     """A stored message (or one of its tool calls) a live item may stand for."""
 
     kind: str  # user | assistant | tool
@@ -187,8 +189,9 @@ def assign_indices(items: Sequence[ChatItem], messages: Sequence[ChatMessage]) -
     start, first = _resume_point(items)
     slots = _slots(messages, first)
     walk = list(items[start:])
-    resumed = bool(walk) and isinstance(walk[0], MessageItem) and walk[0].index is not None
-    lo = _past(slots, walk[0]) if resumed else 0
+    head = walk[0] if walk else None
+    resumed = isinstance(head, MessageItem) and head.index is not None
+    lo = _past(slots, head) if isinstance(head, MessageItem) and resumed else 0
     users = _match_users(walk[1:] if resumed else walk, slots, lo)
     bounds = _next_bounds(walk, users, len(slots))
     changed: list[ChatItem] = []
@@ -205,7 +208,7 @@ def assign_indices(items: Sequence[ChatItem], messages: Sequence[ChatMessage]) -
                 found, lo = slots[k], k + 1
             last = None
         elif isinstance(item, ToolCard):
-            k = _find(slots, lo, bounds[pos], "tool", lambda key, c=item.call_id: key == c)
+            k = _find(slots, lo, bounds[pos], "tool", _equals(item.call_id))
             if k is not None:
                 lo = k + 1
             last = None
@@ -216,7 +219,7 @@ def assign_indices(items: Sequence[ChatItem], messages: Sequence[ChatMessage]) -
             if last is not None and piece in last.key:
                 found = last
             else:
-                k = _find(slots, lo, bounds[pos], "assistant", lambda key, p=piece: p in key)
+                k = _find(slots, lo, bounds[pos], "assistant", _holds(piece))
                 if k is not None:
                     found = last = slots[k]
                     lo = k + 1
@@ -258,7 +261,7 @@ def _match_users(walk: Sequence[ChatItem], slots: Sequence[_Slot], lo: int) -> d
     found: dict[int, int] = {}
     for item in walk:
         if isinstance(item, UserMessage):
-            k = _find(slots, lo, len(slots), "user", lambda key, t=item.text: _said(t, key))
+            k = _find(slots, lo, len(slots), "user", _said_in(item.text))
             if k is not None:
                 found[id(item)] = k
                 lo = k + 1
@@ -318,3 +321,15 @@ def _card(call_id: str, name: str, arguments: str, record: ToolCallRecord | None
         if record.finished_at is not None:
             card.seconds = (record.finished_at - record.started_at).total_seconds()
     return card
+
+
+def _equals(expected: str) -> Callable[[str], bool]:
+    return lambda key: key == expected
+
+
+def _holds(piece: str) -> Callable[[str], bool]:
+    return lambda key: piece in key
+
+
+def _said_in(text: str) -> Callable[[str], bool]:
+    return lambda key: _said(text, key)

@@ -1011,7 +1011,7 @@ class ToolCardLayout(ItemLayout):
         inner_x, inner_w = x + pad, w - 2 * pad
         small = QFontMetricsF(theme.small_font)
         row_h = max(theme.line_height, 22.0)
-        y = ITEM_PAD + pad
+        y: float = ITEM_PAD + pad
         self.header = QRectF(inner_x, y, inner_w, row_h)
         self.title = one_line(item.title, 120)
         self.category = one_line(item.category_label, 60)

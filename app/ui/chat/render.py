@@ -238,7 +238,7 @@ def _insert_highlighted(cursor: QTextCursor, code: str, lang: str, theme: ChatTh
     for token, value in _tokens(code, lang):
         fmt = base if token is None else _format_for(token, colors, base, formats)
         if fmt is not run_fmt and run:
-            cursor.insertText("".join(run), run_fmt)
+            cursor.insertText("".join(run), base if run_fmt is None else run_fmt)
             run = []
         run_fmt = fmt
         run.append(value)

@@ -36,6 +36,7 @@ from PySide6.QtCore import (
     QPersistentModelIndex,
     QPoint,
     QPointF,
+    QRect,
     Qt,
     QTimer,
     QUrl,
@@ -633,11 +634,8 @@ class ChatView(QTreeView):
         bar = self._bars.pop(call_id, None)
         if bar is None:
             return
-        had_focus = (
-            bar.isAncestorOf(QGuiApplication.focusObject())
-            if isinstance(QGuiApplication.focusObject(), QWidget)
-            else False
-        )
+        focused = QGuiApplication.focusObject()
+        had_focus = isinstance(focused, QWidget) and bar.isAncestorOf(focused)
         card = self._cards.get(call_id)
         if card is not None and 0 <= card.row < len(self.chat_model.items):
             self.setIndexWidget(self.chat_model.index(card.row, 0), None)  # type: ignore[arg-type]
@@ -757,12 +755,19 @@ class ChatView(QTreeView):
 
     # ---- painting ------------------------------------------------------------------------
 
-    def drawRow(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
+    def drawRow(
+        self,
+        painter: QPainter,
+        option: QStyleOptionViewItem,
+        index: QModelIndex | QPersistentModelIndex,
+    ) -> None:
         # No row panel, hover or focus decoration from the style: the delegate draws it all.
         self.chat_delegate.state.now = time.monotonic()
         self.chat_delegate.paint(painter, option, index)
 
-    def drawBranches(self, painter: QPainter, rect: object, index: QModelIndex) -> None:
+    def drawBranches(
+        self, painter: QPainter, rect: QRect, index: QModelIndex | QPersistentModelIndex
+    ) -> None:
         pass
 
     # ---- the "new messages" button -------------------------------------------------------
@@ -1174,8 +1179,11 @@ class ChatView(QTreeView):
             return False
         combo = event.keyCombination().toCombined()
         if isinstance(item, UserMessage):
-            return combo == QKeySequence(EDIT_KEY)[0].toCombined()
-        return combo == QKeySequence(REGENERATE_KEY)[0].toCombined()
+            return combo == _first_combined(EDIT_KEY)
+        return combo == _first_combined(REGENERATE_KEY)
+
+    def _branch_switch(self, branch: int, wanted: int) -> Callable[[], None]:
+        return lambda: self.branchRequested.emit(branch, wanted)
 
     def _keyboard_menu(self) -> None:
         """Shift+F10: the context menu of the current message."""
@@ -1266,9 +1274,7 @@ class ChatView(QTreeView):
             ("Previous version", branch.current - 1),
             ("Next version", branch.current + 1),
         ):
-            action = menu.addAction(
-                words, lambda w=wanted: self.branchRequested.emit(branch.index, w)
-            )
+            action = menu.addAction(words, self._branch_switch(branch.index, wanted))
             action.setEnabled(idle and 1 <= wanted <= branch.count)
 
     # ---- editing a message ---------------------------------------------------------------
@@ -1301,7 +1307,8 @@ class ChatView(QTreeView):
         if editing is None:
             return
         item, editor = editing
-        had_focus = editor.isAncestorOf(QApplication.focusWidget())
+        focused = QApplication.focusWidget()
+        had_focus = focused is not None and editor.isAncestorOf(focused)
         if 0 <= item.row < len(self.chat_model.items) and self.chat_model.items[item.row] is item:
             self.setIndexWidget(self.chat_model.index(item.row, 0), None)  # type: ignore[arg-type]
             item.editing = False
@@ -1349,3 +1356,8 @@ def _plain(layout: object, item: ChatItem) -> str:
     if blocks:
         return "\n\n".join(doc_text(block.doc) for block, _, _ in blocks)
     return item.plain_text()
+
+
+def _first_combined(shortcut: str) -> int:
+    """The first key combination of a shortcut, as `QKeyEvent.keyCombination()` gives it."""
+    return QKeySequence(shortcut)[0].toCombined()  # type: ignore[index]
