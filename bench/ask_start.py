@@ -4,7 +4,7 @@ A local stdlib HTTP server (a thread of this process) notes when the first POST 
 /v1/chat/completions arrives and answers with a short streamed reply, so the CLI exits.
 Each run is a fresh process; the time runs from just before it is spawned until that POST
 arrives. The floor is `python -c "import httpx; httpx.post(...)"` sending the very body
-Deskhand sent. Median of RUNS runs after one warm-up, for each case:
+Deskhand sent, run alternately with each case. Medians of RUNS runs after one warm-up:
 
 * plain: a home with one provider account (a local server, no key);
 * key: the same account with its API key stored in a keyring (bench/file_keyring.py, a
@@ -13,12 +13,10 @@ Deskhand sent. Median of RUNS runs after one warm-up, for each case:
   as on a machine without a desktop keyring): adds Argon2 key derivations by design;
 * mcp: the plain home with two stdio MCP servers in mcp.json (the reference server-everything
   when installed in .cache/conformance, else tests/mcp_servers.py), after one run that let
-  them list their tools;
-* no recipe: the plain home with the early request's recipe removed before each run (the
-  first `ask` after a change of settings, tools or Deskhand itself: nothing goes early).
+  them list their tools.
 
-All but "no recipe" are repeated asks with the same inputs, whose first request goes out
-before Deskhand has loaded (app/core/ask_early.py).
+Nothing is sent before Deskhand has loaded and nothing is cached between runs: the ratio is
+what import discipline alone gives (the README's target: ≤ 3× the floor).
 
 Run: .venv/bin/python bench/ask_start.py [--cryptfile]
 """
@@ -41,7 +39,6 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from app.core.ask_early import RECIPE_FILE  # noqa: E402
 from bench.pyc_cache import compile_project  # noqa: E402
 
 RUNS = 7
@@ -185,11 +182,8 @@ def _servers() -> dict[str, Any]:
     return {"one": entry, "two": dict(entry)}
 
 
-def timed(model: Model, argv: list[str], env: dict[str, str], forget: Path | None = None) -> float:
-    """Seconds from just before spawning `argv` to the first chat request's arrival.
-    `forget`: a file removed first (the recipe of the early request: a first `ask`)."""
-    if forget is not None:
-        forget.unlink(missing_ok=True)
+def timed(model: Model, argv: list[str], env: dict[str, str]) -> float:
+    """Seconds from just before spawning `argv` to the first chat request's arrival."""
     model.expect()
     start = time.monotonic()
     proc = subprocess.run(argv, env=env, cwd=REPO, capture_output=True, timeout=120)
@@ -199,11 +193,18 @@ def timed(model: Model, argv: list[str], env: dict[str, str], forget: Path | Non
     return model.arrival - start
 
 
-def median_of(
-    model: Model, argv: list[str], env: dict[str, str], forget: Path | None = None
-) -> float:
+def paired_medians(
+    model: Model, argv: list[str], env: dict[str, str], floor_argv: list[str]
+) -> tuple[float, float]:
+    """Medians of `argv` and of the floor, run alternately: a machine whose load changes
+    during the benchmark slows both alike, so their ratio holds."""
     timed(model, argv, env)  # warm-up: file caches, .pyc, and MCP servers' tool lists
-    return statistics.median(timed(model, argv, env, forget) for _ in range(RUNS))
+    timed(model, floor_argv, env)
+    runs, floors = [], []
+    for _ in range(RUNS):
+        runs.append(timed(model, argv, env))
+        floors.append(timed(model, floor_argv, environment()))
+    return statistics.median(runs), statistics.median(floors)
 
 
 def main() -> None:
@@ -212,7 +213,7 @@ def main() -> None:
     threading.Thread(target=model.serve_forever, daemon=True).start()
     env = environment()
     crypt_env = env | {"DESKHAND_KEYRING_PASSPHRASE": PASSPHRASE}
-    results: dict[str, float] = {}
+    results: dict[str, tuple[float, float]] = {}
     with tempfile.TemporaryDirectory(prefix="deskhand-bench-") as tmp:
         root = Path(tmp)
         key_home = make_home(root, "key", model, key="file")
@@ -224,29 +225,27 @@ def main() -> None:
             "plain": (make_home(root, "plain", model), env),
             "key": (key_home, key_env),
             "mcp": (make_home(root, "mcp", model, mcp=True), env),
-            # the first ask after any change of its inputs: no recipe, nothing goes early
-            "no recipe": (make_home(root, "first", model), env),
         }
         if "--cryptfile" in sys.argv:  # slow by design (Argon2): only when asked
             homes["cryptfile"] = (make_home(root, "crypt", model, key="cryptfile"), crypt_env)
+        body = root / "body.json"
+        plain_argv = [sys.executable, "-m", "app.cli", "--home", str(root / "plain"), "ask", "hi"]
+        timed(model, plain_argv, env)  # the request the floor sends too
+        body.write_bytes(model.body)
+        floor_argv = [sys.executable, "-c", FLOOR, f"{model.base_url}/chat/completions", str(body)]
         for case, (home, case_env) in homes.items():
             if case == "mcp":  # the servers list their tools once (as any earlier use would)
                 prime = [sys.executable, "-m", "app.cli", "--home", str(home), "mcp", "list"]
                 subprocess.run(prime, env=case_env, cwd=REPO, capture_output=True, timeout=120)
             argv = [sys.executable, "-m", "app.cli", "--home", str(home), "ask", "hi"]
-            forget = home / RECIPE_FILE if case == "no recipe" else None
-            results[case] = median_of(model, argv, case_env, forget)
-            if case == "plain":
-                body = root / "body.json"
-                body.write_bytes(model.body)
-        floor_argv = [sys.executable, "-c", FLOOR, f"{model.base_url}/chat/completions", str(body)]
-        floor = median_of(model, floor_argv, env)
+            results[case] = paired_medians(model, argv, case_env, floor_argv)
     model.shutdown()
-    print(f"httpx floor (same request body): {floor * 1000:7.1f} ms")
-    for case, seconds in results.items():
-        print(f"deskhand ask, {case:<9}:       {seconds * 1000:7.1f} ms  {seconds / floor:5.2f}x")
-    figures = {f"{k.replace(' ', '_')}_s": v for k, v in results.items()}
-    print(json.dumps({"floor_s": floor} | figures))
+    for case, (seconds, floor) in results.items():
+        print(
+            f"deskhand ask, {case:<9}: {seconds * 1000:7.1f} ms, httpx floor {floor * 1000:6.1f} ms"
+            f"  {seconds / floor:5.2f}x"
+        )
+    print(json.dumps({f"{k}_s": v for k, v in results.items()}))
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from app.core.approval import deny_all
 from app.core.pipeline import CallPipeline, ToolEnvironment
 from app.core.rules import Matcher, Rule, RuleBook, RuleDecision
 from app.core.sources import TrustStore
+from tools.redact import Tripwire
 from tools.registry import ToolRegistry
 from tools.runner import ToolRunner
 from tools.session import ToolSession
@@ -81,6 +82,7 @@ def pipeline(runner: ToolRunner, home: Path) -> CallPipeline:
         rules=RuleBook(None, rules),
         trust=TrustStore(None),
         approver=deny_all,
+        tripwire=runner.tripwire,
     )
 
 
@@ -125,7 +127,7 @@ async def concurrent_round(runner: ToolRunner, home: Path) -> float:
 
 def main() -> None:
     secrets = {f"secret-value-{i:04d}-abcdef" for i in range(50)}
-    runner = ToolRunner(registry(), max_workers=CONCURRENT, secrets=lambda: secrets)
+    runner = ToolRunner(registry(), max_workers=CONCURRENT, tripwire=Tripwire(secrets))
     home = Path(tempfile.mkdtemp())
     try:
         floor = sorted(asyncio.run(floor_latency(runner, home)))

@@ -84,6 +84,17 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["DESKHAND_STRICT_THREADS"] = "1"
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collecting imported (modules, their classes and functions) lives as long as the
+    run: frozen, the full collection after each Qt test (tests/fixtures_qt.py) walks only
+    what the tests made, not these hundreds of thousands of objects again (as the app's
+    own collector does after start-up, app/ui/gc_guard.py)."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 @pytest.fixture(autouse=True)
 def _no_gui_thread_left() -> Iterator[None]:
     """A window marks its thread as the GUI's; the next test starts without one."""

@@ -177,7 +177,9 @@ def site() -> Iterator[LocalSite]:
     server.daemon_threads = True
     test_site = LocalSite(server)
     server.RequestHandlerClass = _handler(test_site)
-    thread = threading.Thread(target=server.serve_forever, name="test-site", daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="test-site", daemon=True
+    )
     thread.start()
     try:
         yield test_site
@@ -333,7 +335,7 @@ class BrowserDriver:
     def escalate(self, name: str, **args: Any) -> Any:
         """The tool's own escalate hook's answer (an Escalation, a str or None)."""
         manifest, params = self.runner.validate(name, args)
-        return asyncio.run(self.runner.escalation(manifest, params, self.context(name)))
+        return asyncio.run(self.runner.classify(manifest, params, self.context(name))).escalation
 
     def escalation(self, name: str, **args: Any) -> str | None:
         """Why the call must ask, in words (None: it need not)."""
@@ -350,7 +352,10 @@ class BrowserDriver:
 
     def preview(self, name: str, **args: Any) -> str | None:
         manifest, params = self.runner.validate(name, args)
-        return asyncio.run(self.runner.preview(manifest, params, self.context(name)))
+        from tools.runner import always_asks
+
+        found = self.runner.classify(manifest, params, self.context(name), asks=always_asks)
+        return asyncio.run(found).preview
 
     def reset_tabs(self) -> None:
         """Fresh state for the next test: one blank tab."""

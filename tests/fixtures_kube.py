@@ -1009,7 +1009,10 @@ class KubeEnv:
 
     def preview(self, tool: str, **args: Any) -> str | None:
         manifest, params = self.runner.validate(tool, args)
-        return asyncio.run(self.runner.preview(manifest, params, self.tool_context()))
+        from tools.runner import always_asks
+
+        found = self.runner.classify(manifest, params, self.tool_context(), asks=always_asks)
+        return asyncio.run(found).preview
 
     # ---- seeding (fake: straight into the store; real: created through the API) -------------
 

@@ -14,12 +14,12 @@ import pytest
 from PySide6.QtCore import Qt, qVersion
 from PySide6.QtGui import QGuiApplication
 
-from app.cli import version
 from app.core.runtime import Runtime
 from app.core.secrets import SecretStore
 from app.core.settings import ProviderAccount
 from app.ui.settings import about_page
 from app.ui.settings.about_page import AboutPage
+from app.version import version
 from tests.fixtures_keyring import MemoryKeyring
 
 pytestmark = pytest.mark.gui

@@ -158,7 +158,8 @@ def test_cli_accounts(home, kubeconfig):
 def test_account_tools_for_the_model(runtime, kubeconfig):
     import asyncio
 
-    from app.core.approval import ApprovalPolicy, Verdict
+    from app.core.approval import Verdict
+    from tests.test_approval import verdict
 
     runner = runtime.runner
 
@@ -172,7 +173,7 @@ def test_account_tools_for_the_model(runtime, kubeconfig):
     manifest, switched = call(
         "set_active_integration_account", {"integration": "kubernetes", "account": "dev"}
     )
-    assert ApprovalPolicy().verdict(manifest) is Verdict.ASK
+    assert verdict(manifest) is Verdict.ASK
     assert switched.ok and runtime.accounts.active("kubernetes").fields["context"] == "dev"
     _, unknown = call("integration_is_enabled", {"integration": "jira"})
     assert not unknown.ok and unknown.error.startswith("unknown integration 'jira'")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from app.core.agent import Agent, Conversation
+from app.core.agent import Agent, Conversation, TurnSetup
 from app.core.approval import ApprovalPolicy, ApprovalRequest, Decision, allow_all, deny_all
 from app.core.events import (
     ApprovalDecided,
@@ -24,12 +24,16 @@ from app.core.events import (
     ToolProgress,
     TurnFinished,
 )
+from app.core.pipeline import CallPipeline, ToolEnvironment
 from app.core.providers import make_provider
 from app.core.providers.base import ProviderConfig
+from app.core.rules import RuleBook, RuleDecision, rule_from_legacy_pattern
 from app.core.settings import Settings
+from app.core.sources import TrustStore
 from app.core.store import Store
 from tests.fakellm import ScriptedLLM, error, hang, text, tool_calls
 from tests.fixtures_qt import wait_until
+from tools.redact import Tripwire
 from tools.registry import ToolRegistry
 from tools.runner import ToolRunner
 from tools.session import ToolSession
@@ -83,7 +87,8 @@ class Env:
                 ),
             ]
         )
-        self.runner = ToolRunner(self.registry, secrets=lambda: {SECRET})
+        self.tripwire = Tripwire({SECRET})
+        self.runner = ToolRunner(self.registry, tripwire=self.tripwire)
         self.settings = Settings()
         self.settings.files.allowed_roots = [str(root)]
         self.store = Store(home / "deskhand.db")
@@ -101,16 +106,23 @@ class Env:
         return self.loop.run_until_complete(coro)
 
     def agent(self, approver=allow_all, policy: ApprovalPolicy | None = None, **kw) -> Agent:
-        return Agent(
-            self.provider,
+        """An agent whose pipeline holds `policy`'s per-tool lists as in-memory rules."""
+        policy = policy or ApprovalPolicy()
+        rules = [rule_from_legacy_pattern(p, RuleDecision.DENY) for p in policy.deny] + [
+            rule_from_legacy_pattern(p, RuleDecision.ALLOW) for p in policy.always_allow
+        ]
+        pipeline = CallPipeline(
             self.runner,
-            home=self.home,
-            policy=policy,
+            ToolEnvironment(home=self.home, settings=self.settings),
+            rules=RuleBook(None, rules),
+            trust=TrustStore(None),
             approver=approver,
             recorder=self.store,
-            settings=self.settings,
-            system_prompt="You are a test.",
-            **kw,
+            tripwire=self.tripwire,
+        )
+        setup = TurnSetup(system_prompt="You are a test.", settings=self.settings, **kw)
+        return Agent(
+            self.provider, pipeline, tripwire=self.tripwire, recorder=self.store, setup=setup
         )
 
     def conversation(self) -> Conversation:

@@ -1,4 +1,4 @@
-"""Data leaving the machine through the browser (issue §5): sites as the browser parses them,
+"""Data leaving the machine through the browser (§5.8): sites as the browser parses them,
 egress escalations, and the checks on what the browser really sends (redirects, page
 navigations, state-changing requests), against Debian's Chromium and two local sites
 (127.0.0.1 on two ports = two sites)."""
@@ -117,7 +117,9 @@ def _serve() -> Iterator[Site]:
     server.daemon_threads = True
     site = Site(server)
     server.RequestHandlerClass = _handler(site)
-    thread = threading.Thread(target=server.serve_forever, name="egress-site", daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="egress-site", daemon=True
+    )
     thread.start()
     try:
         yield site

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from app.core.approval import ApprovalPolicy, Verdict
+from app.core.approval import Verdict
+from app.core.rules import Rule, RuleDecision
 from tests.fakellm import ScriptedLLM, text, tool_calls
 from tests.fixtures_browser import (
     CHROMIUM,
@@ -24,6 +25,7 @@ from tests.fixtures_browser import (
     assert_no_browser_left,
     require_chromium,
 )
+from tests.test_approval import verdict
 from tests.test_cli import deskhand, deskhand_env, events_of
 from tests.waits import poll_until
 
@@ -210,8 +212,7 @@ def test_evaluate_returns_wrapped_json(browser: BrowserDriver, site: LocalSite):
 
 
 def test_approval_classes_and_previews(browser: BrowserDriver, site: LocalSite):
-    policy = ApprovalPolicy()
-    verdicts = {m.name: policy.verdict(m) for m in browser.registry.search(category="browser")}
+    verdicts = {m.name: verdict(m) for m in browser.registry.search(category="browser")}
     asks = {name for name, v in verdicts.items() if v is Verdict.ASK}
     assert asks == {
         "browser_download",
@@ -223,7 +224,10 @@ def test_approval_classes_and_previews(browser: BrowserDriver, site: LocalSite):
     }
     # "always allow" never waives JavaScript's EXECUTE... unless the user chose it explicitly
     assert (
-        ApprovalPolicy(deny=["browser_evaluate"]).verdict(browser.registry.get("browser_evaluate"))
+        verdict(
+            browser.registry.get("browser_evaluate"),
+            [Rule(tool="browser_evaluate", decision=RuleDecision.DENY)],
+        )
         is Verdict.DENY
     )
     assert "document.cookie" in browser.preview("browser_evaluate", script="document.cookie")
@@ -294,7 +298,7 @@ def test_stop_cancels_the_action_in_flight(browser: BrowserDriver, site: LocalSi
     started = time.monotonic()
     result = browser.call("browser_navigate", ctx=ctx, url=site.url("/slow"), timeout_seconds=60)
     assert not result.ok and result.error == "cancelled"
-    assert time.monotonic() - started < 4
+    assert time.monotonic() - started < 20  # not the call's 60 s
     assert browser.call("browser_navigate", url=site.url("/about")).ok
 
 

@@ -20,7 +20,7 @@ from integrations import caldav as caldav_integration
 from integrations.registry import SPECS
 from integrations.spec import Account
 from tools.registry import ToolRegistry
-from tools.runner import ToolRunner
+from tools.runner import ToolRunner, always_asks
 from tools.spec import Operation, ToolContext, ToolResult
 
 PARIS = ZoneInfo("Europe/Paris")
@@ -63,7 +63,8 @@ class Harness:
 
     def preview(self, name: str, **args: Any) -> str | None:
         manifest, params = self.runner.validate(name, args)
-        return asyncio.run(self.runner.preview(manifest, params, self.ctx))
+        found = self.runner.classify(manifest, params, self.ctx, asks=always_asks)
+        return asyncio.run(found).preview
 
     def calendar_reminders(self) -> list[Any]:
         return [r for r in self.book.list() if r.source == "calendar"]

@@ -1,5 +1,6 @@
 """Screen readers and the keyboard: what the conversation's rows say, moving between
-messages, copying and opening from the keyboard, real approval buttons."""
+messages, copying and opening from the keyboard, real approval buttons, and Edit, Regenerate
+and the versions reached through the context menu."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QAccessible, QGuiApplication
-from PySide6.QtWidgets import QPushButton
+from PySide6.QtGui import QAccessible, QContextMenuEvent, QGuiApplication
+from PySide6.QtWidgets import QApplication, QMenu, QPushButton
 
 from app.core.approval import ApprovalRequest
 from app.core.events import ApprovalRequested, TextDelta, ToolCallStarted, TurnFinished
+from app.core.history_marks import BranchInfo
 from app.core.providers.base import ChatMessage, Usage
 from app.ui.chat.model import ToolCard
 from app.ui.chat.view import ChatView
@@ -134,3 +136,44 @@ def test_the_keyboard_moves_between_messages_copies_and_opens_cards(
         assert view.currentIndex().row() == 1
 
     run(qloop, body())
+
+
+# ---- message actions: Edit, Regenerate and the version switch are painted buttons (Tab
+# never reaches them), so the context menu (Menu key / Shift+F10) offers them
+
+
+def _keyboard_menu(view: ChatView, row: int, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The words of the context menu the Menu key opens on row `row`."""
+    seen: list[str] = []
+
+    class RecordingMenu(QMenu):
+        def exec(self, *args: Any) -> None:  # type: ignore[override]
+            seen.extend(a.text() for a in self.actions() if a.text())
+
+    monkeypatch.setattr("app.ui.chat.view.QMenu", RecordingMenu)
+    view.setFocus()
+    view.setCurrentIndex(view.chat_model.index(row, 0))
+    center = view.visualRect(view.chat_model.index(row, 0)).center()
+    event = QContextMenuEvent(
+        QContextMenuEvent.Reason.Keyboard, center, view.viewport().mapToGlobal(center)
+    )
+    QApplication.sendEvent(view.viewport(), event)
+    return seen
+
+
+def test_the_keyboard_reaches_edit_regenerate_and_the_versions(
+    view: ChatView, qloop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def body() -> tuple[list[str], list[str]]:
+        view.load_history(
+            [ChatMessage("user", "first"), ChatMessage("assistant", "second answer")],
+            branches=[BranchInfo(1, 2, 2)],
+        )
+        await settled(view)
+        return _keyboard_menu(view, 0, monkeypatch), _keyboard_menu(view, 1, monkeypatch)
+
+    on_question, on_answer = qloop.run_until_complete(asyncio.wait_for(body(), 20))
+    assert on_question and on_answer  # the menu opened
+    assert any("Edit" in w for w in on_question), on_question
+    assert any("Regenerate" in w for w in on_answer), on_answer
+    assert any("version" in w.lower() for w in on_answer), on_answer

@@ -301,13 +301,17 @@ def test_tools_call(workspace):
         "--json",
     )
     assert read.returncode == 0, read.stderr
-    assert json.loads(read.stdout)["content"].startswith("two")
+    assert events_of(read.stdout) == [events_of(read.stdout)[-1]]  # nothing to say first
+    assert events_of(read.stdout)[-1]["content"].startswith("two")
     write_args = json.dumps({"path": str(root / "b.txt"), "content": "new"})
     refused = deskhand(
         "--home", str(home), "tools", "call", "fs_write_file", "--args", write_args, "--json"
     )
     assert refused.returncode == 1 and not (root / "b.txt").exists()
-    assert "not approved" in json.loads(refused.stdout)["error"]
+    *before, result = events_of(refused.stdout)
+    assert "not approved" in result["error"] and result["type"] == "result"
+    assert [e["type"] for e in before] == ["approval_requested", "approval"]
+    assert before[1]["decision"] == "deny" and before[0]["name"] == "fs_write_file"
     allowed = deskhand(
         "--home",
         str(home),
@@ -320,10 +324,12 @@ def test_tools_call(workspace):
         "--json",
     )
     assert allowed.returncode == 0 and (root / "b.txt").read_text() == "new"
+    *before, result = events_of(allowed.stdout)
+    assert result["ok"] and [(e["type"], e["source"]) for e in before] == [("approval", "yes")]
     unknown = deskhand("--home", str(home), "tools", "call", "fs_nope", "--json")
-    assert unknown.returncode == 2 and "no tool named" in json.loads(unknown.stdout)["error"]
+    assert unknown.returncode == 2 and "no tool named" in events_of(unknown.stdout)[-1]["error"]
     bad = deskhand("--home", str(home), "tools", "call", "fs_read_file", "--args", "{", "--json")
-    assert bad.returncode == 2 and "not valid JSON" in json.loads(bad.stdout)["error"]
+    assert bad.returncode == 2 and "not valid JSON" in events_of(bad.stdout)[-1]["error"]
 
 
 def test_sigkill_while_streaming_keeps_every_completed_message(llm: ScriptedLLM, workspace):

@@ -9,14 +9,18 @@ from pathlib import Path
 import pytest
 
 from app.core import compaction
-from app.core.agent import Agent, Conversation
+from app.core.agent import Agent, Conversation, TurnSetup
 from app.core.approval import allow_all
 from app.core.events import Notice, TurnFinished
+from app.core.pipeline import CallPipeline, ToolEnvironment
 from app.core.providers import make_provider
 from app.core.providers.base import ChatMessage, ProviderConfig, ToolCallRequest
+from app.core.rules import RuleBook
 from app.core.settings import Settings
+from app.core.sources import TrustStore
 from app.core.store import Store
 from tests.fakellm import ScriptedLLM, error, text
+from tools.redact import TRIPWIRE
 from tools.registry import ToolRegistry
 from tools.runner import ToolRunner
 from tools.session import ToolSession
@@ -90,15 +94,17 @@ class Env:
         self.loop = asyncio.new_event_loop()
 
     def agent(self) -> Agent:
-        return Agent(
-            self.provider,
+        pipeline = CallPipeline(
             self.runner,
-            home=self.home,
+            ToolEnvironment(home=self.home, settings=self.settings),
+            rules=RuleBook(None),
+            trust=TrustStore(None),
             approver=allow_all,
             recorder=self.store,
-            settings=self.settings,
-            system_prompt="You are a test.",
+            tripwire=TRIPWIRE,
         )
+        setup = TurnSetup(system_prompt="You are a test.", settings=self.settings)
+        return Agent(self.provider, pipeline, tripwire=TRIPWIRE, recorder=self.store, setup=setup)
 
     def long_conversation(self) -> Conversation:
         conv = Conversation(ToolSession(self.registry), self.store.create_conversation())

@@ -1,4 +1,4 @@
-"""The composer with MCP servers (issue 14 §5), on real Qt widgets (offscreen) and the real
+"""The composer with MCP servers, on real Qt widgets (offscreen) and the real
 test server (tests/mcp_servers.py over stdio): resources attached from the + menu, prompts
 offered after "/" and filled in a small form. Without MCP nothing of it shows, and nothing
 MCP is imported."""

@@ -179,4 +179,4 @@ def test_hostile_input_cannot_make_masking_slow(text: str):
     """Tool output is attacker-controlled: masking stays linear (no catastrophic regex)."""
     began = time.perf_counter()
     mask_credential_values(text)
-    assert time.perf_counter() - began < 1.0
+    assert time.perf_counter() - began < 10.0  # linear: milliseconds; quadratic: minutes

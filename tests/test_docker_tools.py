@@ -16,14 +16,15 @@ from typing import Any
 
 import pytest
 
-from app.core.approval import ApprovalPolicy, Verdict
+from app.core.approval import Verdict
 from integrations.spec import Account
 from tests.fakellm import ScriptedLLM, text, tool_calls
 from tests.fixtures_docker import BUSYBOX, TEST_IMAGE, DockerDaemon, busybox_tar
+from tests.test_approval import verdict
 from tests.test_cli import deskhand, deskhand_env, events_of
 from tests.waits import Watch
 from tools.registry import ToolRegistry
-from tools.runner import ToolRunner
+from tools.runner import ToolRunner, always_asks
 from tools.spec import Progress, ToolContext, ToolError, ToolResult
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,7 +89,9 @@ class Tools:
     def preview(self, name: str, args: dict[str, Any], ctx: ToolContext | None = None) -> str:
         async def go() -> str | None:
             manifest, params = self.runner.validate(name, args)
-            return await self.runner.preview(manifest, params, ctx or self.context())
+            context = ctx or self.context()
+            found = await self.runner.classify(manifest, params, context, asks=always_asks)
+            return found.preview
 
         text = asyncio.run(go())
         assert text is not None, f"{name} offers no preview"
@@ -155,10 +158,9 @@ def test_manifests_declare_operations_so_reads_run_and_changes_ask():
     registry = ToolRegistry.default(None, entry_points=False)
     manifests = {m.name: m for m in registry.manifests() if m.category == "docker"}
     assert set(manifests) == READS | CHANGES
-    policy = ApprovalPolicy()
     for name, manifest in manifests.items():
         expected = Verdict.ALLOW if name in READS else Verdict.ASK
-        assert policy.verdict(manifest) is expected, name
+        assert verdict(manifest) is expected, name
         assert manifest.requires == ("docker",) and manifest.integration == "docker"
         assert len(manifest.summary) <= 120, name
     for name in ("docker_remove_container", "docker_run_container", "docker_prune"):

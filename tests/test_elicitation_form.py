@@ -1,4 +1,4 @@
-"""The elicitation form in the chat window (issue 14 §5): an MCP server's questions shown as a
+"""The elicitation form in the chat window: an MCP server's questions shown as a
 form built from its schema, answered Accept / Decline / Cancel, URL requests that answer
 accept only on "Open in browser", requests withdrawn by the server, the bridge that lets a
 worker thread wait for the user, and hostile text shown as plain, escaped, wrapped text.
@@ -276,7 +276,7 @@ def test_url_request_decline_and_escape(host: QWidget, qtbot: Any, browser: list
 
 def test_a_withdrawn_request_closes_the_form_with_a_note(host: QWidget, qtbot: Any) -> None:
     form, answers = show(host, qtbot, request())
-    with qtbot.waitSignal(form.withdrawn, timeout=5000):
+    with qtbot.waitSignal(form.withdrawn, timeout=30_000):
         form.request.cancelled.set()
     assert form.note.isVisible() and "withdrew" in form.note.text()
     assert not form.body.isVisible() and not any(b.isVisible() for b in form.buttons.values())
@@ -301,7 +301,7 @@ class Asker(threading.Thread):
         self.answer = self.handler(self.request)
 
     def result(self, qtbot: Any) -> ElicitationAnswer | None:
-        qtbot.waitUntil(lambda: not self.is_alive(), timeout=5000)
+        qtbot.waitUntil(lambda: not self.is_alive(), timeout=30_000)
         return self.answer
 
 
@@ -320,7 +320,7 @@ def panel(qtbot: Any) -> Iterator[ElicitationPanel]:
 
 
 def shown(qtbot: Any, panel: ElicitationPanel, req: ElicitationRequest) -> ElicitationForm:
-    qtbot.waitUntil(lambda: panel.form is not None and panel.form.request is req, timeout=5000)
+    qtbot.waitUntil(lambda: panel.form is not None and panel.form.request is req, timeout=30_000)
     assert panel.form is not None
     return panel.form
 
@@ -373,7 +373,7 @@ def test_a_withdrawn_request_answers_cancel_and_its_form_goes(
     assert second.result(qtbot) == ElicitationAnswer("cancel")
     shown_req.cancelled.set()
     assert first.result(qtbot) == ElicitationAnswer("cancel")
-    qtbot.waitUntil(lambda: panel.form is None and not panel.isVisible(), timeout=5000)
+    qtbot.waitUntil(lambda: panel.form is None and not panel.isVisible(), timeout=30_000)
     assert panel.pending() == 0
 
 

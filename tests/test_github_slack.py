@@ -30,8 +30,9 @@ from integrations.spec import Account
 from tests.fakellm import ScriptedLLM, text, tool_calls
 from tests.fakes_services import FakeGitHub, FakeSlack, SlackIdentity
 from tools.github.manifest import MANIFESTS as GITHUB_TOOLS
+from tools.redact import Tripwire
 from tools.registry import ToolRegistry
-from tools.runner import ToolRunner
+from tools.runner import ToolRunner, always_asks
 from tools.slack.manifest import MANIFESTS as SLACK_TOOLS
 from tools.spec import Operation, ToolContext, ToolResult
 
@@ -86,7 +87,7 @@ class Tools:
         registry = ToolRegistry()
         registry.add(GITHUB_TOOLS + SLACK_TOOLS)
         secrets = {v for a in directory.accounts for v in a.secrets.values()}
-        self.runner = ToolRunner(registry, secrets=lambda: secrets)
+        self.runner = ToolRunner(registry, tripwire=Tripwire(secrets))
         self.directory = directory
         self.home = home
 
@@ -105,9 +106,8 @@ class Tools:
 
     def preview(self, name: str, **args: Any) -> str | None:
         manifest, params = self.runner.validate(name, args)
-        return asyncio.run(
-            self.runner.preview(manifest, params, self.ctx(manifest.integration or ""))
-        )
+        ctx = self.ctx(manifest.integration or "")
+        return asyncio.run(self.runner.classify(manifest, params, ctx, asks=always_asks)).preview
 
     def close(self) -> None:
         self.runner.shutdown()

@@ -1,4 +1,4 @@
-"""Native notifications in the window app (issue 16): reminders with Snooze / Done buttons,
+"""Native notifications in the window app: reminders with Snooze / Done buttons,
 keys passed through for other callers (tasks), the tray balloon when no notification server
 answers, and closing the window without a tray (stock GNOME) never stopping reminders
 silently. Against the real notification server of tests/fixtures_notify.py, on a private
@@ -541,8 +541,8 @@ def test_the_notification_server_is_probed_after_the_window_shows(
 def test_mcp_servers_do_not_start_once_the_app_is_stopping(
     make_app: Callable[[], App], home: Path, qloop: asyncio.AbstractEventLoop
 ) -> None:
-    """The MCP start waits MCP_START_AFTER_MS after the window is whole; an App that
-    quit (or was torn down) meanwhile starts no servers that nobody would stop."""
+    """The MCP start waits for the event loop; an App that quit (or was torn down)
+    meanwhile starts no servers that nobody would stop."""
     from app.core.paths import mcp_path
 
     server = {"command": sys.executable, "args": [str(Path(__file__).with_name("mcp_servers.py"))]}
@@ -554,5 +554,4 @@ def test_mcp_servers_do_not_start_once_the_app_is_stopping(
         app.start_mcp_servers()
 
     qloop.run_until_complete(the_timer_fires())
-    assert getattr(app, "_mcp_future", None) is None
-    assert "mcp" not in app.runtime.__dict__
+    assert app.runtime.started_mcp is None

@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 import yaml
 
-from app.core.approval import ApprovalPolicy, Verdict
+from app.core.approval import Verdict
 from tests.fakellm import ScriptedLLM, text, tool_calls
 from tests.fixtures_kube import CALL_SECONDS, FakeKube, KubeEnv
+from tests.test_approval import verdict
 from tests.waits import Watch
 from tools.registry import ToolRegistry
 from tools.spec import Operation, ToolContext
@@ -140,15 +141,14 @@ def test_manifests_declare_names_operations_previews_and_context():
     registry = ToolRegistry.default(None, entry_points=False)
     tools = {m.name: m for m in registry.manifests() if m.category == "kubectl"}
     assert set(tools) == READS | set(CHANGES)
-    policy = ApprovalPolicy()
     for name, m in tools.items():
         assert m.requires == ("kubernetes",) and m.integration == "kubernetes"
         assert len(m.summary) <= 120, name
         assert "context" in m.json_schema()["properties"], name
         if name in READS:
-            assert m.operations == {Operation.READ} and policy.verdict(m) is Verdict.ALLOW
+            assert m.operations == {Operation.READ} and verdict(m) is Verdict.ALLOW
         else:
-            assert m.operations == CHANGES[name] and policy.verdict(m) is Verdict.ASK
+            assert m.operations == CHANGES[name] and verdict(m) is Verdict.ASK
     assert {n for n, m in tools.items() if m.preview} >= {
         "kubectl_apply",
         "kubectl_delete",

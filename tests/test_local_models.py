@@ -272,7 +272,7 @@ def test_a_model_that_cannot_call_tools_answers_without_them(llm: ScriptedLLM, t
     assert events[-1]["type"] == "done"
 
 
-# ---- calls quoted from what the model read never run (issue §7) -----------------------------
+# ---- calls quoted from what the model read never run (§5.10) ------------------------------------
 
 
 def _written(dialect: str, call: dict[str, Any]) -> str:

@@ -47,7 +47,9 @@ class _NotAModelServer(BaseHTTPRequestHandler):
 def web_page_port() -> Iterator[int]:
     """Some other HTTP service: answers 200, but not with a model list."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _NotAModelServer)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         yield int(server.server_address[1])
@@ -88,7 +90,8 @@ def test_a_server_that_never_answers_is_left_out_within_the_timeout(
         Candidate("Silent", f"http://127.0.0.1:{silent_port}/v1"),
         Candidate("Ollama", llm.openai_base_url),
     ]
-    found = run(detect_local_servers(timeout=0.3, candidates=candidates))
+    # the answering server gets 2 s: enough on a busy machine (the silent one holds them all)
+    found = run(detect_local_servers(timeout=2.0, candidates=candidates))
     assert [s.name for s in found] == ["Ollama"]
 
 

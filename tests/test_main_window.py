@@ -349,11 +349,11 @@ def test_opening_the_window_imports_no_heavy_module(tmp_path: Path):
 def test_the_header_shows_the_accounts_tools_act_on(window, qtbot, qloop, monkeypatch, tmp_path):
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
     monkeypatch.delenv("DOCKER_HOST", raising=False)
-    qloop.run_until_complete(window.refresh_accounts())
+    qtbot.waitUntil(window.refresh_accounts().done)
     assert window.accounts_label.text() == ""  # only the local Docker: nothing to choose
     added = window.runtime.accounts.add("docker", "build box", {"host": "ssh://me@build"})
     window.runtime.accounts.set_active("docker", added.id)
-    qloop.run_until_complete(window.refresh_accounts())  # read in a worker thread
+    qtbot.waitUntil(window.refresh_accounts().done)  # read in a worker thread
     assert window.accounts_label.text() == "Docker: build box"
     # reading them on the window's thread (YAML, contexts) is what the guard refuses
     with pytest.raises(GuiThreadError):
@@ -390,9 +390,7 @@ def test_the_thread_guard_logs_instead_of_failing_for_users(monkeypatch, caplog)
         forget_gui_thread()
 
 
-def test_the_first_keystroke_loads_the_first_turn_off_the_gui_thread(
-    window, qtbot, monkeypatch
-):
+def test_the_first_keystroke_loads_the_first_turn_off_the_gui_thread(window, qtbot, monkeypatch):
     import threading
 
     calls: list[str] = []
@@ -406,7 +404,7 @@ def test_the_first_keystroke_loads_the_first_turn_off_the_gui_thread(
     qtbot.keyClicks(window.composer.edit, "hel")
     qtbot.waitUntil(lambda: "registry" in window.runtime.__dict__)
     qtbot.keyClicks(window.composer.edit, "lo")
-    assert len(calls) == 1 and calls[0].startswith("deskhand-warm-up")
+    assert len(calls) == 1 and calls[0].startswith("deskhand-off-gui")
     assert "app.core.agent" in sys.modules
 
 
@@ -439,32 +437,40 @@ def test_reopening_a_chat_builds_its_tools_off_the_gui_thread(window, monkeypatc
     conversation = window.controller.conversation  # waits for the worker
     assert conversation is not None and conversation.id == conv_id
     assert [m.content for m in conversation.messages] == ["hello there"]
-    assert len(threads) == 1 and threads[0].startswith("deskhand-open")
+    assert len(threads) == 1 and threads[0].startswith("deskhand-off-gui")
 
 
-def test_a_turn_makes_its_client_and_loads_its_tools_off_the_gui_thread(
+def test_a_turn_builds_its_client_agent_and_prompt_off_the_gui_thread(
     window, llm, qtbot, qloop, monkeypatch
 ):
-    """Building the HTTP client (its TLS context) and the first registry cost tens of ms:
-    a turn must not do either on the GUI thread (bench/loop_stall.py)."""
+    """The HTTP client (its TLS context), the conversation's tools, the agent and its
+    system prompt (a scan of the skill folders) cost tens of ms: a turn does none of them
+    on the GUI thread (bench/loop_stall.py)."""
     import threading
 
     import app.core.providers as providers
 
     gui = threading.current_thread()
     threads: dict[str, object] = {}
-    real_make, real_warm = providers.make_provider, window.runtime.warm_up
+    real_make, real_open = providers.make_provider, window.runtime.open_conversation
+    real_agent = window.runtime.make_agent
 
     def make(config):
         threads["client"] = threading.current_thread()
         return real_make(config)
 
-    def warm():
+    def open_conversation(conversation_id=None):
         threads["tools"] = threading.current_thread()
-        real_warm()
+        return real_open(conversation_id)
+
+    def make_agent(*args, **kwargs):
+        threads["agent"] = threading.current_thread()
+        return real_agent(*args, **kwargs)
 
     monkeypatch.setattr(providers, "make_provider", make)
-    monkeypatch.setattr(window.runtime, "warm_up", warm)
+    monkeypatch.setattr(window.runtime, "open_conversation", open_conversation)
+    monkeypatch.setattr(window.runtime, "make_agent", make_agent)
+    (window.runtime.home / "skills").mkdir()  # the prompt lists skills: a scan
     window._warmed = True  # as if typing had not started it: the send must
     llm.add(text("done"))
 
@@ -474,9 +480,55 @@ def test_a_turn_makes_its_client_and_loads_its_tools_off_the_gui_thread(
         await wait_until(lambda: len(llm.requests) == 1 and not window.controller.busy)
 
     qloop.run_until_complete(body())
-    assert set(threads) == {"client", "tools"}
+    assert set(threads) == {"client", "tools", "agent"}
     assert all(thread is not gui for thread in threads.values())
     assert [m.content for m in stored(window)] == ["hi", "done"]
+
+
+def test_a_turn_does_no_guarded_work_on_the_gui_thread(window, llm, qloop, monkeypatch):
+    """Keyring access, the skills scan and the system prompt are guarded (app.core.threads):
+    a whole turn with a stored key and a skill runs without tripping the guard."""
+    import traceback
+
+    from app.core import threads
+    from app.core.secrets import SecretStore, secret_key
+    from app.ui.off_gui import run_off_gui
+    from tests.fixtures_keyring import MemoryKeyring
+
+    tripped: list[str] = []
+    real_strict = threads.strict
+
+    def noting_strict() -> bool:  # the guard asks this only on the GUI thread
+        tripped.append("".join(traceback.format_stack(limit=8)))
+        return real_strict()
+
+    runtime = window.runtime
+    runtime.secrets = SecretStore(backend=MemoryKeyring(), home=runtime.home)
+    key = secret_key("provider", runtime.settings.active_provider_account().id, "api_key")
+    run_off_gui(lambda: runtime.secrets.set(key, "sk-turn-0123")).result(timeout=10)
+    skill = window.runtime.home / "skills" / "notes"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: notes\ndescription: Take notes.\n---\nBody\n")
+    monkeypatch.setattr(threads, "strict", noting_strict)
+    llm.add(text("done"))
+
+    async def body():
+        window.composer.set_text("hi")
+        window.composer.submit()
+        await wait_until(lambda: len(llm.requests) == 1 and not window.controller.busy)
+
+    qloop.run_until_complete(body())
+    assert tripped == []
+    assert [m.content for m in stored(window)] == ["hi", "done"]
+    request = llm.requests[0]
+    assert request.headers["authorization"] == "Bearer sk-turn-0123"  # the keyring was read
+    assert "notes" in request.body["messages"][0]["content"]  # the skills were scanned
+    with pytest.raises(GuiThreadError):
+        window.runtime.system_prompt()
+    with pytest.raises(GuiThreadError):
+        window.runtime.skills.discover()
+    with pytest.raises(GuiThreadError):
+        window.runtime.secrets.get(key)
 
 
 def test_the_first_keystroke_prepares_the_file_tools_places_off_the_gui_thread(
@@ -490,7 +542,7 @@ def test_the_first_keystroke_prepares_the_file_tools_places_off_the_gui_thread(
     )
     qtbot.keyClicks(window.composer.edit, "x")
     qtbot.waitUntil(lambda: bool(calls))
-    assert calls[0].startswith("deskhand-warm-up")
+    assert calls[0].startswith("deskhand-off-gui")
 
 
 def test_the_first_keystroke_also_warms_the_code_highlighter(window, qtbot):

@@ -1,4 +1,4 @@
-"""MCP client (issue 8) against servers written with the SDK in tests/mcp_servers.py."""
+"""MCP client against servers written with the SDK in tests/mcp_servers.py."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ from app.core.mcp.manager import McpManager
 from app.core.mcp.manifests import build_manifests, operations_of, tool_name
 from app.core.mcp.status import ServerState, Status
 from tests.fixtures_qt import wait_until
+from tools.redact import Tripwire
 from tools.registry import ToolRegistry
 from tools.runner import ToolRunner
 from tools.spec import Operation, ToolContext, ToolManifest, ToolResult
@@ -322,7 +323,7 @@ def test_stdio_list_and_call(stdio_manager: McpManager, home: Path) -> None:
 def test_errors_through_the_runner(stdio_manager: McpManager, home: Path) -> None:
     registry = ToolRegistry()
     registry.add(stdio_manager.tool_manifests(wait=30), "mcp")
-    runner = ToolRunner(registry, secrets=lambda: {TOKEN})
+    runner = ToolRunner(registry, tripwire=Tripwire({TOKEN}))
     ctx = ToolContext(home=home)
     try:
         bad = asyncio.run(runner.run("mcp__test__add", {"a": "x", "b": 1}, ctx))
@@ -379,7 +380,7 @@ def test_cancel_event_stops_the_waiting_body(stdio_manager: McpManager, home: Pa
     started = time.monotonic()
     with pytest.raises(ToolCancelled):
         call(manifests, "mcp__test__slow", ctx, seconds=30)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 15  # not the call's 30 s
 
 
 def test_crashed_server_is_restarted_and_reported(
@@ -496,7 +497,7 @@ def test_http_cancel(http_url: str, home: Path, markers: Path) -> None:
         started = time.monotonic()
         with pytest.raises(ToolCancelled):
             call(manifests, "mcp__remote__slow", ctx, seconds=30)
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < 15  # not the call's 30 s
         assert call(manifests, "mcp__remote__echo", ctx.__class__(home=home), text="x").ok
     finally:
         manager.shutdown()
@@ -542,7 +543,7 @@ def test_cli_mcp_list_and_tools_call(
     # the server says echo is read-only, but it is not trusted yet: the call asks, and
     # without a terminal or --yes it is refused
     assert main(["tools", "call", "mcp__test__echo", "--args", '{"text": "cli"}', "--json"]) == 1
-    assert "not approved" in json.loads(capsys.readouterr().out)["error"]
+    assert "not approved" in json.loads(capsys.readouterr().out.splitlines()[-1])["error"]
     assert main(["sources", "trust", "mcp:test"]) == 0
     assert "trusted" in capsys.readouterr().out
     assert main(["tools", "call", "mcp__test__echo", "--args", '{"text": "cli"}', "--json"]) == 0

@@ -1,4 +1,4 @@
-"""Resources and prompts of MCP servers (issue 14 §5), core side: what `McpManager` lists,
+"""Resources and prompts of MCP servers, core side: what `McpManager` lists,
 reads and fills against the real test server (tests/mcp_servers.py over stdio), and what
 `app/core/mcp/catalog.py` makes of it for a message: a labelled attachment, a prompt as
 composer text. Everything a server sends is untrusted: hostile names and texts come out

@@ -1,4 +1,4 @@
-"""mcp.json checked entry by entry (issue 14 §4): a bad entry is named with its field in plain
+"""mcp.json checked entry by entry: a bad entry is named with its field in plain
 words and the others load and run; `mcp list` shows both, and a server that exits at start
 shows its last stderr lines (redacted, control characters visible)."""
 
@@ -259,7 +259,7 @@ def test_keyring_references_and_placeholders_still_resolve(tmp_path: Path) -> No
                 "url": "https://${keyring:mcp/api/host}/mcp",
                 "headers": {"Authorization": "keyring:mcp/api/Authorization"},
             },
-            "broken": {"command": "srv", "env": {"GITHUB_TOKEN": "keyring:mcp/gh/missing"}},
+            "broken": {"command": "srv", "env": {"GITHUB_TOKEN": "keyring:mcp/broken/missing"}},
         },
     )
     config = read_config(path)
@@ -273,7 +273,7 @@ def test_keyring_references_and_placeholders_still_resolve(tmp_path: Path) -> No
     assert api.url == "https://api.internal.example/mcp"
     assert api.headers == {"Authorization": "Bearer abc123456"}
     assert servers["api"].credential_values() == []  # references are not literal secrets
-    with pytest.raises(McpConfigError, match="'mcp/gh/missing', which does not exist"):
+    with pytest.raises(McpConfigError, match="'mcp/broken/missing', which does not exist"):
         servers["broken"].resolved(store.get)
 
 

@@ -1,4 +1,4 @@
-"""Signing in to remote MCP servers with OAuth 2.1 (issue 14 §5), against a real
+"""Signing in to remote MCP servers with OAuth 2.1, against a real
 OAuth-protected MCP server (tests/oauth_server.py: Streamable HTTP behind a bearer token, with
 its own authorization server) and Deskhand's real manager, connection and providers.
 
@@ -35,6 +35,7 @@ from tests.fixtures_keyring import MemoryKeyring
 from tests.oauth_server import Knobs, OAuthMcpServer, load, serve
 from tests.test_cli import REPO, deskhand, deskhand_env
 from tests.test_mcp import wait_for, write_config
+from tools.redact import TRIPWIRE
 from tools.registry import ToolRegistry
 from tools.runner import ToolRunner
 from tools.spec import ToolContext, ToolError
@@ -206,7 +207,7 @@ def test_calls_to_a_server_that_needs_sign_in_fail_fast_saying_so(
 ) -> None:
     """Nothing will change until the user signs in, so a call does not wait for it."""
     app.configure({NAME: {"url": oauth.url}})
-    manager = app.manager(ready_wait=3.0)
+    manager = app.manager(ready_wait=30.0)  # waiting for it would show as 30 s
     manager.start()
     assert wait_for(lambda: _status(manager) is Status.NEEDS_SIGN_IN, SETTLE)
 
@@ -218,7 +219,7 @@ def test_calls_to_a_server_that_needs_sign_in_fail_fast_saying_so(
         manager.call_tool(NAME, "echo", {"text": "hi"}, ToolContext(home=app.home))
     took = time.monotonic() - began
     assert f"deskhand mcp login {NAME}" in str(failed.value)
-    assert took < 1.5, f"the call waited {took:.1f} s for a server that waits for the user"
+    assert took < 15, f"the call waited {took:.1f} s for a server that waits for the user"
 
 
 def test_waiting_for_a_server_that_needs_sign_in_returns_at_once(
@@ -230,11 +231,11 @@ def test_waiting_for_a_server_that_needs_sign_in_returns_at_once(
     manager = started(app, oauth.url)
     needs_sign_in(manager.status(NAME))
 
-    for wait in (lambda: manager.wait_settled(3.0, [NAME]), lambda: manager.start(wait=3.0)):
+    for wait in (lambda: manager.wait_settled(30.0, [NAME]), lambda: manager.start(wait=30.0)):
         began = time.monotonic()
         needs_sign_in(next(s for s in wait() if s.name == NAME))
         took = time.monotonic() - began
-        assert took < 1.5, f"waited {took:.1f} s for a server that waits for the user"
+        assert took < 15, f"waited {took:.1f} s for a server that waits for the user"
 
 
 # ---- signing in ---------------------------------------------------------------------------------
@@ -499,7 +500,7 @@ def test_tokens_join_the_tripwire_and_never_reach_results_or_logs(
 
     registry = ToolRegistry()
     registry.add(manager.tools(NAME), "mcp")
-    runner = ToolRunner(registry, secrets=known_secret_values)
+    runner = ToolRunner(registry, tripwire=TRIPWIRE)
     try:
         leaked = asyncio.run(runner.run(f"mcp__{NAME}__leak", {}, ToolContext(home=app.home)))
     finally:

@@ -4,7 +4,7 @@ A hostile authorization server's metadata naming a token endpoint on another hos
 http, ends the sign-in with a plain error naming that endpoint, and nothing reaches it.
 
 Real parts: Deskhand's manager, connection and OAuth providers over an in-memory keyring,
-and hostile HTTP servers on 127.0.0.1 (tests/test_mcp_oauth_attacks.py)."""
+and hostile HTTP servers on 127.0.0.1 (tests/test_mcp_oauth_hostile_servers.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("mcp")
 
 from app.core.mcp.oauth import SignInFailed, _require_own_endpoint
-from tests.test_mcp_oauth_attacks import (
+from tests.test_mcp_oauth_hostile_servers import (
     NAME,
     SHORT_SIGN_IN,
     Desk,

@@ -330,15 +330,31 @@ def test_opens_with_existing_servers_and_rules(
     assert runtime.rules.rules() == before
 
 
-def test_the_stderr_tail_on_the_page_masks_secrets_and_controls() -> None:
-    """The page's handler sees a server's log record before the root handlers' redaction."""
-    import logging
+def test_a_token_argument_typed_into_the_form_goes_to_the_keyring(
+    page: McpPage, qloop: Any, runtime: Runtime
+) -> None:
+    """The form's arguments go through the same secret mover as an import: a `--token=…`
+    or `--api-key VALUE` typed there never stays in clear in mcp.json."""
+    flag = "flag-secret-42"
 
-    tail = mcp_page.stderr_tail()
-    token = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
-    logging.getLogger("deskhand.mcp.leaky").warning("[leaky] auth failed for %s\x1b[2J", token)
-    [line] = tail.tail("leaky")
-    assert token not in line and "\x1b" not in line and "auth failed" in line
+    async def body() -> None:
+        fill_stdio(page, "notes")
+        page.editor.args_edit.setText(f"{SERVER} stdio --token={TOKEN} --api-key {flag}")
+        assert await page.save_editor()
+        text = mcp_path(runtime.home).read_text("utf-8")
+        assert TOKEN not in text and flag not in text
+        args = mcp_json(runtime)["notes"]["args"]
+        assert args[2] == "--token=${keyring:mcp/notes/arg3}"
+        assert runtime.secrets.get("mcp/notes/arg3") == TOKEN
+        assert runtime.secrets.get("mcp/notes/arg5") == flag
+        # the form shows the references; saving again changes nothing
+        page.select("notes")
+        assert TOKEN not in page.editor.args_edit.text()
+        assert await page.save_editor()
+        assert mcp_json(runtime)["notes"]["args"] == args
+        assert runtime.secrets.get("mcp/notes/arg3") == TOKEN
+
+    run(qloop, body())
 
 
 def test_a_bad_entry_is_shown_with_its_field_and_the_others_run(
@@ -401,7 +417,9 @@ class _Unauthorized(BaseHTTPRequestHandler):
 @pytest.fixture
 def unauthorized_url() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Unauthorized)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}/mcp"
     server.shutdown()
@@ -908,3 +926,31 @@ def test_plain_reasons() -> None:
     assert reason("McpError: Connection closed") == "The server stopped before it was ready."
     assert reason("weird\x1b[2J thing") == "Weird⟨U+001B⟩[2J thing."
     assert reason(None) == "The server stopped before it was ready."
+
+
+def test_cancel_tasks_cancels_what_the_page_and_its_sign_in_started(
+    qtbot: Any, qloop: Any, runtime: Runtime, restore_theme: None, unauthorized_url: str
+) -> None:
+    write_servers(runtime, {"wiki": {"url": unauthorized_url}})
+    install_manager(runtime, SignInStub)
+    manager: SignInStub = runtime.mcp
+    page = open_page(qtbot, qloop, runtime)
+
+    async def body() -> None:
+        await connect_until(page, {"wiki": Status.NEEDS_SIGN_IN})
+        qtbot.mouseClick(page.signin.sign_in_button, Qt.MouseButton.LeftButton)
+        await wait_until(lambda: manager.threads, what="sign_in to be waiting for the browser")
+        started = [*page._tasks, *page.signin._tasks]
+        assert started
+        page.cancel_tasks()
+        await wait_until(lambda: all(task.done() for task in started), what="the tasks to end")
+        assert any(task.cancelled() for task in started)
+        assert not page._tasks and not page.signin._tasks
+        assert not page.signin.waiting("wiki")
+        manager.gate.set()  # the abandoned call ends; nothing shows its result
+        await wait_until(manager.returned.is_set, what="the abandoned call to end")
+        # shown again, the page reads mcp.json afresh and follows the servers again
+        await page.ensure_loaded()
+        assert page.server_list.count() == 1
+
+    run(qloop, body())

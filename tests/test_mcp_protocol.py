@@ -1,4 +1,4 @@
-"""MCP protocol features on the client side (issue 14 §5): clientInfo, progress, server log
+"""MCP protocol features on the client side: clientInfo, progress, server log
 messages, sampling (declined), roots and elicitation — end to end through `McpManager`
 against the real Python test server (tests/mcp_servers.py, mode `proto`) over stdio.
 
@@ -23,7 +23,7 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from app.core.cli_output import terminal_elicitation
+from app.cli.elicitation import terminal_elicitation
 from app.core.mcp.client_callbacks import LOG_RATE, MAX_PROGRESS, SAMPLING_DECLINED
 from app.core.mcp.elicitation import ElicitationAnswer, ElicitationRequest
 from app.core.mcp.manager import McpManager
@@ -94,7 +94,7 @@ def answer_of(result: ToolResult) -> dict[str, Any]:
 
 
 def test_client_info_names_deskhand_and_its_version(manager: McpManager) -> None:
-    from app.cli import version
+    from app.version import version
 
     said = answer_of(run(manager, "client"))
     assert said["name"] == "Deskhand" and said["version"] == version()
@@ -136,7 +136,24 @@ def test_progress_through_tools_call(home: Path, markers: Path) -> None:
         env=deskhand_env(),
     )
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["content"] == "done"
+    *events, result = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert result["type"] == "result" and result["content"] == "done"
+    progress = [e["message"] for e in events if e["type"] == "progress"]
+    assert progress == ["copying 1/2", "copying 2/2"]  # as `ask --json` shows progress
+    assert "copying" not in proc.stderr
+
+
+def test_progress_through_tools_call_on_a_terminal_is_text_on_stderr(
+    home: Path, markers: Path
+) -> None:
+    write_config(home, {"p": proto_entry(markers)})
+    proc = deskhand(
+        "--home", str(home), "tools", "call", "mcp__p__progress",
+        "--args", '{"steps": 2, "message": "copying"}', "--yes",
+        env=deskhand_env(),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "done"
     assert "… copying 1/2" in proc.stderr and "… copying 2/2" in proc.stderr
 
 
@@ -427,7 +444,7 @@ def test_tools_that_require_tasks_are_not_offered() -> None:
     state says which tools were left out and why."""
     from types import SimpleNamespace
 
-    from app.core.mcp.cli import describe
+    from app.cli.mcp_servers import describe
     from app.core.mcp.manifests import NEEDS_TASKS, build_manifests, needs_tasks
     from app.core.mcp.status import ServerState, Status
 

@@ -11,14 +11,25 @@ from pathlib import Path
 
 import pytest
 
-from app.core.agent import Agent, Conversation
-from app.core.approval import ApprovalPolicy, Verdict, allow_all
-from app.core.memory import INJECT_HEADER, MemoryRefused, MemoryService, memory_context
+from app.core.agent import Agent, Conversation, TurnSetup
+from app.core.approval import Verdict, allow_all
+from app.core.memory import (
+    INJECT_HEADER,
+    ConversationServices,
+    MemoryRefused,
+    MemoryService,
+    memory_context,
+)
+from app.core.pipeline import CallPipeline, ToolEnvironment
 from app.core.providers import make_provider
 from app.core.providers.base import ProviderConfig
+from app.core.rules import RuleBook
 from app.core.settings import Settings
+from app.core.sources import TrustStore
 from app.core.store import Store
 from tests.fakellm import ScriptedLLM, text, tool_calls
+from tests.test_approval import verdict
+from tools.redact import TRIPWIRE
 from tools.registry import ToolRegistry
 from tools.runner import ToolRunner
 from tools.session import ToolSession
@@ -56,7 +67,7 @@ def call(
 def escalation(runner: ToolRunner, name: str, args: dict, session: ToolSession, home: Path):
     manifest, params = runner.validate(name, args)
     ctx = ToolContext(home=home, session=session)
-    return asyncio.run(runner.escalation(manifest, params, ctx))
+    return asyncio.run(runner.classify(manifest, params, ctx)).escalation
 
 
 def notes_of(context: str) -> list[str]:
@@ -132,9 +143,8 @@ def test_kinds_and_size_are_checked(store):
 
 
 def test_memory_tools_ask_before_changing_anything(runner):
-    policy = ApprovalPolicy()
     verdicts = {
-        name: policy.verdict(runner.registry.get(name))
+        name: verdict(runner.registry.get(name))
         for name in ("memory_store", "memory_update", "memory_delete", "memory_search")
     }
     assert verdicts == {
@@ -215,16 +225,23 @@ def test_agent_injects_memories_and_binds_the_conversation(llm: ScriptedLLM, tmp
     provider = make_provider(
         ProviderConfig(kind="openai", base_url=llm.openai_base_url, model="m", max_retries=0)
     )
-    agent = Agent(
-        provider,
-        runner,
+    services = {"memory": memory}
+    env = ToolEnvironment(
         home=tmp_path,
+        settings=settings,
+        services=lambda cid: ConversationServices(services, cid),
+    )
+    pipeline = CallPipeline(
+        runner,
+        env,
+        rules=RuleBook(None),
+        trust=TrustStore(None),
         approver=allow_all,
         recorder=store,
-        settings=settings,
-        system_prompt="You are a test.",
-        services={"memory": memory},
+        tripwire=TRIPWIRE,
     )
+    setup = TurnSetup(system_prompt="You are a test.", settings=settings, services=services)
+    agent = Agent(provider, pipeline, tripwire=TRIPWIRE, recorder=store, setup=setup)
     conv = Conversation(ToolSession(registry), store.create_conversation())
     llm.add(tool_calls(("c1", "memory_store", {"content": "Has a dog named Rex"})), text("Noted."))
 

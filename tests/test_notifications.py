@@ -1,4 +1,4 @@
-"""Notifications with actions (issue 16) against a real freedesktop notification server.
+"""Notifications with actions against a real freedesktop notification server.
 
 The server is a small one of our own (dbus-fast) speaking org.freedesktop.Notifications on a
 private session bus started here: dunst, the Debian daemon, needs an X display to run, and

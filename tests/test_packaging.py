@@ -16,6 +16,7 @@ from pathlib import Path, PureWindowsPath
 import pytest
 
 from app import cli
+from app.version import version
 from tools.registry import ToolRegistry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,7 +87,7 @@ def test_version_flag(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.Mo
         raise importlib.metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(importlib.metadata, "version", not_installed)
-    assert cli.version() == VERSION  # read from pyproject.toml
+    assert version() == VERSION  # read from pyproject.toml
 
 
 def test_desktop_entry_is_valid() -> None:

@@ -6,6 +6,7 @@ import json
 import random
 import re
 import urllib.parse
+from pathlib import Path
 
 import pytest
 
@@ -197,3 +198,28 @@ def test_long_secrets_are_caught_raw_and_escaped() -> None:
     r = Redactor([pem])
     assert r.text(f"key: {pem}") == f"key: {REDACTED}"
     assert r.text(json.dumps(pem)) == json.dumps(REDACTED)
+
+
+# ---- one tripwire: nothing else masks or classifies credentials -----------------------------
+
+
+def test_only_the_tripwire_uses_the_credential_shape_masks() -> None:
+    """`tools.credential_values` holds the patterns; everything else asks the Tripwire."""
+    root = Path(__file__).resolve().parents[1]
+    users = [
+        str(path.relative_to(root))
+        for folder in ("app", "tools", "integrations")
+        for path in (root / folder).rglob("*.py")
+        if re.search(r"from tools\.credential_values import[^\n]*\bmask_", path.read_text())
+    ]
+    assert users == []
+
+
+def test_settings_guard_and_tripwire_share_one_list_of_credential_words() -> None:
+    from app.core.settings import looks_like_credential
+    from tools.redact import TRIPWIRE
+
+    for key in ("apiKey", "client.secret", "SECRETS", "session_id", "max_tokens", "send_key"):
+        assert looks_like_credential(key) == TRIPWIRE.is_credential_key(key)
+    assert TRIPWIRE.is_credential_key("client.secret")
+    assert not TRIPWIRE.is_credential_key("max_tokens")

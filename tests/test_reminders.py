@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -122,7 +123,14 @@ def test_bad_input_is_refused_clearly(book, clock, call, message):
 
 def test_scheduler_delivers_and_replans_when_poked(book, clock):
     delivered: list[Delivery] = []
-    scheduler = Scheduler(book, delivered.append, max_sleep=30)
+    both_delivered = threading.Event()
+
+    def deliver(delivery: Delivery) -> None:
+        delivered.append(delivery)
+        if len(delivered) == 2:
+            both_delivered.set()
+
+    scheduler = Scheduler(book, deliver, max_sleep=30)
     assert scheduler.seconds_until_next() == 30
     r = book.create_once("soon", clock.now + timedelta(seconds=12))
     assert scheduler.seconds_until_next() == 12
@@ -134,10 +142,7 @@ def test_scheduler_delivers_and_replans_when_poked(book, clock):
         scheduler.start()
         book.create_once("now", clock.now)
         scheduler.poke()
-        for _ in range(100):
-            if len(delivered) == 2:
-                break
-            await asyncio.sleep(0.01)
+        assert await asyncio.to_thread(both_delivered.wait, 30)  # 30 s bounds a hang only
         scheduler.stop()
 
     asyncio.run(run_briefly())

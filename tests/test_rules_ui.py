@@ -319,7 +319,7 @@ def test_the_suggested_folders_are_found_off_the_gui_thread(
             await wait_until(lambda: prompt.suggested, timeout=10)
 
         qloop.run_until_complete(suggest())
-        assert threads and threads[-1].startswith("deskhand-folders")
+        assert threads and threads[-1].startswith("deskhand-off-gui")
         assert str(user_home / "Documents") in prompt.chosen()
     finally:
         win.stop_background_work()

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, Field
 
+from tools.redact import Tripwire
 from tools.registry import ToolRegistry
-from tools.runner import ToolRunner
-from tools.spec import Operation, ToolContext, ToolError, ToolManifest, ToolResult
+from tools.runner import ToolRunner, always_asks
+from tools.spec import Operation, Subject, ToolContext, ToolError, ToolManifest, ToolResult
 
 SECRET = "sk-live-0123456789abcdef"
 
@@ -84,7 +85,7 @@ def runner():
             tool("bad_impl", "tools.nonexistent_module:fn"),
         ]
     )
-    r = ToolRunner(registry, output_cap=100, secrets=lambda: {SECRET, "hunter22"})
+    r = ToolRunner(registry, output_cap=100, tripwire=Tripwire({SECRET, "hunter22"}))
     yield r
     r.shutdown()
 
@@ -199,3 +200,79 @@ def test_many_calls_run_concurrently_in_the_pool(tmp_path):
     finally:
         runner.shutdown()
     assert [r.content for r in results] == ["met"] * 16
+
+
+# ---- classify: a call's own hooks, in one hop --------------------------------------------
+
+
+def _hooked_runner(seen: list[tuple[str, str]]) -> ToolRunner:
+    """A runner whose one tool records which hook ran on which thread."""
+
+    def hook(name: str, answer: object):
+        def run(args: Empty, ctx: ToolContext) -> object:
+            seen.append((name, threading.current_thread().name))
+            return answer
+
+        return run
+
+    registry = ToolRegistry()
+    registry.add(
+        [
+            tool(
+                "hooked",
+                echo,
+                Empty,
+                escalate=hook("escalate", f"it sends {SECRET} away"),
+                subject=hook("subject", Subject(target="there")),
+                summary_line=hook("summary_line", f"Send {SECRET}"),
+                preview=hook("preview", f"will send {SECRET}"),
+            )
+        ]
+    )
+    return ToolRunner(registry, tripwire=Tripwire({SECRET}))
+
+
+def test_classify_runs_every_hook_in_one_job_and_masks_what_they_say(tmp_path: Path) -> None:
+    seen: list[tuple[str, str]] = []
+    runner = _hooked_runner(seen)
+    try:
+        manifest, params = runner.validate("hooked", {})
+        found = asyncio.run(runner.classify(manifest, params, ctx(tmp_path), asks=always_asks))
+    finally:
+        runner.shutdown()
+    assert [name for name, _ in seen] == ["escalate", "subject", "summary_line", "preview"]
+    assert len({thread for _, thread in seen}) == 1  # one hop, one thread
+    assert found.subject == Subject(target="there")
+    texts = [found.escalation.reason, found.summary, found.preview]
+    assert all(SECRET not in t and "[redacted]" in t for t in texts)
+
+
+def test_classify_asks_for_the_card_only_for_a_call_that_asks(tmp_path: Path) -> None:
+    seen: list[tuple[str, str]] = []
+    runner = _hooked_runner(seen)
+    told: list[tuple[object, Subject]] = []
+
+    def asks(escalation: object, subject: Subject) -> bool:
+        told.append((escalation, subject))
+        return False
+
+    try:
+        manifest, params = runner.validate("hooked", {})
+        found = asyncio.run(runner.classify(manifest, params, ctx(tmp_path), asks=asks))
+    finally:
+        runner.shutdown()
+    assert [name for name, _ in seen] == ["escalate", "subject"]
+    assert found.summary is None and found.preview is None
+    assert told == [(found.escalation, found.subject)]
+
+
+def test_classify_keeps_a_given_subject_without_asking_the_tool(tmp_path: Path) -> None:
+    seen: list[tuple[str, str]] = []
+    runner = _hooked_runner(seen)
+    given = Subject(target="a third party")
+    try:
+        manifest, params = runner.validate("hooked", {})
+        found = asyncio.run(runner.classify(manifest, params, ctx(tmp_path), subject=given))
+    finally:
+        runner.shutdown()
+    assert found.subject is given and "subject" not in [name for name, _ in seen]

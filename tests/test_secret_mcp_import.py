@@ -3,6 +3,7 @@ credential-looking names — and the server still gets exactly what was configur
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -13,6 +14,7 @@ import pytest
 
 from app.core.mcp.config import (
     ServerConfig,
+    import_block,
     import_servers,
     read_servers_block,
     resolve_args,
@@ -161,3 +163,22 @@ def test_cli_import_stores_in_the_real_keyring_and_the_next_start_knows(
     assert found.stdout == ANTHROPIC
     # The index lists them: the next start knows secrets exist without the keyring.
     assert len(SecretStore(home=home).stored_names()) == len(SECRETS)
+
+
+PASTED_TOKEN = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
+
+
+def test_a_pasted_secret_the_keyring_refuses_is_never_written_in_clear(
+    keyring_env: dict[str, str], home: Path
+) -> None:
+    """A server name with a NUL (pasted JSON) makes the Secret Service refuse the key
+    `mcp/<name>/GITHUB_TOKEN`: the import may refuse the server, but never keeps the token
+    in mcp.json in clear instead."""
+    from app.core.secrets import SecretStore
+
+    store = SecretStore(home=home)
+    target = home / "mcp.json"
+    servers = {"gh\u0000": {"command": "npx", "env": {"GITHUB_TOKEN": PASTED_TOKEN}}}
+    with contextlib.suppress(Exception):  # refusing the server is fine
+        import_block(target, servers, Path("pasted text"), set_secret=store.set)
+    assert not target.exists() or PASTED_TOKEN not in target.read_text("utf-8")

@@ -445,3 +445,16 @@ def test_an_older_file_loads_unchanged(home: Path) -> None:
     loaded = _store(home).load()
     assert loaded == sample
     assert loaded.model_dump(mode="json", exclude={"general": {"font_size"}}) == older
+
+
+def test_a_wrong_choice_in_settings_json_keeps_the_other_settings(tmp_path: Path) -> None:
+    """`"theme": "Dark"` (a capital letter) does not set the whole file aside: the field
+    gets its default, as out-of-range numbers do, and the providers stay."""
+    path = tmp_path / "settings.json"
+    account = {"id": "a", "kind": "openai", "label": "Mine", "base_url": "http://x/v1"}
+    path.write_text(
+        json.dumps({"providers": [account], "active_provider": "a", "general": {"theme": "Dark"}})
+    )
+    settings = SettingsStore(path).load()
+    assert [a.label for a in settings.providers] == ["Mine"]
+    assert settings.general.theme == "system"

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication, QPalette
-from PySide6.QtWidgets import QApplication, QScrollArea
+from PySide6.QtWidgets import QApplication, QCheckBox, QLineEdit, QScrollArea, QSpinBox
 
 from app.core.local_servers import Candidate
 from app.core.rules import Rule, RuleDecision
@@ -164,7 +164,7 @@ def test_rejected_key_shows_a_readable_failure_without_the_key(
         await wait_until(lambda: page.test_result.text().startswith("✗"), what="the failure")
 
     run(qloop, body())
-    # said next to the key field (issue 17: errors next to the field that caused them)
+    # said next to the key field (errors go next to the field that caused them)
     said = page.field_error("key")
     assert "refused the key" in said and "HTTP 401" in said
     assert KEY not in said + page.test_result.text()
@@ -283,7 +283,7 @@ def test_tool_toggles_rules_and_folders_persist(
     assert dialog.current_page() == "tools"
     assert tools.rule("fs_read_file") == "allow"  # READ runs by default
     assert tools.rule("fs_delete") == "ask"
-    assert [tools.rule_combo("fs_read_file").itemText(i) for i in range(2)] == ["Allow", "Never"]
+    assert tools.rule_choices("fs_read_file") == ["Allow", "Never"]
 
     tools.set_enabled("fs_move", False)
     tools.set_rule("fs_delete", "deny")
@@ -499,7 +499,7 @@ def test_save_is_enabled_only_while_something_changed(
     dialog.tools.set_enabled("fs_move", True)
     assert not dialog.save_button.isEnabled()
 
-    dialog.browser.form.editor("headless").setChecked(False)  # type: ignore[attr-defined]
+    dialog.browser.form.editor("headless", QCheckBox).setChecked(False)
 
     async def save() -> None:
         saved = await click_save(qtbot, dialog)
@@ -681,7 +681,7 @@ def test_closing_with_unsaved_changes_asks(
     assert not dialog.isVisible() and asked == []  # nothing changed: closes, no question
 
     dialog = open_dialog(runtime, page="memory")
-    dialog.memory.form.editor("enabled").setChecked(False)  # type: ignore[attr-defined]
+    dialog.memory.form.editor("enabled", QCheckBox).setChecked(False)
     saved: list[bool] = []
     dialog.settingsChanged.connect(lambda: saved.append(True))
 
@@ -708,13 +708,13 @@ def test_every_model_page_saves_its_fields(
     assert dialog.instructions.edit.toPlainText().strip()  # the built-in text, to edit
     dialog.instructions.edit.setPlainText("Answer in French.\nBe brief.")
     browser = dialog.browser.form
-    browser.editor("executable").setText("/opt/chromium/chrome")  # type: ignore[attr-defined]
-    browser.editor("idle_close_seconds").setValue(600)  # type: ignore[attr-defined]
-    browser.editor("ask_new_sites").setChecked(False)  # type: ignore[attr-defined]
+    browser.editor("executable", QLineEdit).setText("/opt/chromium/chrome")
+    browser.editor("idle_close_seconds", QSpinBox).setValue(600)
+    browser.editor("ask_new_sites", QCheckBox).setChecked(False)
     combo = dialog.security.keyring_combo
     combo.setCurrentIndex(combo.findData("encrypted_file"))
-    dialog.memory.form.editor("inject_chars").setValue(4000)  # type: ignore[attr-defined]
-    dialog.general.conversations.editor("compact_after_chars").setValue(0)  # type: ignore[attr-defined]
+    dialog.memory.form.editor("inject_chars", QSpinBox).setValue(4000)
+    dialog.general.conversations.editor("compact_after_chars", QSpinBox).setValue(0)
     assert run(qloop, dialog.save())
     data = saved_json(runtime)
     assert data["system_prompt"] == "Answer in French.\nBe brief."
@@ -801,3 +801,63 @@ def test_every_page_fits_800_by_600(
         corner = button.mapTo(dialog, button.rect().bottomRight())
         assert dialog.rect().contains(corner), "the buttons are cut off"
     assert dialog.nav.count() == len(PAGE_KEYS)
+
+
+def test_opening_builds_only_the_page_shown_and_a_click_builds_the_next(
+    qtbot: Any, qloop: Any, open_dialog: Any, runtime: Runtime
+) -> None:
+    dialog = open_dialog(runtime, page="general")
+    assert set(dialog.pages) == {"general"}
+    dialog.nav.setCurrentRow(PAGE_KEYS.index("browser"))  # as a click in the list does
+    assert set(dialog.pages) == {"general", "browser"}
+    box = dialog.stack.currentWidget()
+    assert box.isAncestorOf(dialog.pages["browser"])
+
+
+def test_closing_cancels_a_running_task_of_every_page(
+    qtbot: Any, qloop: Any, open_dialog: Any, runtime: Runtime
+) -> None:
+    dialog = open_dialog(runtime, page="sources")
+    listing = dialog.sources.refresh()  # started when the page showed, not finished yet
+    waits: dict[str, asyncio.Task[Any]] = {}
+    for key in PAGE_KEYS:
+        task = dialog.page(key).start_task(asyncio.Event().wait())
+        assert task is not None
+        waits[key] = task
+
+    dialog.reject()
+
+    async def settled() -> None:
+        await asyncio.wait([listing, *waits.values()], timeout=10)
+
+    run(qloop, settled())
+    assert listing.cancelled()
+    assert [key for key, task in waits.items() if not task.cancelled()] == []
+    assert dialog.pages == {}  # dropped: the next open builds them afresh
+
+
+def test_reopening_shows_the_settings_changed_meanwhile_and_saves_from_there(
+    qtbot: Any, qloop: Any, open_dialog: Any, runtime: Runtime
+) -> None:
+    dialog = open_dialog(runtime, page="general")
+    first = dialog.general
+    first.font_spin.setValue(13)  # edited, then closed without saving
+    dialog.reject()
+
+    def elsewhere(settings: Any) -> None:  # e.g. the window changed a setting
+        settings.general.font_size = 15
+        settings.max_steps = 33
+
+    runtime.settings = runtime.settings_store.update(elsewhere)
+    dialog.show_page("general")
+    dialog.open()
+    assert dialog.general is not first
+    assert dialog.general.font_spin.value() == 15
+    assert dialog.general.steps_spin.value() == 33
+    assert not dialog.save_button.isEnabled()  # nothing edited in this opening
+
+    dialog.general.font_spin.setValue(11)
+    assert dialog.save_button.isEnabled()
+    assert run(qloop, dialog.save())
+    assert saved_json(runtime)["general"]["font_size"] == 11
+    assert saved_json(runtime)["max_steps"] == 33

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from app.core.approval import ApprovalPolicy, Verdict
+from app.core.approval import Verdict
 from app.core.runtime import Runtime
 from app.core.settings import Settings
 from app.core.skills import SkillLibrary
+from tests.test_approval import verdict
 from tools.registry import ToolRegistry
-from tools.runner import ToolRunner
+from tools.runner import ToolRunner, always_asks
 from tools.spec import ToolContext
 
 
@@ -117,8 +118,8 @@ def test_skill_load_returns_the_body_and_absolute_file_paths(skills_home, runner
 
 def test_run_script_needs_approval_and_runs_in_the_skill_folder(skills_home, runner):
     manifest = runner.registry.get("skill_run_script")
-    assert ApprovalPolicy().verdict(manifest) is Verdict.ASK
-    assert ApprovalPolicy().verdict(runner.registry.get("skill_load")) is Verdict.ALLOW
+    assert verdict(manifest) is Verdict.ASK
+    assert verdict(runner.registry.get("skill_load")) is Verdict.ALLOW
     library = SkillLibrary([skills_home / "skills"])
     ok = run_tool(
         runner,
@@ -130,7 +131,7 @@ def test_run_script_needs_approval_and_runs_in_the_skill_folder(skills_home, run
     assert ok.data["command"][0] == sys.executable
     params = manifest.params.model_validate({"name": "pdf-tools", "script": "scripts/count.py"})
     ctx = ToolContext(home=Path("/nonexistent"), services={"skills": library})
-    preview = asyncio.run(runner.preview(manifest, params, ctx))
+    preview = asyncio.run(runner.classify(manifest, params, ctx, asks=always_asks)).preview
     assert preview and "count.py" in preview and "60 s" in preview, "the user sees the command"
 
 

@@ -166,8 +166,6 @@ def test_the_frame_reads_theme_and_minimized_without_the_settings_model(
 
 
 def test_a_runtime_that_cannot_start_is_reported_and_quits(tmp_path: Path, qtbot):
-    from concurrent.futures import Future
-
     from PySide6.QtWidgets import QMessageBox
 
     from app.ui.main import StagedStart
@@ -182,9 +180,7 @@ def test_a_runtime_that_cannot_start_is_reported_and_quits(tmp_path: Path, qtbot
             quits.append(True)
 
     start = StagedStart(Qapp(), tmp_path, frame, store=None)  # type: ignore[arg-type]
-    failed: Future = Future()
-    failed.set_exception(PermissionError("cannot write <home>/settings.json"))
-    start._finish(failed)
+    start._failed(PermissionError("cannot write <home>/settings.json"))
     box = start.failure
     assert box is not None and box.isVisible() and start.app is None
     assert "PermissionError: cannot write <home>/settings.json" in box.text()

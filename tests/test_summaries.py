@@ -30,6 +30,7 @@ from tests.fakes_services import FakeSlack, SlackIdentity
 from tools.calendar import approval as calendar_approval
 from tools.calendar.common import DEFAULT_DURATION
 from tools.clock import system_zone
+from tools.redact import Tripwire
 from tools.registry import ToolRegistry
 from tools.runner import ToolRunner
 from tools.session import ToolSession
@@ -475,7 +476,8 @@ def test_the_approval_card_carries_summary_and_target_and_no_secret(
         while_asking.append(len(slack.requests))
         return answers.pop(0)
 
-    runner = ToolRunner(REGISTRY, secrets=lambda: {SLACK_BOT})
+    tripwire = Tripwire({SLACK_BOT})
+    runner = ToolRunner(REGISTRY, tripwire=tripwire)
     pipeline = CallPipeline(
         runner,
         ToolEnvironment(
@@ -484,6 +486,7 @@ def test_the_approval_card_carries_summary_and_target_and_no_secret(
         rules=RuleBook(None),
         trust=TrustStore(None),
         approver=approver,
+        tripwire=tripwire,
     )
     session = ToolSession(REGISTRY)
     # a model pasting the token into a message: the card never shows it

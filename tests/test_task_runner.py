@@ -1,4 +1,4 @@
-"""Scheduled runs end to end (issue 16): a scripted model over real HTTP, the one pipeline,
+"""Scheduled runs end to end (§5.14): a scripted model over real HTTP, the one pipeline,
 real files, and a real freedesktop notification server on a private D-Bus session. Time is
 the scheduler's clock, moved by the test; nothing sleeps."""
 
@@ -544,7 +544,7 @@ def test_quitting_during_a_run_records_it_as_stopped(world, llm):
 def test_a_stored_secret_never_reaches_the_history_or_the_notification(world, llm):
     runtime, told = runtime_for(world), []
     secret = "sk-live-7Qz3VbN9xK2mPw8R"
-    runtime.runner._secrets = lambda: {secret}
+    runtime.tripwire.remember({secret})  # as if read from the keyring
     task = add_task(runtime, at=START)
     llm.add(text(f"Done. The key you gave me is {secret}."))
     asyncio.run(TaskRunner(runtime, announce=announcer(None, told), clock=Clock()).run_now(task.id))

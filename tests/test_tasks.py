@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core.cli_tasks import add_parsers, run_tasks
+from app.cli.tasks import add_parsers, run_tasks
 from app.core.rules import Matcher
 from app.core.tasks import (
     STALE_GRACE,

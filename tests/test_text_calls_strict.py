@@ -1,4 +1,4 @@
-"""Calls written in a model's text run only when they are plainly the model's own (issue §7):
+"""Calls written in a model's text run only when they are plainly the model's own (§5.10):
 in their dialect's markers, starting a line, outside code fences, at the end of the reply — or
 a bare JSON call that is the whole reply. A call quoted from a page or file never runs.
 

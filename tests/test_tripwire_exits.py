@@ -24,8 +24,9 @@ import pytest
 from app.cli import main
 from app.core.paths import db_path
 from app.core.secrets import SecretStore, secret_key
-from tests.fakellm import ScriptedLLM, raw_openai, tool_calls
+from tests.fakellm import ScriptedLLM, error, raw_openai, tool_calls
 from tests.fixtures_keyring import MemoryKeyring
+from tests.fixtures_runtime import HOME
 from tools.redact import REDACTED, TRIPWIRE
 
 #: A run of this many characters of a secret (or of one of its encodings) is a leak.
@@ -261,3 +262,30 @@ def _texts(item: Any) -> str:
     parts += [str(getattr(item, name, "") or "") for name in
               ("text", "arguments", "result", "error", "progress", "summary")]
     return "\n".join(parts)
+
+
+# ---- the database: an error marker is stored text like a message ---------------------------
+
+#: Known to the tripwire from the environment (§5.9), but not the scripted account's key.
+OTHER_KEY = "sk-ant-api03-marker17-Zq8vXk2LmN4pR7sT9uW1yA3bC5dE"
+
+
+def test_an_error_marker_is_stored_with_known_secrets_redacted(
+    make_runtime: Any, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch, qloop: Any
+) -> None:
+    from app.ui.controller import ChatController
+    from tests.controller_harness import send
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", OTHER_KEY)
+    rt = make_runtime(roots=[HOME])
+    llm.add(error(400, message=f"upstream refused key {OTHER_KEY}"))
+    controller = ChatController(rt)
+    try:
+        qloop.run_until_complete(send(controller, "Hello"))
+        assert controller.conversation_id is not None
+        markers = rt.store.list_markers(controller.conversation_id)
+        assert [m.kind for m in markers] == ["error"]
+        assert rt.tripwire.text(OTHER_KEY) != OTHER_KEY  # the tripwire knows it
+        assert OTHER_KEY not in markers[0].text, "the marker stored a known secret as it came"
+    finally:
+        rt.close()

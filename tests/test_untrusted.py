@@ -1,4 +1,4 @@
-"""External content reaches the model labelled as untrusted data (issue §7): which results
+"""External content reaches the model labelled as untrusted data (§5.10): which results
 carry external or private data, labels the content cannot close or forge, and results the
 browser labelled itself that are not wrapped twice — with real tools on real files, the
 real browser on a hostile page, and manifests built from real MCP tool listings."""

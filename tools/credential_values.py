@@ -1,12 +1,16 @@
-"""Recognises credential *values* by their shape, whatever name they travel under.
+"""Recognises credentials by their *name* and by their *shape*: the classifier and the
+shape masks behind the tripwire (`tools.redact.Tripwire`), which is how everything else
+uses them.
 
-`tools.redact` masks values Deskhand knows (its stored secrets) and fields whose *name*
-looks like a credential. This module catches the rest: a GitHub token in an environment
-variable called `NOTE`, a password in a database URL, `--password=…` on a command line,
-a private key pasted into a label. Formats are matched precisely (prefix, alphabet, length)
-so that image digests, UUIDs, git SHAs and ordinary base64 are left alone.
+`is_credential_key` is the one list of credential words (settings.json's guard, the
+tripwire's data walk, mcp.json's secret mover all ask it). The tripwire masks values
+Deskhand knows (its stored secrets); the shape masks here catch the rest: a GitHub token
+in an environment variable called `NOTE`, a password in a database URL, `--password=…`
+on a command line, a private key pasted into a label. Formats are matched precisely
+(prefix, alphabet, length) so that image digests, UUIDs, git SHAs and ordinary base64
+are left alone.
 
-Imports nothing heavy: tool categories and the pipeline use it on every result.
+Imports nothing heavy: the tripwire uses it on every result.
 """
 
 from __future__ import annotations
@@ -15,16 +19,39 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tools.redact import REDACTED, is_credential_key
-
 __all__ = [
     "REDACTED",
+    "is_credential_key",
+    "is_secret_name",
     "looks_like_credential_value",
     "mask_command",
     "mask_credential_data",
     "mask_credential_values",
     "mask_env_entries",
 ]
+
+REDACTED = "[redacted]"
+
+# ---- names -------------------------------------------------------------------------------
+
+_CREDENTIAL_WORDS = (
+    "password|passwd|passphrase|pwd|secret|secrets|token|apikey|api_key|private_key|"
+    "privatekey|access_key|accesskey|secret_key|client_secret|clientsecret|authorization|"
+    "auth|credential|credentials|cookie|session_id|bearer|refresh_token|access_token|id_token"
+)
+_CREDENTIAL_KEY = re.compile(rf"(?:^|_)(?:{_CREDENTIAL_WORDS})(?:$|_)")
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_NOT_WORD = re.compile(r"[^a-z0-9]+")
+
+
+def is_credential_key(key: str) -> bool:
+    """True for `password`, `apiKey`, `X-Api-Key`, `access_token`, `client.secret`; false
+    for `max_tokens` or `send_key` (whole words only)."""
+    normal = _NOT_WORD.sub("_", _CAMEL_BOUNDARY.sub("_", key).lower()).strip("_")
+    return bool(_CREDENTIAL_KEY.search(normal))
+
+
+# ---- shapes ------------------------------------------------------------------------------
 
 # Characters that may not stand right before a token (so "xghp_…" or "task-…" do not count).
 _START = r"(?<![A-Za-z0-9_\-])"
@@ -114,7 +141,7 @@ def _unquote(value: str) -> str:
     return value
 
 
-def _secret_name(name: str) -> bool:
+def is_secret_name(name: str) -> bool:
     """A credential-looking name (`password`, `apiKey`, `DB_TOKEN`, `SSH_KEY`) that does not
     name a harmless companion setting (`password_file`, `token_ttl`, `auth_url`)."""
     if _HARMLESS_SUFFIX.search(name):
@@ -137,7 +164,7 @@ def _requote(raw: str) -> str:
 def _named(head: Callable[[re.Match[str]], str]) -> Callable[[re.Match[str]], str]:
     def replace(match: re.Match[str]) -> str:
         secret = match.group("secret")
-        if not _secret_name(match.group("name")) or not _secret_value(secret):
+        if not is_secret_name(match.group("name")) or not _secret_value(secret):
             return match.group(0)
         return head(match) + _requote(secret)
 
@@ -220,7 +247,7 @@ def mask_env_entries(entries: Sequence[str]) -> list[str]:
         name, sep, value = entry.partition("=")
         if not sep:
             masked.append(mask_credential_values(entry))
-        elif value and _secret_value(value) and _secret_name(name):
+        elif value and _secret_value(value) and is_secret_name(name):
             masked.append(f"{name}={REDACTED}")
         else:
             masked.append(f"{name}={mask_credential_values(value)}")
@@ -239,7 +266,7 @@ def mask_command(argv: Sequence[str]) -> list[str]:
             continue
         hide_next = False
         if arg.startswith("-") and "=" not in arg:
-            hide_next = _secret_name(arg.lstrip("-"))
+            hide_next = is_secret_name(arg.lstrip("-"))
         masked.append(mask_credential_values(arg))
     return masked
 
@@ -257,10 +284,10 @@ def mask_credential_data(value: Any) -> Any:
     if not isinstance(value, dict):
         return value
     named = value.get("name")
-    hide_value = isinstance(named, str) and _secret_name(named)
+    hide_value = isinstance(named, str) and is_secret_name(named)
     out: dict[Any, Any] = {}
     for key, item in value.items():
-        named_secret = isinstance(key, str) and _secret_name(key)
+        named_secret = isinstance(key, str) and is_secret_name(key)
         secret_field = named_secret or (hide_value and key == "value")
         if secret_field and isinstance(item, str) and _secret_value(item):
             out[key] = REDACTED

@@ -5,17 +5,20 @@ A known secret is caught raw and in the encodings a tool, a page or a log line w
 produce: percent-encoding (either hex case, `+` for a space, any subset of characters
 encoded), JSON escaping (`\\"`, `\\/`, `\\uXXXX`), HTML entities, hex (either case), and
 base64 (standard or URL-safe, padded or not) — also when the secret sits inside a longer
-base64 string such as `Authorization: Basic base64(user:secret)`, at any of the three byte
-alignments — each in its composed (NFC) and decomposed (NFD) Unicode form too. Overlapping
-matches are masked as one. All variants of all secrets go into ONE compiled regex, built as
-a trie so that text without secrets is scanned in a single cheap pass; the compiled
-pattern is cached per set of secrets and shared by every Redactor.
+base64 string such as `Authorization: Basic base64(user:secret)`, at any of the three
+byte alignments — each in its composed (NFC) and decomposed (NFD) Unicode form too.
+Overlapping matches are masked as one. All variants of all secrets go into ONE compiled
+regex, built as a trie so that text without secrets is scanned in a single cheap pass;
+the compiled pattern is cached per set of secrets and shared by every Redactor.
 
 `TRIPWIRE` is the one owner of secret knowledge and masking in the process (fed by
-`app.core.secrets`). Text anyone will see is cut only with `shorten` (masked first, cut
-after), text arriving in pieces passes a `StreamRedactor`, and searches run on the
-redacted text — so neither a cut nor a chunk boundary nor a yes/no answer gives away part
-of a secret.
+`app.core.secrets`, handed out by `Runtime.tripwire`): it also classifies names
+(`is_credential_key`, `is_secret_name`) and masks credential-shaped values (`shapes`,
+`command`, `env`, `labels`, `shaped_data`; the patterns live in
+`tools.credential_values`). Text anyone will see is cut only with `shorten` (masked
+first, cut after), text arriving in pieces passes a `StreamRedactor`, and searches run
+on the redacted text — so neither a cut nor a chunk boundary nor a yes/no answer gives
+away part of a secret.
 """
 
 from __future__ import annotations
@@ -24,32 +27,32 @@ import base64
 import re
 import threading
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-REDACTED = "[redacted]"
+from tools import credential_values as shapes
+from tools.credential_values import REDACTED, is_credential_key
+
+__all__ = [
+    "MIN_SECRET_LENGTH",
+    "REDACTED",
+    "TRIPWIRE",
+    "Redactor",
+    "StreamRedactor",
+    "Tripwire",
+    "compile_secrets",
+    "is_credential_key",
+    "reach",
+    "shorten",
+]
 MIN_SECRET_LENGTH = 4
 #: Base64 pieces shorter than this are not matched: they would hit ordinary base64 data.
 MIN_BASE64_FRAGMENT = 6
 #: Longer secrets (certificates, kubeconfigs) are matched raw and JSON/URL-escaped only:
 #: their hex/base64/fully-escaped variants would bloat the pattern for no real gain.
 MAX_ENCODED_SECRET = 1024
-
-_CREDENTIAL_WORDS = (
-    "password|passwd|passphrase|pwd|secret|token|apikey|api_key|private_key|access_key|"
-    "secret_key|client_secret|authorization|auth|credential|credentials|cookie|session_id|"
-    "bearer|refresh_token|access_token|id_token"
-)
-_CREDENTIAL_KEY = re.compile(rf"(^|_)({_CREDENTIAL_WORDS})($|_)")
-_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-
-
-def is_credential_key(key: str) -> bool:
-    """True for `password`, `apiKey`, `X-Api-Key`, `access_token`; false for `max_tokens`."""
-    normal = _CAMEL_BOUNDARY.sub("_", key).replace("-", "_").replace(" ", "_").lower()
-    return bool(_CREDENTIAL_KEY.search(normal))
 
 
 # ---- how one character may be written ------------------------------------------------------
@@ -426,7 +429,7 @@ def _form_re(form: str) -> re.Pattern[str]:
 
 def _first_chars(form: str) -> str:
     """The characters text matching `form` can begin with."""
-    atom = _ATOM.findall(form)[0]
+    atom: str = _ATOM.findall(form)[0]
     if atom.startswith("["):
         return atom[1 : atom.index("]")]
     return atom[1] if atom.startswith("\\") else atom[0]
@@ -584,11 +587,15 @@ class Tripwire:
     """The one owner of secret knowledge and masking in this process: every secret value
     Deskhand has read or written (`remember`), masked in any form the tripwire knows
     (`text`, `data`), shortened only after masking (`shorten`), and redacted as it streams
-    (`stream`). `app.core.secrets` feeds it; tools, the agent and the logs use it. `extra`
-    adds values a caller knows on top (a runner's own list, a tool context's)."""
+    (`stream`); names classified (`is_credential_key`, `is_secret_name`) and
+    credential-shaped values masked whatever their name (`shapes`, `command`, `env`,
+    `labels`, `shaped_data`, and `arguments`: both kinds at once). `app.core.secrets` feeds
+    it; `Runtime.tripwire` hands it to the runner, the pipeline and the agent; tools and the
+    logs use `TRIPWIRE`. `extra` adds values a caller knows on top (a tool context's)."""
 
-    def __init__(self) -> None:
-        self._values: set[str] = set()
+    def __init__(self, known: set[str] | None = None) -> None:
+        """`known`: the set it keeps the values in (default: its own, empty)."""
+        self._values: set[str] = known if known is not None else set()
         self._lock = threading.Lock()
         self._redactor = Redactor()
         self._store: Callable[[], set[str]] = lambda: self._values
@@ -639,6 +646,58 @@ class Tripwire:
 
     def stream(self, extra: Iterable[str] = ()) -> StreamRedactor:
         return StreamRedactor(self.redactor(extra))
+
+    # ---- names and shapes: credentials Deskhand never stored ------------------------
+
+    @staticmethod
+    def is_credential_key(key: str) -> bool:
+        """A credential word in a field's name (`password`, `apiKey`, `X-Api-Key`)."""
+        return is_credential_key(key)
+
+    @staticmethod
+    def is_secret_name(name: str) -> bool:
+        """`is_credential_key`, or a key-ish name (`SSH_KEY`, `DB_PASS`), but not a harmless
+        companion setting (`password_file`, `token_ttl`)."""
+        return shapes.is_secret_name(name)
+
+    @staticmethod
+    def looks_like_credential(value: str) -> bool:
+        """`value` is or holds something credential-shaped (a token, a URL password…)."""
+        return shapes.looks_like_credential_value(value)
+
+    @staticmethod
+    def shapes(text: str) -> str:
+        """`text` with every credential-shaped part masked (token formats, URL passwords,
+        private keys, authorization headers, `TOKEN=…`, `--password=…`)."""
+        return shapes.mask_credential_values(text)
+
+    @staticmethod
+    def command(argv: Sequence[str]) -> list[str]:
+        """A command line's arguments, masked (also a `--password` flag's next argument)."""
+        return shapes.mask_command(argv)
+
+    @staticmethod
+    def env(entries: Sequence[str]) -> list[str]:
+        """`NAME=value` entries, the value masked when the name or the value looks like a
+        credential."""
+        return shapes.mask_env_entries(entries)
+
+    @staticmethod
+    def labels(labels: Mapping[str, str]) -> dict[str, str]:
+        """Name → value labels (a container's), masked like `env`."""
+        entries = shapes.mask_env_entries([f"{k}={v}" for k, v in labels.items()])
+        return {k: entry.partition("=")[2] for k, entry in zip(labels, entries, strict=True)}
+
+    @staticmethod
+    def shaped_data(value: Any) -> Any:
+        """JSON-like data with credential-shaped strings and credential-named fields masked
+        (also `{"name": "DB_PASSWORD", "value": …}` entries)."""
+        return shapes.mask_credential_data(value)
+
+    def arguments(self, value: Any, extra: Iterable[str] = ()) -> Any:
+        """A call's arguments as anyone may see them: known secrets first, then anything
+        shaped like a credential (a token under an innocent name)."""
+        return shapes.mask_credential_data(self.data(value, extra))
 
 
 TRIPWIRE = Tripwire()

@@ -1,7 +1,10 @@
-"""Runs tool calls: validation, thread pool, timeouts, cancellation, output cap, tripwire.
+"""Runs tool calls: validation, classification, thread pool, timeouts, cancellation,
+output cap, tripwire.
 
 Every outcome, including bad input and crashes inside a tool, becomes a `ToolResult`;
-only cancellation of the awaiting task propagates.
+only cancellation of the awaiting task propagates. `classify` asks a call's own hooks what
+it will do (escalation, subject, and for an approval card its summary and preview) in one
+hop to the pool.
 """
 
 from __future__ import annotations
@@ -13,16 +16,17 @@ import difflib
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterable
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import ValidationError
 
-from tools.redact import Redactor
+from tools.redact import TRIPWIRE, Redactor, Tripwire
 from tools.registry import ToolRegistry
 from tools.spec import (
     Escalation,
+    Subject,
     ToolCancelled,
     ToolContext,
     ToolError,
@@ -91,6 +95,28 @@ def cap_output(result: ToolResult, limit: int) -> ToolResult:
     return result
 
 
+@dataclass(frozen=True)
+class Classification:
+    """What one call will do, in its own tool's words (hook text masked by the tripwire)."""
+
+    escalation: Escalation | None
+    subject: Subject
+    #: The approval card's one-liner and preview: only when the call asks, and only from
+    #: Deskhand's own hooks; None when there is none.
+    summary: str | None = None
+    preview: str | None = None
+
+
+#: Given a call's escalation and subject: whether it will ask (so its card is needed).
+AsksFn = Callable[[Escalation | None, Subject], bool]
+
+
+def always_asks(_escalation: Escalation | None, _subject: Subject) -> bool:
+    """`classify` as for a call that asks: the card's summary and preview too (a tool's
+    own checks and tests)."""
+    return True
+
+
 class ToolRunner:
     def __init__(
         self,
@@ -98,12 +124,11 @@ class ToolRunner:
         *,
         max_workers: int = 32,
         output_cap: int = DEFAULT_OUTPUT_CAP,
-        secrets: Callable[[], Iterable[str]] = lambda: (),
+        tripwire: Tripwire = TRIPWIRE,
     ) -> None:
         self.registry = registry
         self.output_cap = output_cap
-        self._secrets = secrets
-        self.redactor = Redactor()
+        self.tripwire = tripwire
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=max_workers, thread_name_prefix="deskhand-tool"
         )
@@ -222,46 +247,102 @@ class ToolRunner:
         leaving a part the tripwire no longer recognises). Every result passes here."""
         return cap_output(self.redact(result), self.output_cap)
 
-    def known_secrets(self) -> Iterable[str]:
-        """Every secret value known so far (what the tripwire masks)."""
-        return self._secrets()
-
-    def refresh_secrets(self) -> Redactor:
-        """The tripwire, knowing every secret known so far."""
-        self.redactor.update(self._secrets())
-        return self.redactor
-
     def redact(self, result: ToolResult) -> ToolResult:
-        self.redactor.update(self._secrets())
-        result.content = self.redactor.text(result.content)
-        result.data = self.redactor.data(result.data)
+        redactor = self.tripwire.redactor()
+        result.content = redactor.text(result.content)
+        result.data = redactor.data(result.data)
         if result.error:
-            result.error = self.redactor.text(result.error)
+            result.error = redactor.text(result.error)
         return result
 
-    async def escalation(
-        self, manifest: ToolManifest, params: Any, ctx: ToolContext
+    # ---- classification: the call's own hooks, before anyone decides -------------------
+
+    async def classify(
+        self,
+        manifest: ToolManifest,
+        params: Any,
+        ctx: ToolContext,
+        *,
+        subject: Subject | None = None,
+        asks: AsksFn = lambda _escalation, _subject: False,
+    ) -> Classification:
+        """Why the call must ask although its operations would not (escalation), what it
+        acts on (subject, with the account of its integration), and — when `asks` says it
+        will ask — its summary and preview for the card, from Deskhand's own hooks only.
+        All in one job on the pool, in that order. `subject` given: the tool is not asked
+        (a third party cannot describe its calls into the reach of a narrow rule). A hook
+        that fails leaves the safe side: escalation asks, subject stays broad."""
+        if not _has_hooks(manifest, asked_for_subject=subject is None):
+            return self._classify(manifest, params, ctx, subject, asks)  # nothing to wait for
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._pool, self._classify, manifest, params, ctx, subject, asks
+        )
+
+    def _classify(
+        self,
+        manifest: ToolManifest,
+        params: Any,
+        ctx: ToolContext,
+        subject: Subject | None,
+        asks: AsksFn,
+    ) -> Classification:
+        redactor = self.tripwire.redactor()
+        escalation = self._escalation(manifest, params, ctx, redactor)
+        if subject is None:
+            subject = self._subject(manifest, params, ctx)
+        if not asks(escalation, subject):
+            return Classification(escalation, subject)
+        if not self.registry.source_of(manifest.name).builtin:  # a skill's runner is
+            return Classification(escalation, subject)  # built in: its hooks count
+        summary = self._hook_text(manifest, "summary_line", params, ctx)
+        preview = self._preview(manifest, params, ctx)
+        return Classification(
+            escalation,
+            subject,
+            summary=redactor.text(summary) if summary else None,
+            preview=redactor.text(preview) if preview is not None else None,
+        )
+
+    def _escalation(
+        self, manifest: ToolManifest, params: Any, ctx: ToolContext, redactor: Redactor
     ) -> Escalation | None:
-        """Why this call must ask although its operations would not; None when it need not.
-        A hook that fails asks (the safe side)."""
         try:
             fn = self.registry.resolve_escalate(manifest.name)
-        except Exception as exc:
-            return Escalation(f"could not check whether {manifest.name} needs approval ({exc})")
-        if fn is None:
-            return None
-        loop = asyncio.get_running_loop()
-        try:
-            reason = await loop.run_in_executor(self._pool, fn, params, ctx)
+            reason = fn(params, ctx) if fn is not None else None
         except Exception as exc:
             return Escalation(f"could not check whether {manifest.name} needs approval ({exc})")
         if not reason:
             return None
         if isinstance(reason, Escalation):
-            return replace(reason, reason=self.redactor.text(reason.reason))
-        return Escalation(self.redactor.text(str(reason)))
+            return replace(reason, reason=redactor.text(reason.reason))
+        return Escalation(redactor.text(str(reason)))
 
-    async def preview(self, manifest: ToolManifest, params: Any, ctx: ToolContext) -> str | None:
+    def _subject(self, manifest: ToolManifest, params: Any, ctx: ToolContext) -> Subject:
+        subject = Subject()
+        if manifest.subject is not None:
+            try:
+                found = self.registry.resolve_hook(manifest.name, "subject")(params, ctx)
+                if isinstance(found, Subject):
+                    subject = found
+            except Exception as exc:  # a broken hook leaves only broad rules (safe side)
+                log.warning("subject of %s unavailable: %s", manifest.name, exc)
+        if subject.account is None and manifest.integration:
+            account = _account_label(manifest.integration, params, ctx)
+            if account:
+                subject = replace(subject, account=account, target=subject.target or account)
+        return subject
+
+    def _hook_text(self, manifest: ToolManifest, hook: str, params: Any, ctx: ToolContext) -> str:
+        if getattr(manifest, hook) is None:
+            return ""
+        try:
+            return str(self.registry.resolve_hook(manifest.name, hook)(params, ctx) or "")
+        except Exception as exc:
+            log.warning("%s of %s unavailable: %s", hook, manifest.name, exc)
+            return ""
+
+    def _preview(self, manifest: ToolManifest, params: Any, ctx: ToolContext) -> str | None:
         """What a call will do, for the approval prompt; None when the tool offers nothing."""
         try:
             fn = self.registry.resolve_preview(manifest.name)
@@ -270,13 +351,37 @@ class ToolRunner:
             return None
         if fn is None:
             return None
-        loop = asyncio.get_running_loop()
         try:
-            text = await loop.run_in_executor(self.executor_for(manifest), fn, params, ctx)
+            text = fn(params, ctx)
         except ToolError as exc:
-            text = f"(this call will fail: {exc})"
+            return f"(this call will fail: {exc})"
         except Exception as exc:
             log.warning("preview of %s failed: %s", manifest.name, exc)
             return None
-        self.redactor.update(self._secrets())
-        return self.redactor.text(str(text)) if text is not None else None
+        return str(text) if text is not None else None
+
+
+def _has_hooks(manifest: ToolManifest, *, asked_for_subject: bool) -> bool:
+    """Whether classifying a call of `manifest` runs any code of its tool (or looks up its
+    account): only then is it worth a hop to the pool."""
+    hooks: list[object] = [manifest.escalate, manifest.summary_line, manifest.preview]
+    if asked_for_subject:
+        hooks += [manifest.subject, manifest.integration]
+    return any(hook is not None for hook in hooks)
+
+
+def _account_label(integration: str, params: Any, ctx: ToolContext) -> str | None:
+    """"<integration title> · <account label>" of the account a call uses (the one it
+    names, else the active one); None when there is none."""
+    accounts = ctx.accounts
+    if accounts is None:
+        return None
+    named = getattr(params, "account", None)
+    try:
+        account = accounts.find(integration, named) if named else accounts.active(integration)
+    except Exception:
+        return None
+    if account is None:
+        return None
+    title = accounts.spec(integration).title if hasattr(accounts, "spec") else integration
+    return f"{title} · {account.label}"

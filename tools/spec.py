@@ -236,13 +236,22 @@ class ToolContext:
         accounts: AccountDirectory | None = None,
         services: Mapping[str, object] | None = None,
         confirm: Callable[..., bool] | None = None,
+        egress_rule: Callable[[str], bool] | None = None,
+        egress_deny: Callable[[str], bool] | None = None,
+        secret_values: Callable[[], Iterable[str]] = lambda: (),
+        headless: bool = True,
     ) -> None:
+        """`confirm`, `egress_rule` (site → an allow rule naming it covers this tool) and
+        `egress_deny` (site → a deny rule for this tool names it) come from the call
+        pipeline; without them nothing is confirmed, covered or refused by a rule."""
         self.call_id = call_id
         self._confirm = confirm
+        self._egress_rule = egress_rule
+        self._egress_deny = egress_deny
         #: What the tool reported after it was stopped (set by the runner), if anything.
         self.late_result: ToolResult | None = None
         #: A command-line run: no window to ask the user which folders to use.
-        self.headless = True
+        self.headless = headless
         self.home = home
         self.settings = settings
         self._progress_sink = progress_sink
@@ -258,7 +267,7 @@ class ToolContext:
         self._services: Mapping[str, object] = services if services is not None else {}
         #: Every secret value Deskhand knows (the tripwire's), for tools that must keep them
         #: out of what they start (the terminal's child environment).
-        self.secret_values: Callable[[], Iterable[str]] = lambda: ()
+        self.secret_values = secret_values
 
     @property
     def cancelled(self) -> bool:
@@ -284,16 +293,9 @@ class ToolContext:
             return bool(self._confirm(summary, detail, never_covered))
         return bool(self._confirm(summary, detail))
 
-    #: Set by the call pipeline: site → whether an allow rule naming that site covers this
-    #: tool (so a redirect or a page's POST there need not ask).
-    _egress_rule: Callable[[str], bool] | None = None
-
     def egress_covered(self, site: str) -> bool:
         """True when the user has a rule allowing this tool to send data to `site`."""
         return bool(self._egress_rule and self._egress_rule(site))
-
-    #: Set by the call pipeline: site → whether a deny rule for this tool names that site.
-    _egress_deny: Callable[[str], bool] | None = None
 
     def egress_refused(self, site: str) -> bool:
         """True when a deny rule forbids this tool to send data to `site` (no question)."""

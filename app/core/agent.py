@@ -10,13 +10,11 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Protocol
 
 from app.core import compaction
-from app.core.approval import ApprovalPolicy, Approver
 from app.core.events import (
     AgentEvent,
     Error,
@@ -27,8 +25,7 @@ from app.core.events import (
     ToolCallStarted,
     TurnFinished,
 )
-from app.core.memory import ConversationServices
-from app.core.pipeline import CallPipeline, ToolEnvironment
+from app.core.pipeline import CallPipeline
 from app.core.providers.base import (
     BadRequestError,
     ChatMessage,
@@ -46,11 +43,8 @@ from app.core.providers.base import (
     UnreachableError,
     Usage,
 )
-from app.core.rules import RuleBook, RuleDecision, rule_from_legacy_pattern
-from app.core.sources import TrustStore
-from integrations.spec import Account, AccountDirectory
-from tools.redact import Redactor, StreamRedactor
-from tools.runner import InvalidCall, ToolRunner, parse_arguments
+from tools.redact import StreamRedactor, Tripwire
+from tools.runner import InvalidCall, parse_arguments
 from tools.session import ToolSession
 from tools.spec import ToolResult
 from tools.views import SettingsView
@@ -99,39 +93,40 @@ class _Done:
 _DONE = _Done()
 
 
+@dataclass(frozen=True)
+class TurnSetup:
+    """What shapes a turn besides the model and the tools: the instructions, the step
+    budget, and where memories and the compaction budget come from."""
+
+    system_prompt: str | None = None
+    max_steps: int = 25
+    #: The memory injection and compaction budgets (`memory`, `conversation`).
+    settings: SettingsView | None = None
+    #: The app services; "memory" chooses the note the model is told.
+    services: Mapping[str, Any] | None = None
+
+
 class Agent:
+    """Talks with the model; every tool call goes through `pipeline`, every text kept or
+    shown through `tripwire`. `Runtime.make_agent` builds one."""
+
     def __init__(
         self,
         provider: Provider,
-        runner: ToolRunner,
+        pipeline: CallPipeline,
         *,
-        home: Path,
-        policy: ApprovalPolicy | None = None,
-        approver: Approver,
+        tripwire: Tripwire,
         recorder: Recorder | None = None,
-        settings: SettingsView | None = None,
-        system_prompt: str | None = None,
-        max_steps: int = 25,
-        account_resolver: Callable[[str], Account] | None = None,
-        accounts: AccountDirectory | None = None,
-        services: Mapping[str, Any] | None = None,
-        pipeline: CallPipeline | None = None,
+        setup: TurnSetup = TurnSetup(),
     ) -> None:
-        """`pipeline` is how tool calls run (the runtime builds one from the user's rules and
-        trusted sources); without one, `policy`'s per-tool lists become in-memory rules."""
         self.provider = provider
-        self.runner = runner
-        self.home = home
-        self.policy = policy or ApprovalPolicy()
-        self.approver = approver
+        self.pipeline = pipeline
+        self.tripwire = tripwire
         self.recorder = recorder
-        self.settings = settings
-        self.system_prompt = system_prompt
-        self.max_steps = max_steps
-        self.account_resolver = account_resolver
-        self.accounts = accounts
-        self.services = services
-        self.pipeline = pipeline or self._pipeline_from_policy()
+        self.settings = setup.settings
+        self.system_prompt = setup.system_prompt
+        self.max_steps = setup.max_steps
+        self.services = setup.services
         #: Calls of the current round whose start reached the store.
         self._started_rows: set[str] = set()
         self._save_failures: list[str] = []
@@ -141,31 +136,6 @@ class Agent:
         self._compaction_failed = False
         #: The conversation lease of the run going on (renewed with every message kept).
         self._lease: _Lease | None = None
-
-    def _pipeline_from_policy(self) -> CallPipeline:
-        rules = [rule_from_legacy_pattern(p, RuleDecision.DENY) for p in self.policy.deny] + [
-            rule_from_legacy_pattern(p, RuleDecision.ALLOW) for p in self.policy.always_allow
-        ]
-        env = ToolEnvironment(
-            home=self.home,
-            settings=self.settings,
-            account_resolver=self.account_resolver,
-            accounts=self.accounts,
-            services=self._services_for,
-        )
-        return CallPipeline(
-            self.runner,
-            env,
-            rules=RuleBook(None, rules),
-            trust=TrustStore(None),
-            approver=self.approver,
-            recorder=self.recorder,
-        )
-
-    def _services_for(self, conversation_id: str | None) -> Mapping[str, object] | None:
-        if self.services is None:
-            return None
-        return ConversationServices(self.services, conversation_id)
 
     # ---- persistence ----------------------------------------------------------------
 
@@ -185,7 +155,7 @@ class Agent:
             self._save_failures.append(str(exc))
 
     def _redacted(self, msg: ChatMessage) -> ChatMessage:
-        redactor = self.runner.refresh_secrets()
+        redactor = self.tripwire.redactor()
         content = redactor.text(msg.content)
         calls = [
             replace(c, arguments=redactor.text(c.arguments)) if isinstance(c.arguments, str) else c
@@ -197,9 +167,7 @@ class Agent:
 
     async def _secrets_known(self) -> None:
         """Model requests wait until the tripwire knows every stored secret."""
-        ready = self.pipeline.env.secrets_ready
-        if ready is not None:
-            await asyncio.get_running_loop().run_in_executor(None, ready)
+        await self.pipeline.secrets_known()
 
     def _save_warning(self) -> Notice | None:
         """One readable warning per failed stretch of saving (then quiet until it recovers)."""
@@ -225,7 +193,7 @@ class Agent:
 
     async def run(
         self, conv: Conversation, user_message: str | ChatMessage | None
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         """One user turn. `None` continues from the history as it is (retry after an error).
 
         While it runs it holds the conversation's lease in the store, so nobody rewrites
@@ -259,7 +227,7 @@ class Agent:
                 yield notice
             await self._secrets_known()
             # every consumer (terminal, --json, the window) gets the deltas redacted
-            shown = _ShownStream(self.runner.refresh_secrets())
+            shown = _ShownStream(self.tripwire)
             try:
                 async for event in self.provider.stream(
                     self._request_messages(conv),
@@ -292,7 +260,7 @@ class Agent:
                     )
                     continue
                 self._keep_partial(conv, text)
-                message = self.runner.redactor.text(str(exc))  # a server may echo a key
+                message = self.tripwire.text(str(exc))  # a server may echo a key
                 yield Error(message, kind=exc.kind, retryable=_retryable(exc))
                 return
             except (asyncio.CancelledError, GeneratorExit):
@@ -359,7 +327,7 @@ class Agent:
             return ""
 
     async def _compact(self, conv: Conversation) -> AsyncIterator[AgentEvent]:
-        """Summarise older turns once the history passes the budget (DESIGN.md §5)."""
+        """Summarise older turns once the history passes the budget (app/core/compaction.py)."""
         conversation = getattr(self.settings, "conversation", None)
         budget = getattr(conversation, "compact_after_chars", 0)
         if not budget or self._compaction_failed:
@@ -438,12 +406,10 @@ class Agent:
     ) -> None:
         started = time.monotonic()
         try:
-            shown_args: dict[str, Any] | str = self.runner.redactor.data(
-                parse_arguments(call.arguments)
-            )
+            shown_args: dict[str, Any] | str = self.tripwire.data(parse_arguments(call.arguments))
         except InvalidCall:
-            shown_args = self.runner.redactor.text(call.arguments)
-        manifest = self.runner.registry.get(call.name)
+            shown_args = self.tripwire.text(call.arguments)
+        manifest = self.pipeline.registry.get(call.name)
         await queue.put(
             ToolCallStarted(
                 call.id,
@@ -459,7 +425,7 @@ class Agent:
                 conv.id,
                 call.id,
                 call.name,
-                self.runner.redactor.text(call.arguments),
+                self.tripwire.text(call.arguments),
             )
             self._started_rows.add(call.id)
         try:
@@ -578,9 +544,9 @@ class _ShownStream:
     that could begin one is held back, see `StreamRedactor`); `flush` gives what is held
     when the stream ends (or fails)."""
 
-    def __init__(self, redactor: Redactor) -> None:
-        self.text = StreamRedactor(redactor)
-        self.reasoning = StreamRedactor(redactor)
+    def __init__(self, tripwire: Tripwire) -> None:
+        self.text: StreamRedactor = tripwire.stream()
+        self.reasoning: StreamRedactor = tripwire.stream()
 
     def flush(self) -> list[AgentEvent]:
         held: list[AgentEvent] = []

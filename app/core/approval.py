@@ -8,13 +8,10 @@ source (app/core/sources.py).
 
 from __future__ import annotations
 
-import fnmatch
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
-
-from tools.spec import Operation, ToolManifest
 
 if TYPE_CHECKING:  # annotations only: the chat view imports this module at start-up
     from app.core.rules import Rule
@@ -117,31 +114,11 @@ async def allow_all(_: ApprovalRequest) -> Decision:
 # ---- the per-tool lists of earlier versions ------------------------------------------------
 
 
-def _legacy_matches(manifest: ToolManifest, patterns: Iterable[str]) -> bool:
-    for pattern in patterns:
-        if pattern.startswith("category:"):
-            if fnmatch.fnmatchcase(manifest.category, pattern.removeprefix("category:")):
-                return True
-        elif fnmatch.fnmatchcase(manifest.name, pattern):
-            return True
-    return False
-
-
 @dataclass
 class ApprovalPolicy:
     """Per-tool allow and deny lists, as earlier versions kept them (and as tests and
-    embedders still pass them to `Agent`). The pipeline turns them into rules
-    (`rules.rule_from_legacy_pattern`); `verdict` is the baseline for Deskhand's own tools
-    without argument rules: deny list, read-only runs, allow list, else ask."""
+    embedders still pass them to `Agent`). The agent turns them into rules
+    (`rules.rule_from_legacy_pattern`); only `RuleBook.evaluate` interprets them."""
 
     always_allow: list[str] = field(default_factory=list)
     deny: list[str] = field(default_factory=list)
-
-    def verdict(self, manifest: ToolManifest) -> Verdict:
-        if _legacy_matches(manifest, self.deny):
-            return Verdict.DENY
-        if manifest.operations <= {Operation.READ}:
-            return Verdict.ALLOW
-        if _legacy_matches(manifest, self.always_allow):
-            return Verdict.ALLOW
-        return Verdict.ASK

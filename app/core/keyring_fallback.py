@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 if TYPE_CHECKING:
     from keyring.backend import KeyringBackend
@@ -135,12 +135,53 @@ _RUNS = (
 #: digits, symbols and repetitions: "Password2024!" and "qwertyqwerty" are both weak).
 _COMMON_WORDS = frozenset(
     (
-        "password", "passwort", "passwrd", "pssword", "passphrase", "secret", "letmein", "welcome",
-        "admin", "administrator", "root", "toor", "login", "master", "changeme", "default",
-        "iloveyou", "trustno", "monkey", "dragon", "football", "baseball", "soccer", "hockey",
-        "sunshine", "princess", "shadow", "superman", "batman", "starwars", "qwerty", "qwertz",
-        "azerty", "asdf", "zxcvbn", "abc", "abcd", "test", "testing", "guest", "user", "hello",
-        "whatever", "freedom", "deskhand", "keyring", "correcthorsebatterystaple",
+        "password",
+        "passwort",
+        "passwrd",
+        "pssword",
+        "passphrase",
+        "secret",
+        "letmein",
+        "welcome",
+        "admin",
+        "administrator",
+        "root",
+        "toor",
+        "login",
+        "master",
+        "changeme",
+        "default",
+        "iloveyou",
+        "trustno",
+        "monkey",
+        "dragon",
+        "football",
+        "baseball",
+        "soccer",
+        "hockey",
+        "sunshine",
+        "princess",
+        "shadow",
+        "superman",
+        "batman",
+        "starwars",
+        "qwerty",
+        "qwertz",
+        "azerty",
+        "asdf",
+        "zxcvbn",
+        "abc",
+        "abcd",
+        "test",
+        "testing",
+        "guest",
+        "user",
+        "hello",
+        "whatever",
+        "freedom",
+        "deskhand",
+        "keyring",
+        "correcthorsebatterystaple",
     )
 )
 
@@ -290,7 +331,7 @@ def open_encrypted_file(path: Path, passphrase: str) -> KeyringBackend:
         ) from exc
     except OSError as exc:
         raise FallbackError(f"could not open the encrypted secret store {path}: {exc}") from exc
-    return backend
+    return cast("KeyringBackend", backend)
 
 
 def check_windows_size(value: str) -> str | None:

@@ -1,6 +1,7 @@
-"""Find model servers running on this machine (Ollama, LM Studio) so Settings can offer them.
+"""Find model servers running on this machine (the local presets of `PROVIDER_KINDS`:
+Ollama, LM Studio) so Settings and first run can offer them.
 
-Both speak the OpenAI-compatible API, so one `GET {base_url}/models` tells us that a server
+They speak the OpenAI-compatible API, so one `GET {base_url}/models` tells us that a server
 is there and which models it has. Probes run concurrently and share one deadline; a server
 that is down, slow or answers something else is simply left out. A port nobody listens on
 (the usual case) is ruled out with a bare connect, so httpx (about 17 MiB with its TLS) is
@@ -17,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
+from app.core.providers.kinds import ADDRESS_KIND, KindName, local_presets
+
 if TYPE_CHECKING:
     import httpx
 
@@ -30,10 +33,7 @@ class Candidate(NamedTuple):
     base_url: str
 
 
-DEFAULTS: tuple[Candidate, ...] = (
-    Candidate("Ollama", "http://127.0.0.1:11434/v1"),
-    Candidate("LM Studio", "http://127.0.0.1:1234/v1"),
-)
+DEFAULTS: tuple[Candidate, ...] = tuple(Candidate(p.name, p.base_url) for p in local_presets())
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,8 @@ class LocalServer:
     name: str
     base_url: str
     models: list[str] = field(default_factory=list)
+    #: The API it answered in: the probe is OpenAI-style.
+    kind: KindName = ADDRESS_KIND
 
 
 async def detect_local_servers(

@@ -1,4 +1,4 @@
-"""Native desktop notifications with action buttons (issue 16), over `desktop-notifier`.
+"""Native desktop notifications with action buttons, over `desktop-notifier`.
 
 Freedesktop notifications over D-Bus on Linux, the notification centre on macOS, toasts on
 Windows. Everything shown comes from tools, servers or the model and is untrusted: it is

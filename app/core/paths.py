@@ -1,4 +1,4 @@
-"""Where Deskhand keeps its state: one home folder (DESIGN.md §5).
+"""Where Deskhand keeps its state: one home folder (docs/architecture.md §6).
 
 The path helpers only compute paths; callers create sub-folders when they need them.
 """

@@ -29,9 +29,9 @@ from app.core.rules import Evaluation, Matcher, Rule, RuleBook, RuleDecision, Sc
 from app.core.sources import TrustStore, describe, folder_fingerprint
 from app.core.visible import one_line, visible
 from integrations.spec import Account, AccountDirectory
-from tools.credential_values import mask_credential_data
-from tools.registry import ToolSource
-from tools.runner import InvalidCall, ToolRunner
+from tools.redact import TRIPWIRE, Tripwire
+from tools.registry import ToolRegistry, ToolSource
+from tools.runner import Classification, InvalidCall, ToolRunner
 from tools.session import ToolSession
 from tools.spec import (
     Escalation,
@@ -85,6 +85,9 @@ class CallFacts:
     subject: Subject
     escalation: Escalation | None
     evaluation: Evaluation = field(default_factory=lambda: Evaluation(None))
+    #: The card's words from the tool's own hooks (only for a call that asks).
+    summary: str | None = None
+    preview: str | None = None
 
 
 @dataclass
@@ -114,8 +117,11 @@ class CallPipeline:
         auto_approve: bool = False,
         recorder: Any = None,
         task_id: str | None = None,
+        tripwire: Tripwire = TRIPWIRE,
     ) -> None:
         self.runner = runner
+        self.registry: ToolRegistry = runner.registry
+        self.tripwire = tripwire
         self.env = env
         self.rules = rules
         self.trust = trust
@@ -127,10 +133,6 @@ class CallPipeline:
         self.task_id = task_id
         #: call id → what a tool said after Stop (e.g. "the command may still be running").
         self.stopped_results: dict[str, ToolResult] = {}
-
-    @property
-    def registry(self) -> Any:
-        return self.runner.registry
 
     # ---- the pipeline --------------------------------------------------------------------
 
@@ -156,18 +158,16 @@ class CallPipeline:
         self._restore_taint(session, conversation_id)
         # nothing about this call (card, result) is shown before the tripwire knows every
         # stored secret; immediate when nothing is stored or all is loaded
-        await self._secrets_known()
+        await self.secrets_known()
+        source = self._source(manifest, params)
         ctx = self._context(call_id, manifest, session, conversation_id, emit)
-        facts = await self.classify(manifest, params, ctx)
-        facts.evaluation = self.rules.evaluate(
-            manifest.name, facts.source.id, facts.subject, conversation_id, self.task_id
-        )
+        facts = await self.classify(manifest, params, ctx, source, conversation_id)
         verdict = self.decide(facts)
         if verdict.verdict is Verdict.DENY:
             self._decided(call_id, manifest.name, Decision.DENY, "rule", conversation_id, emit)
             return CallOutcome(ToolResult.failure(DENY_RULE), "denied", manifest)
         if verdict.verdict is Verdict.ASK:
-            refused = await self._ask(call_id, facts, verdict, ctx, conversation_id, emit)
+            refused = await self._ask(call_id, facts, verdict, conversation_id, emit)
             if refused is not None:
                 return CallOutcome(refused, "denied", manifest)
         try:
@@ -201,12 +201,35 @@ class CallPipeline:
 
     # ---- 2. classify -----------------------------------------------------------------------
 
-    async def classify(self, manifest: ToolManifest, params: Any, ctx: ToolContext) -> CallFacts:
-        source = self._source(manifest, params)
+    async def classify(
+        self,
+        manifest: ToolManifest,
+        params: Any,
+        ctx: ToolContext,
+        source: ToolSource,
+        conversation_id: str | None,
+    ) -> CallFacts:
+        """The facts of one call, rules evaluated, from one runner hop: the tool's hooks
+        say what it does, and the card's words are asked for only if the call will ask."""
         trusted = self.trust.is_trusted(source, manifest.name)
-        escalation = await self.runner.escalation(manifest, params, ctx)
-        subject = await self._subject(manifest, params, ctx, source)
-        return CallFacts(manifest, params, source, trusted, subject, escalation)
+        facts = CallFacts(manifest, params, source, trusted, Subject(), None)
+
+        def asks(escalation: Escalation | None, subject: Subject) -> bool:
+            facts.escalation, facts.subject = escalation, subject
+            facts.evaluation = self.rules.evaluate(
+                manifest.name, source.id, subject, conversation_id, self.task_id
+            )
+            verdict = self.decide(facts)  # --yes answers what it covers without a card
+            yes = self.auto_approve and not verdict.never_covered
+            return verdict.verdict is Verdict.ASK and not yes
+
+        # a third party cannot describe its calls into the reach of a narrow rule
+        own_subject = None if source.builtin else Subject(target=describe(source))
+        found: Classification = await self.runner.classify(
+            manifest, params, ctx, subject=own_subject, asks=asks
+        )
+        facts.summary, facts.preview = found.summary, found.preview
+        return facts
 
     def _source(self, manifest: ToolManifest, params: Any) -> ToolSource:
         source = self.registry.source_of(manifest.name)
@@ -218,52 +241,6 @@ class CallPipeline:
             where = f"the skill folder {folder}" if folder else "a skill that is not installed"
             return ToolSource("skill", f"skill:{skill}", fingerprint=fingerprint, origin=where)
         return source
-
-    async def _subject(
-        self, manifest: ToolManifest, params: Any, ctx: ToolContext, source: ToolSource
-    ) -> Subject:
-        if not source.builtin:
-            # a third party cannot describe its calls into the reach of a narrow rule
-            return Subject(target=describe(source))
-        subject = Subject()
-        if manifest.subject is not None:
-            try:
-                fn = self.registry.resolve_hook(manifest.name, "subject")
-                loop = asyncio.get_running_loop()
-                found = await loop.run_in_executor(None, fn, params, ctx)
-                if isinstance(found, Subject):
-                    subject = found
-            except Exception as exc:  # a broken hook leaves only broad rules (safe side)
-                log.warning("subject of %s unavailable: %s", manifest.name, exc)
-        if subject.account is None and manifest.integration:
-            account = await self._account_label(manifest, params)
-            if account:
-                subject = replace(subject, account=account, target=subject.target or account)
-        return subject
-
-    async def _account_label(self, manifest: ToolManifest, params: Any) -> str | None:
-        accounts = self.env.accounts
-        integration = manifest.integration
-        if accounts is None or integration is None:
-            return None
-        named = getattr(params, "account", None)
-
-        def lookup() -> str | None:
-            account: Account | None
-            try:
-                if named:
-                    account = accounts.find(integration, named)
-                else:
-                    account = accounts.active(integration)
-            except Exception:
-                return None
-            if account is None:
-                return None
-            title = accounts.spec(integration).title if hasattr(accounts, "spec") else integration
-            return f"{title} · {account.label}"
-
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, lookup)
 
     # ---- 3. decide -------------------------------------------------------------------------
 
@@ -295,7 +272,6 @@ class CallPipeline:
         call_id: str,
         facts: CallFacts,
         verdict: _Verdict,
-        ctx: ToolContext,
         conversation_id: str | None,
         emit: Emit,
     ) -> ToolResult | None:
@@ -304,7 +280,7 @@ class CallPipeline:
         if self.auto_approve and not verdict.never_covered:
             self._decided(call_id, name, Decision.ALLOW_ONCE, "yes", conversation_id, emit)
             return None
-        request = await self.request_for(call_id, facts, verdict, ctx, conversation_id)
+        request = self.request_for(call_id, facts, verdict, conversation_id)
         emit(ApprovalRequested(request))
         decision = Decision(await self.approver(request))
         if decision not in request.choices():
@@ -318,19 +294,15 @@ class CallPipeline:
         self._remember(decision, request, facts)
         return None
 
-    async def request_for(
+    def request_for(
         self,
         call_id: str,
         facts: CallFacts,
         verdict: _Verdict,
-        ctx: ToolContext,
         conversation_id: str | None,
     ) -> ApprovalRequest:
-        manifest, params = facts.manifest, facts.params
-        # known secrets, then anything shaped like a credential (a token under an innocent name)
-        arguments = mask_credential_data(self.runner.redactor.data(params.model_dump(mode="json")))
-        own_hook = self.registry.source_of(manifest.name).builtin  # a skill's runner too
-        preview = await self.runner.preview(manifest, params, ctx) if own_hook else None
+        manifest, params, preview = facts.manifest, facts.params, facts.preview
+        arguments = self.tripwire.arguments(params.model_dump(mode="json"))
         proposals = [] if verdict.never_covered or not facts.trusted else _proposals(facts)
         return ApprovalRequest(
             call_id=call_id,
@@ -339,7 +311,9 @@ class CallPipeline:
             operations=sorted(manifest.operations),
             arguments=arguments,
             preview=visible(preview) if preview else None,
-            summary=await self._summary(facts, ctx, arguments),
+            summary=one_line(facts.summary)
+            if facts.summary
+            else written_summary(manifest.name, facts.source, arguments),
             target=one_line(target) if (target := facts.subject.target or facts.subject.account)
             else None,
             source=one_line(describe(facts.source)),
@@ -351,22 +325,6 @@ class CallPipeline:
             arguments_text=visible(json.dumps(arguments, indent=2, ensure_ascii=False)),
             conversation_id=conversation_id,
         )
-
-    async def _summary(self, facts: CallFacts, ctx: ToolContext, arguments: dict[str, Any]) -> str:
-        manifest = facts.manifest
-        # the hook is Deskhand's own code reading only the arguments (also for a skill's
-        # script, whose source is the skill but whose runner is built in)
-        own_hook = self.registry.source_of(manifest.name).builtin
-        if own_hook and manifest.summary_line is not None:
-            try:
-                fn = self.registry.resolve_hook(manifest.name, "summary_line")
-                loop = asyncio.get_running_loop()
-                text = await loop.run_in_executor(None, fn, facts.params, ctx)
-                if text:
-                    return one_line(self.runner.redactor.text(str(text)))
-            except Exception as exc:
-                log.warning("summary of %s unavailable: %s", manifest.name, exc)
-        return written_summary(manifest.name, facts.source, arguments)
 
     def _remember(self, decision: Decision, request: ApprovalRequest, facts: CallFacts) -> None:
         if decision is Decision.TRUST_SOURCE:
@@ -408,42 +366,49 @@ class CallPipeline:
         conversation_id: str | None,
         emit: Emit,
     ) -> ToolContext:
+        """The context of one call; its questions and site rules are about the tool's own
+        source (for a skill's script: the built-in runner)."""
         loop = asyncio.get_running_loop()
-        redactor = self.runner.redactor
+        tripwire = self.tripwire
+        source = self.registry.source_of(manifest.name)
 
         def sink(p: Progress) -> None:  # called from pool threads
-            event = ToolProgress(p.call_id, redactor.text(p.message), p.fraction)
+            event = ToolProgress(p.call_id, tripwire.text(p.message), p.fraction)
             loop.call_soon_threadsafe(emit, event)
 
-        ctx = ToolContext(
+        cancel = threading.Event()
+        ask = _Confirmer(self, loop, call_id, cancel, manifest, source, conversation_id, emit)
+        return ToolContext(
             call_id=call_id,
             home=self.env.home,
             settings=self.env.settings,
             progress_sink=sink,
             account_resolver=self.env.account_resolver,
             integration=manifest.integration,
+            cancel_event=cancel,
             registry=self.registry,
             session=session,
             accounts=self.env.accounts,
             services=self.env.services(conversation_id),
+            confirm=ask,
+            egress_rule=lambda site: self._site_allowed(manifest, source, site, conversation_id),
+            egress_deny=lambda site: self._site_denied(manifest, source, site, conversation_id),
+            secret_values=tripwire.known,
+            headless=self.env.headless,
         )
-        ctx.headless = self.env.headless
-        ctx.secret_values = self.runner.known_secrets
-        ctx._confirm = _Confirmer(self, loop, ctx, manifest, conversation_id, emit)
-        ctx._egress_rule = lambda site: self._site_allowed(manifest, site, conversation_id)
-        ctx._egress_deny = lambda site: self._site_denied(manifest, site, conversation_id)
-        return ctx
 
-    def _site_denied(self, manifest: ToolManifest, site: str, conversation_id: str | None) -> bool:
-        source = self.registry.source_of(manifest.name)
+    def _site_denied(
+        self, manifest: ToolManifest, source: ToolSource, site: str, conversation_id: str | None
+    ) -> bool:
         ev = self.rules.evaluate(
             manifest.name, source.id, Subject(site=site), conversation_id, self.task_id
         )
         return ev.decision is RuleDecision.DENY
 
-    def _site_allowed(self, manifest: ToolManifest, site: str, conversation_id: str | None) -> bool:
+    def _site_allowed(
+        self, manifest: ToolManifest, source: ToolSource, site: str, conversation_id: str | None
+    ) -> bool:
         """A deny or ask rule for the site wins; only a narrow allow rule naming it covers."""
-        source = self.registry.source_of(manifest.name)
         if not self.trust.is_trusted(source, manifest.name):
             return False
         ev = self.rules.evaluate(
@@ -457,8 +422,9 @@ class CallPipeline:
 
     async def confirm_from_tool(
         self,
-        ctx: ToolContext,
+        call_id: str,
         manifest: ToolManifest,
+        source: ToolSource,
         summary: str,
         detail: str,
         conversation_id: str | None,
@@ -468,19 +434,18 @@ class CallPipeline:
     ) -> bool:
         """A question a running tool asks (a page sending data during a click…; held
         writes a sandboxed command made to places that run code later, never covered)."""
-        call_id = f"{ctx.call_id}~{number}"
+        call_id = f"{call_id}~{number}"
         if self.auto_approve and not never_covered:
             self._decided(call_id, manifest.name, Decision.ALLOW_ONCE, "yes", conversation_id, emit)
             return True
-        source = self.registry.source_of(manifest.name)
         request = ApprovalRequest(
             call_id=call_id,
             tool=manifest.name,
             category=manifest.category,
             operations=sorted(manifest.operations),
             arguments={},
-            preview=visible(self.runner.redactor.text(detail)) if detail else None,
-            summary=one_line(self.runner.redactor.text(summary)),
+            preview=visible(self.tripwire.text(detail)) if detail else None,
+            summary=one_line(self.tripwire.text(summary)),
             source=one_line(describe(source)),
             source_id=one_line(source.id),
             trusted=self.trust.is_trusted(source, manifest.name),
@@ -495,10 +460,11 @@ class CallPipeline:
         self._decided(call_id, manifest.name, final, "user", conversation_id, emit)
         return allowed
 
-    async def _secrets_known(self) -> None:
+    async def secrets_known(self) -> None:
+        """Waits until the tripwire knows every stored secret (immediate when nothing is
+        stored or all is loaded): nothing is shown or sent before."""
         if self.env.secrets_ready is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.env.secrets_ready)
-        self.runner.refresh_secrets()
 
     async def _redacted_when_ready(self, result: ToolResult) -> ToolResult | None:
         """A stopped call's last word, once the tripwire knows every secret; None when that
@@ -607,35 +573,49 @@ class _Confirmer:
         self,
         pipeline: CallPipeline,
         loop: asyncio.AbstractEventLoop,
-        ctx: ToolContext,
+        call_id: str,
+        cancelled: threading.Event,
         manifest: ToolManifest,
+        source: ToolSource,
         conversation_id: str | None,
         emit: Emit,
     ) -> None:
-        self._args = (pipeline, loop, ctx, manifest, conversation_id, emit)
+        self._pipeline = pipeline
+        self._loop = loop
+        self._call_id = call_id
+        self._cancelled = cancelled
+        self._about = (manifest, source)
+        self._conversation_id = conversation_id
+        self._emit = emit
         self._count = 0
         self._lock = threading.Lock()
         self._loop_thread = threading.get_ident()  # built on the loop's own thread
 
     def __call__(self, summary: str, detail: str = "", never_covered: bool = False) -> bool:
-        pipeline, loop, ctx, manifest, conversation_id, emit = self._args
         if threading.get_ident() == self._loop_thread:
             # waiting here would block the very loop that must show the question
             raise RuntimeError("ctx.confirm must be called from a tool thread, not the loop")
         with self._lock:
             self._count += 1
             number = self._count
-        future = asyncio.run_coroutine_threadsafe(
-            pipeline.confirm_from_tool(
-                ctx, manifest, summary, detail, conversation_id, emit, number, never_covered
-            ),
-            loop,
+        manifest, source = self._about
+        question = self._pipeline.confirm_from_tool(
+            self._call_id,
+            manifest,
+            source,
+            summary,
+            detail,
+            self._conversation_id,
+            self._emit,
+            number,
+            never_covered,
         )
+        future = asyncio.run_coroutine_threadsafe(question, self._loop)
         while True:
             try:
                 return bool(future.result(timeout=0.1))
             except concurrent.futures.TimeoutError:
-                if ctx.cancelled:
+                if self._cancelled.is_set():
                     future.cancel()
                     return False
 

@@ -18,7 +18,7 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -34,6 +34,8 @@ from pydantic import (
     model_serializer,
 )
 
+from app.core.mcp.manifests import PREFIX as MCP_PREFIX
+from app.core.mcp.manifests import slug
 from tools.spec import CommandPart, Subject
 
 log = logging.getLogger(__name__)
@@ -67,7 +69,8 @@ class Matcher(BaseModel):
     #: folder: a folder, taken literally (every path of the call is inside it; what
     #: "Always allow" proposes); path: a folder or a glob the user wrote; site: scheme://host:port
     #: (a "*" may stand for a subdomain); account: the account as the card names it;
-    #: command: a command prefix ("git status").
+    #: command: a command ("git status"), extended only by what its program's allow-list of
+    #: inert options and operands permits (`covers_part`).
     value: str = ""
     #: command only: the rule applies in this folder (and below) only. Required for commands
     #: that run code the model can write (`npm test`, `make`): see CommandPart.in_folder.
@@ -548,19 +551,23 @@ class RuleBook:
                 self._save()
             return removed
 
-    def remove_where(self, tool: str, source: str = BUILTIN) -> int:
-        """Drops the any-argument rules of one tool (used when a setting is reset)."""
+    def rewrite(
+        self, drop: Callable[[Rule], bool], add: Callable[[list[Rule]], Iterable[Rule]]
+    ) -> None:
+        """One read-modify-write: the rules `drop` picks go, then the rules `add` makes from
+        those that are left are added (a dropped rule the same as an added one stays as it
+        was: its id, date and origin)."""
         with self._changing():
-            keep = [
-                r
-                for r in self._rules
-                if not (r.tool == tool and r.source == source and not r.matcher.narrow)
-            ]
-            removed = len(self._rules) - len(keep)
-            if removed:
-                self._rules = keep
-                self._save()
-            return removed
+            kept = [r for r in self._rules if not drop(r)]
+            dropped = [r for r in self._rules if drop(r)]
+            new: list[Rule] = []
+            for rule in add(list(kept)):
+                if not any(_same(r, rule) for r in kept + new):
+                    new.append(next((d for d in dropped if _same(d, rule)), rule))
+            if kept + new == self._rules:
+                return
+            self._rules = kept + new
+            self._save()
 
 
 def _same(a: Rule, b: Rule) -> bool:
@@ -573,6 +580,169 @@ def _same(a: Rule, b: Rule) -> bool:
         and a.conversation_id == b.conversation_id
         and a.task_id == b.task_id
     )
+
+
+# ---- what Settings shows and sets for one tool or one MCP server ---------------------------
+
+#: A call whose arguments no narrow rule covers: no path, site, account or command.
+ANY_ARGUMENTS = Subject()
+TOOLS_PAGE = "Settings → Tools"
+SERVERS_PAGE = "Settings → MCP servers"
+
+
+@dataclass(frozen=True)
+class RuleChoice:
+    """What a settings page shows for a tool (or a server): what `evaluate` decides for a
+    call whose arguments no narrow rule covers, outside any conversation or task run, or the
+    pipeline's default when no rule decides. `set_by` is the deciding rule when none of the
+    page's own rules has that decision (a wildcard over tools or sources): the page shows it
+    and cannot change the choice by editing one tool."""
+
+    decision: RuleDecision
+    set_by: Rule | None = None
+
+
+def unruled_decision(read_only: bool) -> RuleDecision:
+    """What `CallPipeline.decide` does with a call of a trusted source that no rule decides
+    and nothing escalates: a read-only tool runs, any other asks."""
+    return RuleDecision.ALLOW if read_only else RuleDecision.ASK
+
+
+def stricter(a: RuleDecision, b: RuleDecision) -> bool:
+    """`a` wins over `b` when both rules match (deny > ask > allow)."""
+    return _ORDER.index(a) < _ORDER.index(b)
+
+
+def _choice(
+    book: RuleBook, tool: str, source: str, own: Callable[[Rule], bool], default: RuleDecision
+) -> RuleChoice:
+    found = book.evaluate(tool, source, ANY_ARGUMENTS)
+    if found.decision is None:
+        return RuleChoice(default)
+    if any(
+        own(r) and r.decision is found.decision and r.applies_to(tool, source, ANY_ARGUMENTS, None)
+        for r in book.rules()
+    ):
+        return RuleChoice(found.decision)
+    return RuleChoice(found.decision, found.rule)
+
+
+def _set_own(
+    book: RuleBook,
+    own: Callable[[Rule], bool],
+    rule: Rule,
+    default: RuleDecision,
+    choice_without: Callable[[RuleBook], RuleChoice],
+) -> None:
+    """Replaces the page's own rules with `rule`, or with none when the choice is the
+    default and no other rule would change it."""
+
+    def needed(rest: list[Rule]) -> list[Rule]:
+        if rule.decision is default and choice_without(RuleBook(None, rest)).decision is default:
+            return []
+        return [rule]
+
+    book.rewrite(own, needed)
+
+
+def _own_tool_rule(rule: Rule, tool: str, source: str) -> bool:
+    """The rule the Tools page writes for this tool: exactly it, any arguments, always."""
+    return (
+        rule.tool == tool
+        and rule.source == source
+        and not rule.matcher.narrow
+        and rule.scope is Scope.ALWAYS
+    )
+
+
+def choice_for(book: RuleBook, tool: str, source: str = BUILTIN, *, read_only: bool) -> RuleChoice:
+    """The Tools page's Allow / Ask / Never for one tool."""
+    return _choice(
+        book, tool, source, lambda r: _own_tool_rule(r, tool, source), unruled_decision(read_only)
+    )
+
+
+def set_choice(
+    book: RuleBook,
+    tool: str,
+    source: str,
+    choice: RuleDecision,
+    *,
+    read_only: bool,
+    origin: str = TOOLS_PAGE,
+) -> None:
+    """Makes `choice` the tool's choice: its own any-argument rules are replaced by one rule
+    saying `choice` (none when `choice` is the default and no wildcard rule would decide
+    otherwise). A wildcard rule stricter than `choice` still wins (`choice_for` names it);
+    conversation, task and narrow rules are left alone."""
+    default = unruled_decision(read_only)
+
+    def own(rule: Rule) -> bool:
+        return _own_tool_rule(rule, tool, source)
+
+    _set_own(
+        book,
+        own,
+        Rule(tool=tool, source=source, decision=choice, origin=origin),
+        default,
+        lambda rest: _choice(rest, tool, source, own, default),
+    )
+
+
+def server_source(server: str) -> str:
+    return f"mcp:{server}"
+
+
+def server_tools(server: str) -> str:
+    """The tool pattern naming every tool of an MCP server (how earlier versions' per-tool
+    lists named them, too)."""
+    return f"{MCP_PREFIX}{slug(server, camel=False)}__*"
+
+
+def _own_server_rule(rule: Rule, server: str) -> bool:
+    """A rule the MCP page wrote for every tool of this server, or its form from earlier
+    versions' per-tool lists (`rule_from_legacy_pattern`)."""
+    if rule.matcher.narrow or rule.scope is not Scope.ALWAYS:
+        return False
+    every = server_tools(server)
+    sources = {server_source(server), server_source(slug(server, camel=False))}
+    return (rule.source in sources and rule.tool in ("*", every)) or (
+        rule.source == "mcp:*" and rule.tool == every
+    )
+
+
+def server_choice(book: RuleBook, server: str) -> RuleChoice:
+    """The MCP page's Allow / Ask / Never for every tool of a server. Ask is the default,
+    though a tool the server marks read-only runs without asking when no rule decides; an
+    allow takes effect only once the server is trusted (Settings → Sources)."""
+    # A call of "every tool": its name is the pattern itself, which only a rule naming
+    # every tool of the server matches (`*`, `mcp__*`, `mcp__<server>__*`).
+    return _choice(
+        book,
+        server_tools(server),
+        server_source(server),
+        lambda r: _own_server_rule(r, server),
+        RuleDecision.ASK,
+    )
+
+
+def set_server_choice(
+    book: RuleBook, server: str, choice: RuleDecision, *, origin: str = SERVERS_PAGE
+) -> None:
+    """Replaces the server's own any-argument rules with one for every tool of source
+    `mcp:<server>` saying `choice` (none for Ask unless a wildcard rule would allow)."""
+    _set_own(
+        book,
+        lambda r: _own_server_rule(r, server),
+        Rule(tool="*", source=server_source(server), decision=choice, origin=origin),
+        RuleDecision.ASK,
+        lambda rest: server_choice(rest, server),
+    )
+
+
+def forget_server_choice(book: RuleBook, server: str) -> None:
+    """A removed (or renamed) server: its own rules go, and nothing replaces them."""
+    book.rewrite(lambda r: _own_server_rule(r, server), lambda _rest: ())
 
 
 # ---- upgrading from per-tool lists ------------------------------------------------------

@@ -14,19 +14,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.core.paths import db_path, deskhand_home, mcp_path, settings_path
+from app.core.providers.kinds import ADDRESS_KIND, PROVIDER_KINDS, known_kinds, provider_kind
 from app.core.providers.urls import normalize_base_url, origin
 from app.core.secrets import SecretStore, SecretStoreError, remember_secret
 from app.core.settings import ProviderAccount, Settings, SettingsStore
 from app.core.threads import off_gui_thread
 from app.core.time_line import current_time_line
+from tools.redact import TRIPWIRE, Tripwire
 
 if TYPE_CHECKING:  # imported where used: the window is ready before the agent loads
     from app.core.accounts import AccountDirectory
     from app.core.agent import Agent, Conversation
     from app.core.approval import Approver
     from app.core.mcp.manager import McpManager
+    from app.core.mcp.servers import McpServers
     from app.core.memory import MemoryService
-    from app.core.pipeline import ToolEnvironment
+    from app.core.pipeline import CallPipeline, ToolEnvironment
     from app.core.providers.base import ProviderConfig
     from app.core.reminders import ReminderBook
     from app.core.rules import RuleBook
@@ -51,10 +54,7 @@ MCP_ASK_WAIT = 1.5
 #: The longest `tools call mcp__<server>__…` waits for that server (capped by its timeout).
 MCP_CALL_WAIT = 20.0
 
-DEFAULT_BASE_URLS = {
-    "openai": "http://127.0.0.1:11434/v1",
-    "anthropic": "https://api.anthropic.com",
-}
+DEFAULT_BASE_URLS: dict[str, str] = {k: v.default_base_url for k, v in PROVIDER_KINDS.items()}
 
 
 class ConfigError(Exception):
@@ -72,21 +72,13 @@ class Runtime:
         *,
         entry_points: bool = True,
         load_secrets: bool = True,
-        secrets: SecretStore | None = None,
     ) -> None:
         """`load_secrets`: start reading the stored secrets now (the window starts it once
-        it is whole); anything that needs them waits for them either way. `secrets`: a
-        store already opened for this home and its settings' keyring (`deskhand ask`'s early
-        request read it): taken over, so the keyring is not read (nor a passphrase asked
-        for) twice."""
+        it is whole); anything that needs them waits for them either way."""
         self.home = deskhand_home(home)
         self.settings_store = SettingsStore(settings_path(self.home))
         self._settings: Settings = self.settings_store.load()
-        mode = self.settings.security.keyring
-        if secrets is not None and secrets.home == self.home and secrets.mode == mode:
-            self.secrets = secrets
-        else:
-            self.secrets = SecretStore(mode=mode, home=self.home)
+        self.secrets = SecretStore(mode=self.settings.security.keyring, home=self.home)
         # names of stored secrets are known now; values load in the background (no keyring
         # on the start-up path, none at all when nothing is stored)
         if load_secrets:
@@ -95,9 +87,6 @@ class Runtime:
         #: A command-line run; the window sets False (file tools then wait for the folder
         #: question instead of using the current folder).
         self.headless = True
-        #: The system prompt's time line, when it must not change from a line already
-        #: sent (`deskhand ask`'s early request); else it is read at each prompt.
-        self.time_line: str | None = None
         #: Guards swapping the registry against MCP tools arriving from the MCP thread.
         self._mcp_lock = threading.RLock()
 
@@ -190,10 +179,17 @@ class Runtime:
         return TrustStore(self.home / TRUST_FILE)
 
     @cached_property
+    def tripwire(self) -> Tripwire:
+        """The secret tripwire (tools.redact.Tripwire): every stored secret this process
+        read (fed by `secrets`), credential names and shapes. Handed to the runner, the
+        pipeline, the agent and the window."""
+        return TRIPWIRE
+
+    @cached_property
     def runner(self) -> ToolRunner:
         from tools.runner import ToolRunner
 
-        return ToolRunner(self.registry, secrets=self.secrets.known_values)
+        return ToolRunner(self.registry, tripwire=self.tripwire)
 
     def adopt_store(self, store: Store) -> None:
         """Uses a store opened before the runtime (the window lists the chats first), so
@@ -276,6 +272,19 @@ class Runtime:
             manager.subscribe_tools(self._on_mcp_tools)
             self.__dict__["mcp"] = manager
             return manager
+
+    @cached_property
+    def mcp_servers(self) -> McpServers:
+        """Every change to the MCP servers of mcp.json (app.core.mcp.servers): save, remove,
+        import, sign-in; a running manager follows each change."""
+        from app.core.mcp.servers import McpServers
+
+        return McpServers(
+            mcp_path(self.home),
+            secrets=lambda: self.secrets,
+            manager=lambda: self.started_mcp,
+            build_manager=lambda: self.mcp,
+        )
 
     def start_mcp(self) -> bool:
         """Start the enabled MCP servers in the background and return at once (no SDK
@@ -419,6 +428,8 @@ class Runtime:
             shell.end_background()  # background commands end with Deskhand (unless kept)
         if "runner" in self.__dict__:
             self.runner.shutdown()
+        if "mcp_servers" in self.__dict__:
+            self.mcp_servers.close()
         if "mcp" in self.__dict__:
             self.mcp.shutdown()
         if "store" in self.__dict__:
@@ -495,7 +506,7 @@ class Runtime:
         auto_approve: bool = False,
         record: bool = True,
         task_id: str | None = None,
-    ) -> Any:
+    ) -> CallPipeline:
         """The one way tool calls run (app.core.pipeline.CallPipeline); `task_id` makes it a
         scheduled task's run, where that task's profile rules count."""
         from app.core.pipeline import CallPipeline
@@ -509,6 +520,7 @@ class Runtime:
             auto_approve=auto_approve,
             recorder=self.store if record else None,
             task_id=task_id,
+            tripwire=self.tripwire,
         )
 
     # ---- conversations ----------------------------------------------------------------
@@ -573,11 +585,11 @@ class Runtime:
             if base_url is None:
                 raise ConfigError(
                     "no model provider is configured: add one in Settings → Providers, or pass "
-                    "--provider openai|anthropic --base-url URL --model NAME"
+                    f"--provider {known_kinds('|')} --base-url URL --model NAME"
                 )
-            kind = "openai"
+            kind = ADDRESS_KIND
         if kind not in DEFAULT_BASE_URLS:
-            raise ConfigError(f"unknown provider {kind!r}; use openai or anthropic")
+            raise ConfigError(f"unknown provider {kind!r}; use {known_kinds(' or ')}")
         url = base_url or (account.base_url if account else None) or DEFAULT_BASE_URLS[kind]
         if account is None:
             account = ProviderAccount(id="cli", kind=kind, label="command line", base_url=url)
@@ -639,13 +651,14 @@ class Runtime:
             log.warning("%s; continuing without an API key", exc)
             return None
 
+    @off_gui_thread  # the tools' manifests and a scan of the skill folders
     def system_prompt(self) -> str:
         base = self.settings.system_prompt or default_system_prompt()
         session = self.new_session()
         categories = sorted({m.category for m in session.enabled_manifests()} - {"core"})
         prompt = (
             f"{base}\nTool categories you can browse: {', '.join(categories)}.\n"
-            f"{self.time_line or current_time_line()}"
+            f"{current_time_line()}"
         )
         skills = self._skills_section()
         return f"{prompt}\n\n{skills}" if skills else prompt
@@ -665,13 +678,10 @@ class Runtime:
         """Loads what a first turn needs (the tool manifests, the agent, the active
         provider's client and httpx: about 200 ms and 20 MiB), so that turn does not load
         them on the GUI thread. The window calls it when the user starts typing."""
-        import app.core.agent
+        import app.core.agent  # noqa: F401
 
         account = self.settings.active_provider_account()
-        if account is not None and account.kind == "anthropic":
-            import app.core.providers.anthropic
-        else:
-            import app.core.providers.openai_compat  # noqa: F401
+        importlib.import_module(provider_kind(account.kind if account else ADDRESS_KIND).module)
         _ = self.registry
 
     @off_gui_thread
@@ -699,22 +709,18 @@ class Runtime:
         max_steps: int | None = None,
     ) -> Agent:
         """`task_id` and `max_steps`: a scheduled task's run (its profile, its step budget)."""
-        from app.core.agent import Agent
+        from app.core.agent import Agent, TurnSetup
 
         return Agent(
             provider,
-            self.runner,
-            home=self.home,
-            approver=approver,
+            self.make_pipeline(approver, auto_approve=auto_approve, record=record, task_id=task_id),
+            tripwire=self.tripwire,
             recorder=self.store if record else None,
-            settings=self.settings,
-            system_prompt=self.system_prompt(),
-            max_steps=max_steps or self.settings.max_steps,
-            account_resolver=self.resolve_account,
-            accounts=self.accounts,
-            services=self.services(),
-            pipeline=self.make_pipeline(
-                approver, auto_approve=auto_approve, record=record, task_id=task_id
+            setup=TurnSetup(
+                system_prompt=self.system_prompt(),
+                max_steps=max_steps or self.settings.max_steps,
+                settings=self.settings,
+                services=self.services(),
             ),
         )
 

@@ -1,4 +1,4 @@
-"""Credentials in the OS keyring (DESIGN.md §5): service "deskhand",
+"""Credentials in the OS keyring (docs/architecture.md §5.9, §6): service "deskhand",
 username `<integration>/<account_id>/<field>`.
 
 Every call here BLOCKS (D-Bus on Linux, Keychain on macOS, Credential Manager on
@@ -39,6 +39,8 @@ from app.core.keyring_fallback import (
     set_passphrase_listener,
     system_unusable,
 )
+from app.core.providers.kinds import env_keys
+from app.core.threads import off_gui_thread
 from tools.redact import TRIPWIRE
 
 if TYPE_CHECKING:
@@ -53,13 +55,9 @@ SERVICE = "deskhand"
 INDEX_FILE = "secrets-index.json"
 #: Shorter values are not remembered for redaction: they would mask ordinary text.
 MIN_KNOWN_LENGTH = 4
-ENV_API_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-#: The one server each environment key is for: it is never sent anywhere else (not to a
-#: local server, a proxy or another cloud), and only over https on the default port.
-ENV_KEY_ORIGINS = {
-    "OPENAI_API_KEY": ("https", "api.openai.com", 443),
-    "ANTHROPIC_API_KEY": ("https", "api.anthropic.com", 443),
-}
+#: The one server each environment key is for (`PROVIDER_KINDS`): it is never sent anywhere
+#: else (not to a local server, a proxy or another cloud), and only over https on 443.
+ENV_KEY_ORIGINS = {key.var: key.origin for key in env_keys()}
 
 #: The known values. The tripwire (`tools.redact.TRIPWIRE`), the one owner of secret
 #: knowledge and masking, keeps them here (read through the module, so a test may swap it);
@@ -242,6 +240,7 @@ class SecretStore:
         self._touched.add(key)
         self._index.discard(key)
 
+    @off_gui_thread  # the keyring: a D-Bus round trip, perhaps a passphrase
     def _call(self, fn: Callable[[KeyringBackend], T], action: str, hide: str | None = None) -> T:
         """Run `fn` on the keyring in use; in "auto" mode, offer the encrypted file (once)
         when the system keyring is unusable. Errors become SecretStoreError."""
@@ -292,7 +291,7 @@ class SecretStore:
     def start_loading(self) -> None:
         """Read every stored secret in a background thread, so the tripwire knows them.
         Returns at once; idempotent. With nothing stored the keyring is not touched."""
-        for var in ENV_API_KEYS.values():
+        for var in ENV_KEY_ORIGINS:
             remember_secret(os.environ.get(var))
         with self._loading_lock:
             if self._loader is not None or self._loaded.is_set():

@@ -1,4 +1,4 @@
-"""User settings: pydantic models persisted to `<home>/settings.json` (DESIGN.md §5).
+"""User settings: pydantic models persisted to `<home>/settings.json` (docs/architecture.md §6).
 
 Settings never hold a secret: API keys and passwords live in the OS keyring
 (see `app.core.secrets`); `SettingsStore.save` refuses credential-looking keys.
@@ -11,7 +11,6 @@ import glob
 import json
 import logging
 import os
-import re
 import tempfile
 import threading
 import uuid
@@ -31,7 +30,9 @@ from pydantic import (
     model_validator,
 )
 
+from app.core.providers.kinds import KindName
 from app.core.settings_file import SendKey, ThemeMode
+from tools.redact import is_credential_key
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +161,7 @@ class ProviderAccount(_Model):
     _unforgiving = frozenset({"id"})
 
     id: str = Field(default_factory=_short_id)
-    kind: Literal["openai", "anthropic"]
+    kind: KindName  # the rows of app.core.providers.kinds.PROVIDER_KINDS
     label: str
     base_url: str
     model: str = ""
@@ -406,25 +407,11 @@ class Settings(_Model):
 
 # ---- the secret guard --------------------------------------------------------------
 
-_CREDENTIAL_WORDS = re.compile(
-    r"(?:^|_)(?:password|passwd|passphrase|pwd|secret|secrets|token|api_?key|apikey"
-    r"|access_?key|private_?key|client_?secret|credential|credentials|auth|authorization"
-    r"|bearer|cookie)(?:_|$)"
-)
-
-
-def _normalise_key(key: str) -> str:
-    """`apiKey`, `API-Key` and `api key` all become `api_key`."""
-    key = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key)
-    return re.sub(r"[^a-z0-9]+", "_", key.lower()).strip("_")
-
-
 def looks_like_credential(key: str) -> bool:
-    """True for key names such as `api_key`, `password`, `accessToken`, `client-secret`.
-
-    Whole words only: `max_tokens` or `send_key` are not credentials.
-    """
-    return bool(_CREDENTIAL_WORDS.search(_normalise_key(key)))
+    """True for key names such as `api_key`, `password`, `accessToken`, `client-secret`
+    (whole words only: `max_tokens` or `send_key` are not credentials). The tripwire's one
+    list of credential words decides."""
+    return is_credential_key(key)
 
 
 def find_secret_keys(data: Any, path: str = "") -> list[str]:

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.core.threads import off_gui_thread
+
 log = logging.getLogger(__name__)
 
 SKILL_FILE = "SKILL.md"
@@ -138,6 +140,7 @@ class SkillLibrary:
         disabled = frozenset(getattr(skills, "disabled", []))
         return cls([home / "skills", *extra], disabled)
 
+    @off_gui_thread  # reads every skill folder's SKILL.md
     def discover(self) -> list[Skill]:
         found: dict[str, Skill] = {}
         for folder in self.folders:

@@ -1,4 +1,4 @@
-"""Questions of scheduled runs while nobody watches (issue 16, point 3).
+"""Questions of scheduled runs while nobody watches (docs/architecture.md §5.14).
 
 Each question is a notification with buttons — Allow once / Deny when the summary and the
 full arguments fit it as plain text, else Review… / Deny — and a pending entry the window

@@ -1,4 +1,4 @@
-"""Runs a scheduled task headless through the one pipeline (issue 16).
+"""Runs a scheduled task headless through the one pipeline (docs/architecture.md §5.14).
 
 A run claims its ticket from the `TaskBook` (never two runs of one task at once), opens the
 task's own conversation, and runs the agent with the task's provider and model, its step
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -164,7 +165,7 @@ class TaskRunner:
             self._deadlines.discard(deadline)
         # the history and the notification never show a stored secret (the user's prompt or
         # an error text may hold one)
-        answer = self.runtime.runner.refresh_secrets().text(answer)
+        answer = self.runtime.tripwire.text(answer)
         record = self.book.record_run(
             task.id, ticket.run_id, now=self.clock(), ok=ok, answer=answer
         )
@@ -214,7 +215,10 @@ class TaskRunner:
     ) -> tuple[bool, str]:
         from app.core.providers import make_provider
 
-        config = self.runtime.account_provider_config(task.provider, task.model)
+        # the keyring, the system prompt and the store block: never on the window's thread
+        config = await asyncio.to_thread(
+            self.runtime.account_provider_config, task.provider, task.model
+        )
         provider = make_provider(config)
         try:
             if not config.model:
@@ -222,13 +226,16 @@ class TaskRunner:
                 if not models:
                     return False, "No model is set for this task and the server lists none."
                 config.model = models[0]
-            agent = self.runtime.make_agent(
-                provider,
-                self._approver(task, deadline),
-                task_id=task.id,
-                max_steps=task.budget.max_steps,
+            agent = await asyncio.to_thread(
+                functools.partial(
+                    self.runtime.make_agent,
+                    provider,
+                    self._approver(task, deadline),
+                    task_id=task.id,
+                    max_steps=task.budget.max_steps,
+                )
             )
-            conversation = self.runtime.open_conversation(conversation_id)
+            conversation = await asyncio.to_thread(self.runtime.open_conversation, conversation_id)
             conversation.session.notes[TASK_RUN_NOTE] = task.id
             return await self._turn(agent, conversation, task, ticket, deadline, said)
         finally:

@@ -1,4 +1,4 @@
-"""Starts scheduled task runs on time (issue 16, point 2). No Qt.
+"""Starts scheduled task runs on time (docs/architecture.md §5.14). No Qt.
 
 Like the reminder scheduler: waits are bounded (≤ 30 s) and every wake re-reads the clock,
 so a suspended machine or a changed clock is noticed at the next wake; the book's catch-up

@@ -1,8 +1,9 @@
 """Which thread is the GUI's, and a guard for work that must never run on it.
 
 The window's event loop runs on the GUI thread; parsing kubeconfig YAML, reading the
-keyring or scanning folders there stalls painting and input. Functions that do such work
-are marked `@off_gui_thread`: called on the GUI thread they raise `GuiThreadError` when
+keyring, scanning the skill folders or building the system prompt there stalls painting
+and input (the window hands such work to `app.ui.off_gui.run_off_gui`). Functions that do
+it are marked `@off_gui_thread`: called on the GUI thread they raise `GuiThreadError` when
 checks are strict (the tests turn them on with DESKHAND_STRICT_THREADS=1), else they log
 once and go on — a slow frame is better than a broken feature for a user.
 """

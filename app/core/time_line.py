@@ -1,5 +1,4 @@
-"""The system prompt's line with the user's date, time and zone (no heavy imports: the
-early `ask` request of app.core.ask_early fills it in before the app has loaded)."""
+"""The system prompt's line with the user's date, time and zone."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What the model reads is data, not orders (issue §7).
+"""What the model reads is data, not orders (docs/architecture.md §5.10).
 
 Pure functions the call pipeline applies to every tool result (no I/O, cheap):
 

@@ -335,7 +335,8 @@ class Composer(QFrame):
         if path in self.attachments:
             self.attachments.remove(path)
         for i in reversed(range(self._chips.count())):
-            widget = self._chips.itemAt(i).widget()
+            item = self._chips.itemAt(i)
+            widget = item.widget() if item is not None else None
             if isinstance(widget, AttachmentChip) and widget.path == path:
                 widget.deleteLater()
                 self._chips.takeAt(i)
@@ -390,14 +391,14 @@ class Composer(QFrame):
 
     async def _read(self, chip: McpChip) -> None:
         from app.core.mcp.catalog import read_for_message
-        from app.ui.mcp_picker import in_thread
+        from app.ui.off_gui import off_gui
         from tools.spec import ToolCancelled, ToolError
 
         manager = self.mcp_manager()
         try:
             if manager is None:
                 raise ToolError("the MCP servers were stopped")
-            attached = await in_thread(read_for_message, manager, chip.entry, chip.cancel)
+            attached = await off_gui(read_for_message, manager, chip.entry, chip.cancel)
         except ToolCancelled:
             return
         except Exception as exc:  # a bug or a broken server must not break the composer
@@ -424,17 +425,19 @@ class Composer(QFrame):
         prompts = manager.prompts() if manager is not None else []
         if not prompts:
             if completer is not None:
-                completer.popup().hide()
+                _hide_popup(completer)
             return
         completer = self._completer(prompts)
         completer.setCompletionPrefix(self.text().removeprefix("/"))
         if completer.completionCount() == 0:
-            completer.popup().hide()
+            _hide_popup(completer)
             return
         rect = self.edit.cursorRect()
         rect.setWidth(max(360, min(560, self.edit.width() - rect.x())))
         completer.complete(rect)
         popup = completer.popup()
+        if popup is None:  # complete() makes one; None only if Qt could not
+            return
         popup.setCurrentIndex(completer.completionModel().index(0, 0))
         # above the message box, inside the window, rather than below it off the window
         popup.move(self.edit.mapToGlobal(QPoint(rect.x(), -popup.height() - 4)))
@@ -445,7 +448,8 @@ class Composer(QFrame):
         completer = self.edit.completer
         if completer is None:
             completer = slash_completer(self.edit)
-            completer.activated[QModelIndex].connect(self._prompt_chosen)
+            # PySide6's stubs omit SignalInstance.__getitem__, which picks an overload
+            completer.activated[QModelIndex].connect(self._prompt_chosen)  # type: ignore[index]
             self.edit.completer = completer
         if prompts != self._prompts or completer.model() is None:
             self._prompts = list(prompts)
@@ -501,14 +505,14 @@ class Composer(QFrame):
 
     async def _get_prompt(self, form: PromptForm, values: dict[str, str]) -> None:
         from app.core.mcp.catalog import fill_prompt
-        from app.ui.mcp_picker import in_thread
+        from app.ui.off_gui import off_gui
         from tools.spec import ToolCancelled, ToolError
 
         manager = self.mcp_manager()
         try:
             if manager is None:
                 raise ToolError("the MCP servers were stopped")
-            text = await in_thread(fill_prompt, manager, form.entry, values, form.cancel)
+            text = await off_gui(fill_prompt, manager, form.entry, values, form.cancel)
         except ToolCancelled:
             return
         except Exception as exc:
@@ -534,3 +538,9 @@ class Composer(QFrame):
         """Waits for the reads and prompt requests under way (for tests and shutdown)."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
+def _hide_popup(completer: QCompleter) -> None:
+    popup = completer.popup()
+    if popup is not None:
+        popup.hide()

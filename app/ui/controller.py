@@ -1,7 +1,8 @@
 """The one object that runs the agent loop for the window and turns its events into signals.
 
-It lives on the Qt main thread, where the qasync loop runs; blocking work (keyring, files)
-goes to an executor.
+It lives on the Qt main thread, where the qasync loop runs; blocking work (keyring, files,
+building the conversation's tools and the agent with its system prompt) runs off it
+(`app.ui.off_gui.run_off_gui`).
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Coroutine
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import QObject, Signal
 
@@ -23,14 +24,13 @@ from app.core.events import AgentEvent, ApprovalRequested, Error
 from app.core.history_marks import BranchInfo, Marker, MarkerKind
 from app.core.providers.base import ChatMessage, ProviderConfig
 from app.core.runtime import ConfigError, Runtime
+from app.ui.off_gui import run_off_gui
 
 if TYPE_CHECKING:  # the agent loads with the first conversation, after the window is ready
-    from app.core.agent import Conversation
+    from app.core.agent import Agent, Conversation
 
 log = logging.getLogger(__name__)
-#: Builds opened conversations off the GUI thread; plain threads, since qasync's QThreads
-#: abort the process when one still runs at quit.
-_OPENER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deskhand-open")
+T = TypeVar("T")
 
 #: What a stopped turn's marker says.
 STOPPED = "Stopped"
@@ -73,7 +73,7 @@ class ChatController(QObject):
         super().__init__(parent)
         self.runtime = runtime
         self._conversation: Conversation | None = None
-        #: The conversation being opened on `_OPENER` (its id, its future).
+        #: The conversation being opened on a worker (its id, its future).
         self._opening: tuple[str, Future[Conversation]] | None = None
         self._task: asyncio.Task[None] | None = None
         self._running = False
@@ -142,9 +142,10 @@ class ChatController(QObject):
         self.stop()
         messages = self.runtime.store.load_messages(conversation_id)
         self.conversation = None
+        runtime = self.runtime
         self._opening = (
             conversation_id,
-            _OPENER.submit(self.runtime.open_conversation, conversation_id),
+            run_off_gui(lambda: runtime.open_conversation(conversation_id)),
         )
         self._unsaved_model = None
         self.conversationOpened.emit(conversation_id)
@@ -318,7 +319,7 @@ class ChatController(QObject):
 
     def _redacted(self, message: ChatMessage) -> ChatMessage:
         """As the agent keeps a message: with every known secret redacted."""
-        return replace(message, content=self.runtime.runner.refresh_secrets().text(message.content))
+        return replace(message, content=self.runtime.tripwire.text(message.content))
 
     def stop(self) -> None:
         for future in self._pending.values():
@@ -352,7 +353,7 @@ class ChatController(QObject):
         store = self.runtime.store
         at = None
         try:
-            text = self.runtime.runner.refresh_secrets().text(text)
+            text = self.runtime.tripwire.text(text)
             at = self._restore_earlier_answer(turn)
             if at is not None:
                 text = f"{text}. {KEPT}" if not text.endswith(".") else f"{text} {KEPT}"
@@ -422,19 +423,14 @@ class ChatController(QObject):
     async def _prepare_and_run(self, text: str, attachments: list[str]) -> None:
         message: ChatMessage = ChatMessage("user", text)
         if attachments:
-            loop = asyncio.get_running_loop()
-            message, problems = await loop.run_in_executor(
-                None, build_user_message, text, attachments
-            )
+            message, problems = await _off_gui(lambda: build_user_message(text, attachments))
             for problem in problems:
                 self.notice.emit(f"Not attached: {problem.path} — {problem.reason}")
-        loop = asyncio.get_running_loop()
         if self._opening is not None:  # a conversation opened a moment ago is still building
             await asyncio.wrap_future(self._opening[1])
-        # the tool manifests and the agent, if the first keystroke did not load them yet
-        await loop.run_in_executor(_OPENER, self.runtime.warm_up)
         if self.conversation is None:
-            self.conversation = self.runtime.open_conversation(None)
+            runtime = self.runtime
+            self.conversation = await _off_gui(lambda: runtime.open_conversation(None))
             self._turn.conversation = self.conversation
             assert self.conversation.id is not None
             self.runtime.store.auto_title(self.conversation.id, text or "Attachment")
@@ -448,11 +444,10 @@ class ChatController(QObject):
         await self._run(message)
 
     async def _run(self, message: ChatMessage | None) -> None:
-        loop = asyncio.get_running_loop()
         choice = self._choice()
         try:
             # the keyring, and the client's TLS context (tens of ms): off the GUI thread
-            config, provider = await loop.run_in_executor(None, self._provider_for, choice)
+            config, provider = await _off_gui(lambda: self._provider_for(choice))
         except ConfigError as exc:
             if message is not None and self.conversation is not None:
                 # keep what the user typed: it is in the history, ready for a retry
@@ -471,7 +466,8 @@ class ChatController(QObject):
                     )
                     return
                 config.model = models[0]
-            agent = self.runtime.make_agent(provider, self._approver)
+            # the system prompt (the tools' categories, a scan of the skills): off it too
+            agent = await _off_gui(lambda: self._make_agent(provider))
             assert self.conversation is not None
             # closed at once however the turn ends, so its lease is released before the
             # turn's end is handled (a regenerate may switch back then)
@@ -489,6 +485,10 @@ class ChatController(QObject):
         finally:
             await provider.aclose()
 
+    def _make_agent(self, provider: Any) -> Agent:
+        """On a worker thread."""
+        return self.runtime.make_agent(provider, self._approver)
+
     async def _approver(self, request: ApprovalRequest) -> Decision:
         future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
         self._pending[request.call_id] = future
@@ -496,6 +496,11 @@ class ChatController(QObject):
             return await future
         finally:
             self._pending.pop(request.call_id, None)
+
+
+async def _off_gui(fn: Callable[[], T]) -> T:
+    """`fn` on a worker, awaited on the GUI thread's loop."""
+    return await asyncio.wrap_future(run_off_gui(fn))
 
 
 _BUSY = (

@@ -8,8 +8,7 @@ file tools may touch no folder of the user's.
 
 from __future__ import annotations
 
-import asyncio
-from concurrent.futures import ThreadPoolExecutor
+import logging
 from pathlib import Path
 
 from PySide6.QtCore import Signal
@@ -27,9 +26,11 @@ from shiboken6 import isValid
 
 from app.core.runtime import Runtime
 from app.core.settings import Settings
+from app.ui.off_gui import run_off_gui
+
+log = logging.getLogger(__name__)
 
 #: Finds the suggested folders off the GUI thread (a plain thread, never qasync's QThread).
-_SUGGESTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deskhand-folders")
 
 
 def suggested_folders(home: Path) -> list[Path]:
@@ -96,19 +97,12 @@ class FoldersPrompt(QFrame):
         if self.suggested or self._suggesting:
             return
         self._suggesting = True
-        try:
-            loop = asyncio.get_event_loop()
-        except RuntimeError:
-            loop = None
-        if loop is None or loop.is_closed() or not loop.is_running():
-            self._add_suggested(suggested_folders(Path.home()))
-            return
-        found = loop.run_in_executor(_SUGGESTER, suggested_folders, Path.home())
-        found.add_done_callback(
-            lambda f: self._add_suggested(
-                [] if f.cancelled() or f.exception() is not None else f.result()
-            )
-        )
+        home = Path.home()
+        run_off_gui(lambda: suggested_folders(home), self._add_suggested, self._none_found)
+
+    def _none_found(self, exc: BaseException) -> None:
+        log.warning("could not look for the usual folders: %r", exc)
+        self._add_suggested([])
 
     def _add_suggested(self, folders: list[Path]) -> None:
         if not isValid(self):  # the window closed meanwhile

@@ -13,7 +13,6 @@ import gc
 import logging
 import sys
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,12 +21,14 @@ from PySide6.QtWidgets import QApplication
 from shiboken6 import isValid
 
 from app.ui import startup_timeline as timeline
+from app.ui.off_gui import run_off_gui
 
 if TYPE_CHECKING:
     from app.core.notifications import Action
     from app.core.reminders import Delivery
     from app.core.runtime import Runtime
     from app.ui.main_window import MainWindow
+    from app.ui.settings_dialog import SettingsDialog
     from app.ui.tray import KeepRunningDialog
 
 log = logging.getLogger(__name__)
@@ -41,13 +42,6 @@ TASKS_LOOK_MS = 30_000
 #: At 0.5 ms a full repaint while the MCP SDK loaded still took 16–30 ms; at 0.2 ms the
 #: longest stall was 11 ms. Three CPU-bound threads lose ~5 % of their throughput.
 GUI_SWITCH_INTERVAL_S = 0.0002
-#: The stored secrets (the keyring's modules, a D-Bus round trip) load this long after the
-#: window is whole, not while it is being built; a turn sent earlier waits for them.
-SECRETS_AFTER_MS = 300
-#: MCP servers start this long after the window is whole: the SDK's import on a worker
-#: (~160 ms of Python) then does not overlap the whole window's first paint, whose widgets
-#: re-enter Python dozens of times (a 15–24 ms stall when they met; 10–13 ms apart).
-MCP_START_AFTER_MS = 120
 #: The pause between two parts of the window being put together: a real timer, not a
 #: zero one — Qt runs zero-delay calls one after another before its timers and the window
 #: system's events get a turn, which made three parts one 18 ms stall.
@@ -63,9 +57,6 @@ QUIT = "quit"
 KEEP_RUNNING, QUIT_ON_CLOSE = "keep", "quit"  # ui_state.background_choice
 #: The notification server is probed this long after start-up (off the first paint).
 PROBE_DELAY_MS = 1000
-#: Builds the runtime during start-up; a plain thread (qasync's QThreads abort the
-#: process if one still runs at quit).
-_STARTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deskhand-start")
 TRAY_NOTICE = "It keeps running in the tray for reminders and approvals. Quit from the tray menu."
 BACKGROUND_NOTICE = (
     "It keeps running in the background for reminders and scheduled tasks. Start Deskhand "
@@ -134,9 +125,12 @@ class App:
         qapp.setWindowIcon(icon)
         apply_theme(qapp, self.runtime.settings.general.theme)
         self.tray = Tray(icon)
-        self.window = window or MainWindow(home=self.runtime.home)
+        if window is None:
+            window = MainWindow(home=self.runtime.home)
+            window.build_early(self.runtime.store)
+        self.window = window
         # before the window is put together: a close, Ctrl+Q or Ctrl+, meanwhile is heard
-        self._settings_dialog = None
+        self._settings_dialog: SettingsDialog | None = None
         self.window.close_handler = self._window_closing
         self.window.settingsRequested.connect(self.open_settings)
         self.window.quitRequested.connect(self.quit)
@@ -205,11 +199,15 @@ class App:
         self.window.focus_composer()
 
     def open_settings(self, page: str = "providers") -> None:
-        from app.ui.settings_dialog import SettingsDialog
+        from app.ui.settings.dialog import SettingsDialog
         from app.ui.theme import apply_theme
 
-        dialog = SettingsDialog(self.runtime, self.window, page=page)
-        self._settings_dialog = dialog
+        dialog = self._settings_dialog
+        if dialog is not None:  # made at the first request, then reused
+            dialog.show_page(page)
+            dialog.open()
+            return
+        dialog = self._settings_dialog = SettingsDialog(self.runtime, self.window, page=page)
 
         def applied() -> None:
             self.window.apply_settings()
@@ -230,8 +228,7 @@ class App:
             return
         self._loop = loop
         self.scheduler.start()
-        # after the whole window's first paint (see MCP_START_AFTER_MS)
-        QTimer.singleShot(MCP_START_AFTER_MS, self.start_mcp_servers)
+        self.start_mcp_servers()
         # after the first paint: the task runner's imports are not needed for it
         QTimer.singleShot(TASKS_START_MS, self._start_tasks)
 
@@ -259,12 +256,11 @@ class App:
             QTimer.singleShot(200, self.start_mcp_servers)
             return
         # off the GUI thread; returns once the servers are launched, and their tools join the
-        # registry as each one comes up (the runtime follows the manager)
-        self._mcp_future = loop.run_in_executor(None, self.runtime.start_mcp)
-        # servers may ask the user something as soon as they connect: the window answers
-        self._mcp_future.add_done_callback(self._mcp_started)
+        # registry as each one comes up (the runtime follows the manager); servers may ask
+        # the user something as soon as they connect: the window answers
+        run_off_gui(self.runtime.start_mcp, self._mcp_started)
 
-    def _mcp_started(self, _done: Any) -> None:
+    def _mcp_started(self, _started: bool) -> None:
         if not self._reminders_stopped and isValid(self.window):
             self.window.attach_mcp()
 
@@ -427,7 +423,8 @@ def run_gui(home: str | Path | None = None) -> int:
     # could free a cycle holding a widget on that thread (a crash, seen 1 start in 9); the
     # App's collector collects on this thread once it exists (app/ui/gc_guard.py)
     gc.disable()
-    qapp = QApplication.instance() or QApplication(sys.argv)
+    existing = QApplication.instance()
+    qapp = existing if isinstance(existing, QApplication) else QApplication(sys.argv)
     resolved_home = deskhand_home(home)
     if ask_running_instance(resolved_home):
         print("Deskhand is already running; brought its window to the front.", file=sys.stderr)
@@ -437,15 +434,12 @@ def run_gui(home: str | Path | None = None) -> int:
     frame = paint_frame(qapp, resolved_home)
     # the chat list's and composer's modules (and the event loop's) load on a worker while
     # the painted frame keeps answering the window system (a resize, a repaint)
-    timeline.wait_for(qapp, _STARTER.submit(_import_all, EARLY_MODULES))
+    timeline.wait_for(qapp, run_off_gui(lambda: _import_all(EARLY_MODULES)))
     # in parts, with Qt's events handled in between (a few milliseconds each)
     _prime_widgets()
     qapp.processEvents()
-    store = frame.build_early(composer=False)
+    store = frame.build_early()
     timeline.mark("chat list")
-    qapp.processEvents()  # the chat list paints before the message box is made
-    frame.add_early_composer()
-    timeline.mark("composer")
     import qasync
 
     loop = qasync.QEventLoop(qapp)
@@ -512,19 +506,15 @@ class StagedStart:
 
     def begin(self) -> None:
         timeline.mark("ready")  # the composer takes keys, the chat list is shown
-        # asyncio hands the result back on the loop (and drops it if the app quit meanwhile)
-        future = asyncio.get_event_loop().run_in_executor(
-            _STARTER, _prepare, self.home, self.store, self.MODULES
-        )
-        future.add_done_callback(self._finish)
+        home, store, modules = self.home, self.store, self.MODULES
+        run_off_gui(lambda: _prepare(home, store, modules), self._finish, self._failed)
 
-    def _finish(self, done: asyncio.Future[Runtime]) -> None:
-        try:
-            runtime = done.result()
-        except Exception as exc:  # e.g. an unreadable home: say so, then quit
-            log.exception("start-up failed")
-            self._fail(exc)
-            return
+    def _failed(self, exc: BaseException) -> None:
+        """E.g. an unreadable home: say so, then quit."""
+        log.error("start-up failed", exc_info=exc)
+        self._fail(exc)
+
+    def _finish(self, runtime: Runtime) -> None:
         timeline.mark("runtime")
         self.app = App(self.qapp, self.home, window=self.frame, runtime=runtime, staged=True)
         QTimer.singleShot(PART_GAP_MS, self._next_part)
@@ -553,9 +543,9 @@ class StagedStart:
         # what start-up made stays: collections walk only what comes later, and what later
         # imports make (the MCP SDK, the first turn's modules) is frozen too
         self.app.collector.start_up_done()
-        QTimer.singleShot(SECRETS_AFTER_MS, self.app.runtime.secrets.start_loading)
+        self.app.runtime.secrets.start_loading()  # on its own thread; a turn waits for it
 
-    def _fail(self, exc: Exception) -> None:
+    def _fail(self, exc: BaseException) -> None:
         from PySide6.QtWidgets import QMessageBox
 
         box = QMessageBox(
@@ -636,6 +626,11 @@ def paint_frame(qapp: QApplication, home: Path) -> MainWindow:
 
 
 async def _until_quit(qapp: QApplication) -> None:
-    done = asyncio.get_running_loop().create_future()
-    qapp.aboutToQuit.connect(lambda: done.done() or done.set_result(None))
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def quitting() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    qapp.aboutToQuit.connect(quitting)
     await done

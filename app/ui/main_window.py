@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Generator, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QByteArray, QSize, Qt, QTimer, QUrl, Signal
@@ -48,6 +49,7 @@ from shiboken6 import isValid
 
 from app.core.threads import mark_gui_thread
 from app.core.visible import visible
+from app.ui.off_gui import run_off_gui
 from app.ui.start_frame import StartPlaceholder
 from app.ui.ui_state import UiState
 
@@ -55,16 +57,13 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from app.core.runtime import Runtime
+    from app.core.store import Store
     from app.ui.reminders_view import RemindersView
     from app.ui.tasks_view import TasksView
 
 log = logging.getLogger(__name__)
 #: Link schemes a click in the conversation hands to the system (the text is untrusted).
 SAFE_LINK_SCHEMES = frozenset({"http", "https", "mailto"})
-#: Reads the active accounts (kubeconfig YAML, Docker contexts) off the GUI thread.
-_ACCOUNTS_READER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deskhand-accounts")
-#: Loads what a first turn needs once the user starts typing (`Runtime.warm_up`).
-_WARM_UP = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deskhand-warm-up")
 UNDO_SECONDS = 10
 #: The smallest window in which nothing is clipped (sidebar shown).
 MIN_WIDTH, MIN_HEIGHT = 720, 500
@@ -82,14 +81,8 @@ EDIT_OPERATIONS = (
 TEXT_WIDGETS = (QLineEdit, QPlainTextEdit, QTextEdit)
 
 
-def _log_failure(future: Future[Any]) -> None:
-    """A worker's error goes to the log (nobody waits on these futures)."""
-    if not future.cancelled() and future.exception() is not None:
-        log.warning("warming up failed: %r", future.exception())
-
-
 def _warm_up(runtime: Runtime) -> None:
-    """On `_WARM_UP`: what the first turn needs, and the code highlighter's commonest
+    """On a worker: what the first turn needs, and the code highlighter's commonest
     lexers (pygments compiles a lexer's patterns on its first use: 30–50 ms)."""
     from app.ui.chat.render import warm_lexers
 
@@ -179,7 +172,7 @@ class MainWindow(QMainWindow):
     ) -> None:
         """With a runtime, the whole window. Without one, only its frame (`home` names
         the folder of its saved geometry): the start-up paints that first, then calls
-        `attach` once the runtime is up."""
+        `build_early` and, once the runtime is up, `attach`."""
         super().__init__()
         folder = runtime.home if runtime is not None else home
         if folder is None:
@@ -202,20 +195,30 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(QByteArray(base64.b64decode(self.ui_state.geometry)))
         sidebar = self.ui_state.sidebar_width if self.ui_state.sidebar_visible else 0
         self.setCentralWidget(StartPlaceholder(sidebar))
+        # the menu bar has its height from the first paint on (no relayout of the whole
+        # window later); its menus fill in and are enabled once the window is whole
+        self._menus = self._menu_titles()
+        #: The chat pane's placeholder `build_early` made, until `attach` replaces it.
+        self._early_pane: QWidget | None = None
+        #: Where the message box goes in the chat pane `attach` builds, until it does.
+        self._composer_slot: QWidget | None = None
         if runtime is not None:
+            self.build_early(runtime.store)
             self.attach(runtime, tray)
 
-    def build_early(self, *, composer: bool = True) -> Any:
-        """The chat list and the message box over the store alone, before the runtime:
-        the user can read the list and type while the rest starts (Send waits for it).
-        `attach` keeps both widgets. Returns the store, for the runtime to adopt.
-        `composer=False`: the message box comes with `add_early_composer`, so start-up can
-        let the window paint in between."""
+    def build_early(self, store: Store | None = None) -> Store:
+        """The chat list and the message box over the store alone (opened here when not
+        given), before the runtime: the user can read the list and type while the rest
+        starts (Send waits for it). `attach` keeps both widgets. Returns the store, for
+        the runtime to adopt."""
         from app.core.paths import db_path
+        from app.core.settings_file import read_general
         from app.core.store import Store
+        from app.ui.composer import Composer
         from app.ui.sidebar import Sidebar
 
-        store = Store(db_path(self._home))
+        if store is None:
+            store = Store(db_path(self._home))
         self.sidebar = Sidebar(store)
         right = QWidget()
         right.setObjectName("chatPane")
@@ -234,31 +237,18 @@ class MainWindow(QMainWindow):
         splitter.setSizes([width, max(0, self.width() - width)])
         self.setCentralWidget(splitter)
         self.splitter = splitter
-        self._early_pane: QWidget | None = right  # `attach` puts the chat pane in its place
-        # the menu bar takes its height now, not when the chat pane shows (a relayout of
-        # the whole window in that part); its menus fill in once the window is whole
-        self._menu_titles()
+        self._early_pane = right  # `attach` puts the chat pane in its place
         self.sidebar.refresh()
         # a chat picked while starting is the one `attach` opens (and a waiting Send goes to)
         self.sidebar.conversationSelected.connect(self._picked_while_starting)
-        if composer:
-            self.add_early_composer()
-        return store
-
-    def add_early_composer(self) -> None:
-        """The real message box, under the placeholder `build_early` put in the chat pane;
-        typing works at once, Send waits for the rest of the window."""
-        from app.core.settings_file import read_general
-        from app.ui.composer import Composer
-
-        assert self._early_pane is not None
+        # the real message box under the placeholder: typing works at once, Send waits
+        # for the rest of the window
         self.composer = Composer()
         self.composer.set_send_key(read_general(self._home).send_key)
         self.composer.hold(True)
-        layout = self._early_pane.layout()
-        assert layout is not None
-        layout.addWidget(self.composer)
+        right_layout.addWidget(self.composer)
         self.composer.edit.setFocus()
+        return store
 
     def _picked_while_starting(self, conversation_id: str) -> None:
         if not self.attached:
@@ -330,21 +320,15 @@ class MainWindow(QMainWindow):
 
     # ---- layout --------------------------------------------------------------------------
 
-    def _build_steps(self) -> Generator[None, None, QWidget | None]:
-        """The widgets in parts; returns the chat pane when it still has to replace the
-        early placeholder (`_show_chat_pane`), else None (it is in place)."""
+    def _build_steps(self) -> Generator[None, None, QWidget]:
+        """The widgets in parts; returns the chat pane, which replaces the early
+        placeholder in `_show_chat_pane`."""
         from app.ui.chat.elicitation_form import ElicitationPanel
         from app.ui.chat.view import ChatView
-        from app.ui.composer import Composer
         from app.ui.folders_dialog import FoldersPrompt
         from app.ui.setup_card import SetupCard
-        from app.ui.sidebar import Sidebar
         from app.ui.starter_prompts import StarterPrompts
 
-        early = "composer" in self.__dict__
-        if not early:
-            self.sidebar = Sidebar(self.runtime.store)
-            self.composer = Composer()
         self.chat_view = ChatView()
         self.composer.set_send_key(self.runtime.settings.general.send_key)
         # MCP resources and prompts, once servers were started (never starts or imports them)
@@ -406,56 +390,41 @@ class MainWindow(QMainWindow):
         right_layout.addWidget(self.elicitation)
         right_layout.addWidget(self.undo_bar)
         right_layout.addWidget(self.task_question_bar)
-        if early:  # the pane takes the placeholder's place later (`_show_chat_pane`)
-            # where the early message box will go, kept at its height meanwhile, so the
-            # pane is laid out as it will show
-            self._composer_slot = QWidget()
-            right_layout.addWidget(self._composer_slot)
-            return right
-        right_layout.addWidget(self.composer)
-        self.splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.splitter.addWidget(self.sidebar)
-        self.splitter.addWidget(right)
-        self.splitter.setStretchFactor(0, 0)
-        self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([SIDEBAR_DEFAULT, 840])
-        self.splitter.setChildrenCollapsible(False)
-        self.sidebar.setMaximumWidth(SIDEBAR_MAX)
-        self.setCentralWidget(self.splitter)
-        return None
+        # the pane takes the placeholder's place later (`_show_chat_pane`); where the
+        # early message box will go is kept at its height meanwhile, so the pane is laid
+        # out as it will show
+        self._composer_slot = QWidget()
+        right_layout.addWidget(self._composer_slot)
+        return right
 
-    def _stage_chat_pane(self, pane: QWidget | None) -> None:
-        """The new chat pane goes into the window hidden, and is styled there (the costly
-        part of showing it), a turn of the loop before it takes the placeholder's place."""
-        if pane is None:
-            return
+    def _stage_chat_pane(self, pane: QWidget) -> None:
+        """The new chat pane goes into the window hidden, laid out at the size it will show
+        at (the last chat's rows then open at their width), a turn of the loop before it
+        takes the placeholder's place."""
         pane.hide()
         self.splitter.addWidget(pane)  # (the splitter owns it)
-        pane.ensurePolished()
-        for child in pane.findChildren(QWidget):
-            child.ensurePolished()
-        self._lay_out_like_placeholder(pane)  # the last chat's rows then open at their width
+        self._lay_out_like_placeholder(pane)
 
     def _lay_out_like_placeholder(self, pane: QWidget) -> QSize | None:
         """The hidden pane's widgets placed at the size the pane will show at (the
         placeholder's); None when there is nothing to match."""
-        placeholder = self._early_pane
-        if placeholder is None or placeholder.size().isEmpty():
+        placeholder, slot = self._early_pane, self._composer_slot
+        if placeholder is None or slot is None or placeholder.size().isEmpty():
             return None
         size = placeholder.size()
-        self._composer_slot.setFixedHeight(self.composer.height())
+        slot.setFixedHeight(self.composer.height())
         pane.resize(size)
         layout = pane.layout()
         if layout is not None:
             layout.activate()
         return size
 
-    def _prerender_chat_pane(self, pane: QWidget | None) -> None:
+    def _prerender_chat_pane(self, pane: QWidget) -> None:
         """The hidden pane painted once into an image at the size it will show at: its
         first paint's one-time work (style sheet rules, text layouts, glyphs, icons: about
         5 ms) is done here, not in the part that shows it with the whole window's repaint.
         Not for a window that is not on screen (started hidden, or closed meanwhile)."""
-        if pane is None or not self.isVisible() or self.closed_while_starting:
+        if not self.isVisible() or self.closed_while_starting:
             return
         # again: the splitter gave the hidden pane no size meanwhile (its widgets kept theirs)
         size = self._lay_out_like_placeholder(pane)
@@ -470,18 +439,17 @@ class MainWindow(QMainWindow):
         image.setDevicePixelRatio(ratio)
         pane.render(image)
 
-    def _show_chat_pane(self, pane: QWidget | None) -> None:
+    def _show_chat_pane(self, pane: QWidget) -> None:
         """The chat pane built around the early composer takes the placeholder's place;
         the chat list stays put."""
-        if pane is None:  # built in place (no early frame)
-            return
         placeholder, self._early_pane = self._early_pane, None
+        slot, self._composer_slot = self._composer_slot, None
         layout = pane.layout()
-        assert placeholder is not None and layout is not None
+        assert placeholder is not None and slot is not None and layout is not None
         # the message box goes in the place kept for it: nothing else in the pane moves
-        layout.replaceWidget(self._composer_slot, self.composer)
-        self._composer_slot.hide()
-        self._composer_slot.deleteLater()
+        layout.replaceWidget(slot, self.composer)
+        slot.hide()
+        slot.deleteLater()
         sizes = self.splitter.sizes()  # chat list, placeholder, hidden pane
         # the pane shows and takes the placeholder's width before the placeholder leaves
         # the splitter: taken out first, it left the splitter a moment with nothing on the
@@ -558,7 +526,7 @@ class MainWindow(QMainWindow):
             action = QAction(text, self)
             action.setShortcuts(QKeySequence.keyBindings(key))
             action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-            action.triggered.connect(lambda _=False, o=op: self.edit_focused(o))
+            action.triggered.connect(functools.partial(self.edit_focused, op))
             menu.addAction(action)
             self.edit_actions[op] = action
             if op == "redo":
@@ -570,21 +538,20 @@ class MainWindow(QMainWindow):
             app.focusChanged.connect(self._focus_changed)
 
     def _menu_titles(self) -> tuple[QMenu, QMenu, QMenu, QMenu]:
-        """The menu bar's four menus (made once; empty until `_build_menus`)."""
-        if "_menus" not in self.__dict__:
-            bar = self.menuBar()
-            self._menus = (
-                bar.addMenu("&File"),
-                bar.addMenu("&Edit"),
-                bar.addMenu("&View"),
-                bar.addMenu("&Chat"),
-            )
-            for menu in self._menus:
-                menu.setEnabled(False)  # no empty menu opens while the window starts
-        return self._menus
+        """The menu bar's four menus, empty (and disabled) until `_build_menus`."""
+        bar = self.menuBar()
+        menus = (
+            bar.addMenu("&File"),
+            bar.addMenu("&Edit"),
+            bar.addMenu("&View"),
+            bar.addMenu("&Chat"),
+        )
+        for menu in menus:
+            menu.setEnabled(False)  # no empty menu opens while the window starts
+        return menus
 
     def _build_menus(self) -> None:
-        file_menu, edit_menu, view_menu, chat_menu = menus = self._menu_titles()
+        file_menu, edit_menu, view_menu, chat_menu = menus = self._menus
         for menu in menus:
             menu.setEnabled(True)
         self.new_action = self._action(file_menu, "New chat", "Ctrl+N", self.new_chat)
@@ -668,9 +635,8 @@ class MainWindow(QMainWindow):
         if self._warmed:
             return None
         self._warmed = True
-        future = _WARM_UP.submit(_warm_up, self.runtime)
-        future.add_done_callback(_log_failure)
-        return future
+        runtime = self.runtime
+        return run_off_gui(lambda: _warm_up(runtime))
 
     # ---- state ---------------------------------------------------------------------------
 
@@ -758,33 +724,21 @@ class MainWindow(QMainWindow):
         """The header shows the open conversation's model (its own, else the default)."""
         self.model_picker.set_choice(*self.controller.model_choice())
 
-    def refresh_accounts(self) -> asyncio.Future[None] | None:
+    def refresh_accounts(self) -> Future[None]:
         """Shows which accounts tools act on (e.g. "Kubernetes: prod"), where it matters.
-        Reading them parses kubeconfig YAML and Docker contexts, so it runs in a worker
-        thread and the header follows when it is done; the future says when (None without
-        an event loop)."""
-        try:
-            loop = asyncio.get_event_loop()
-        except RuntimeError:
-            return None
-        if loop.is_closed():
-            return None
-        # a plain Python thread, not qasync's QThread executor: a QThread still reading when
-        # the app quits aborts the process
-        read = loop.run_in_executor(_ACCOUNTS_READER, self._read_active_accounts)
-        done: asyncio.Future[None] = loop.create_future()
+        Reading them parses kubeconfig YAML and Docker contexts, so it runs on a worker and
+        the header follows when it is done; the future is done once the header shows them."""
+        shown: Future[None] = Future()
 
-        def show(future: asyncio.Future[list[tuple[str, str]]]) -> None:
-            summary = [] if future.cancelled() or future.exception() else future.result()
+        def show(summary: list[tuple[str, str]]) -> None:
             if isValid(self.accounts_label):
                 text = "  ·  ".join(f"{title}: {label}" for title, label in summary)
                 self.accounts_label.setText(text)
                 self.accounts_label.setVisible(bool(text))
-            if not done.done():
-                done.set_result(None)
+            shown.set_result(None)
 
-        read.add_done_callback(show)
-        return done
+        run_off_gui(self._read_active_accounts, show)
+        return shown
 
     def _read_active_accounts(self) -> list[tuple[str, str]]:
         try:
@@ -836,7 +790,7 @@ class MainWindow(QMainWindow):
         from app.core.settings import ProviderAccount
 
         account = ProviderAccount(
-            kind="openai",
+            kind=server.kind,
             label=server.name,
             base_url=server.base_url,
             model=server.models[0] if server.models else "",
@@ -1219,7 +1173,7 @@ class MainWindow(QMainWindow):
     def edit_target(self) -> QWidget | None:
         """The widget Undo … Select All act on: the focused text field, or the nearest
         focused widget (or its parent) offering `copy()` or `selectAll()`."""
-        widget = self.focusWidget()
+        widget: QWidget | None = self.focusWidget()
         while widget is not None and widget is not self:
             if isinstance(widget, TEXT_WIDGETS) or hasattr(widget, "copy"):
                 return widget

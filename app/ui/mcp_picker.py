@@ -1,4 +1,4 @@
-"""The composer's MCP pieces (issue 14 §5): the resource picker, a resource's chip, the
+"""The composer's MCP pieces: the resource picker, a resource's chip, the
 "/" completion of prompts and the small form a prompt's arguments are asked in.
 
 Everything shown here comes from MCP servers and is untrusted: it is escaped by
@@ -9,9 +9,8 @@ thread, and only after the user picked something.
 
 from __future__ import annotations
 
-import asyncio
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import (
@@ -78,11 +77,6 @@ _FRAME_STYLE = (
     "#{name} {{ background: palette(base); border: 1px solid palette(mid);"
     " border-radius: {radius}px; }}"
 )
-
-
-async def in_thread(fn: Callable[..., T], *args: Any) -> T:
-    """Run a blocking call (an MCP request) off the GUI thread."""
-    return await asyncio.get_event_loop().run_in_executor(None, fn, *args)
 
 
 def plain_label(text: str = "", role: str = "") -> QLabel:

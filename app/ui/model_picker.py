@@ -55,6 +55,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.providers.base import AuthError, ProviderConfig
+from app.core.providers.kinds import provider_kind
 from app.core.providers.urls import display_origin, normalize_base_url
 from app.core.settings import ProviderAccount
 from app.core.visible import one_line
@@ -98,8 +99,9 @@ def account_label(account: ProviderAccount) -> str:
 
 
 def account_where(account: ProviderAccount) -> str:
-    """The account's server as `scheme://host:port`, a non-ASCII host in punycode."""
-    return display_origin(account.base_url) if account.base_url.strip() else "default server"
+    """The account's server as `scheme://host:port`, a non-ASCII host in punycode (its
+    kind's default server when it names none, as the runtime does)."""
+    return display_origin(account.base_url.strip() or provider_kind(account.kind).default_base_url)
 
 
 class ModelPicker(QWidget):
@@ -582,8 +584,12 @@ class _Popup(QFrame):
     # -- keys and clicks --
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if watched is self.filter and event.type() == QEvent.Type.KeyPress:
-            return self._key(event)  # type: ignore[arg-type]
+        if (
+            watched is self.filter
+            and event.type() == QEvent.Type.KeyPress
+            and isinstance(event, QKeyEvent)
+        ):
+            return self._key(event)
         return super().eventFilter(watched, event)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
@@ -637,7 +643,7 @@ class _RowDelegate(QStyledItemDelegate):
     PAD_X = 10
 
     def _font(self, option: QStyleOptionViewItem, kind: str) -> QFont:
-        font = QFont(option.font)  # type: ignore[attr-defined]
+        font = QFont(option.font)
         if kind == "header":
             font.setWeight(QFont.Weight.DemiBold)
             font.setPointSizeF(max(7.0, font.pointSizeF() - 1))
@@ -670,9 +676,9 @@ class _RowDelegate(QStyledItemDelegate):
         index: QModelIndex | QPersistentModelIndex,
     ) -> None:
         kind = str(index.data(KIND_ROLE))
-        pal: QPalette = option.palette  # type: ignore[attr-defined]
-        rect: QRect = option.rect  # type: ignore[attr-defined]
-        state = option.state  # type: ignore[attr-defined]
+        pal: QPalette = option.palette
+        rect: QRect = option.rect
+        state = option.state
         text = str(index.data(Qt.ItemDataRole.DisplayRole) or "")
         painter.save()
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)

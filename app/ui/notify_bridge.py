@@ -1,5 +1,5 @@
 """Notifications for the window app: native ones with buttons where the desktop has a
-notification server (issue 16), else the tray's balloon.
+notification server, else the tray's balloon.
 
 The core `Notifier` (desktop-notifier over D-Bus) is created and probed on a worker thread
 once the window is up, so neither is imported on the start-up path. Its callbacks come on its
@@ -15,14 +15,15 @@ import importlib
 import logging
 import os
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt, Signal, Slot
+from shiboken6 import isValid
 
 from app.core.visible import visible
+from app.ui.off_gui import run_off_gui
 
 if TYPE_CHECKING:
     from app.core.notifications import Action, Notifier
@@ -76,7 +77,6 @@ class Notifications(QObject):
     #: Once, after `start`: True when native notifications are used, False for the tray.
     availabilityKnown = Signal(bool)
 
-    _probed = Signal(object)  # Notifier | None, from the probe thread
     _actionFromNotifier = Signal(str, str, str)  # key, notification id, action id
     _clickFromNotifier = Signal(str, str)  # key, notification id
 
@@ -96,7 +96,6 @@ class Notifications(QObject):
         self._pending: list[_Pending] = []
         self._ids: dict[str, str] = {}  # key → id of the native notification shown for it
         queued = Qt.ConnectionType.QueuedConnection
-        self._probed.connect(self._on_probed, queued)
         self._actionFromNotifier.connect(self._on_action, queued)
         self._clickFromNotifier.connect(self._on_click, queued)
         tray.notificationClicked.connect(self.clicked)
@@ -117,7 +116,7 @@ class Notifications(QObject):
         if sys.platform.startswith("linux") and not session_bus_possible():
             self._settle(None)
             return
-        threading.Thread(target=self._probe, name="deskhand-notify-probe", daemon=True).start()
+        run_off_gui(self._probe, self._on_probed)
 
     def show(
         self,
@@ -217,8 +216,8 @@ class Notifications(QObject):
 
     # ---- the probe ---------------------------------------------------------------------------
 
-    def _probe(self) -> None:
-        """On the probe thread: a notifier whose server answers, or None."""
+    def _probe(self) -> Notifier | None:
+        """On a worker: a notifier whose server answers, or None."""
         notifier: Notifier | None = None
         try:
             notifier = self._factory()
@@ -233,14 +232,13 @@ class Notifications(QObject):
                 with contextlib.suppress(Exception):
                     notifier.close(CLOSE_TIMEOUT)
             notifier = None
-        try:
-            self._probed.emit(notifier)
-        except RuntimeError:  # the bridge was deleted meanwhile
+        return notifier
+
+    def _on_probed(self, notifier: Notifier | None) -> None:
+        if not isValid(self):  # the bridge was deleted meanwhile
             if notifier is not None:
                 notifier.close(CLOSE_TIMEOUT)
-
-    @Slot(object)
-    def _on_probed(self, notifier: Notifier | None) -> None:
+            return
         self._settle(notifier)
 
     def _settle(self, notifier: Notifier | None) -> None:

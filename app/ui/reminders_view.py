@@ -36,9 +36,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.reminders import LATE_AFTER, Reminder, ReminderBook, ReminderError, system_zone
+from app.core.reminders import LATE_AFTER, Reminder, ReminderBook, ReminderError
 from app.ui.qt_values import to_qdatetime, top_level_items, wall_clock
 from app.ui.settings.widgets import muted_label, role_label, window_heading
+from tools.clock import system_zone
 
 Section = Literal["upcoming", "late", "done"]
 SECTIONS: tuple[Section, ...] = ("upcoming", "late", "done")

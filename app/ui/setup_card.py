@@ -4,7 +4,8 @@ found on this machine, or the Providers page."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import functools
+from typing import TYPE_CHECKING
 
 import shiboken6
 from PySide6.QtCore import Qt, Signal
@@ -18,13 +19,22 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.core.providers.kinds import ADDRESS_KIND, local_presets, what_deskhand_talks_to
 from app.core.visible import one_line
 from app.ui.settings.connection import TEST_DEADLINE, classify_failure, list_models, probe_config
 from app.ui.settings.presets import host, preset_for, url_problem
 from app.ui.settings.widgets import plural, role_label
 
+if TYPE_CHECKING:
+    from app.core.local_servers import LocalServer
+
 NO_MODELS = "The server lists no models. Load or download one there, then Connect again."
 NEEDS_KEY = "This server wants an API key: add it in Providers settings."
+
+
+def local_ports() -> str:
+    """ "Ollama on 127.0.0.1:11434, LM Studio on 127.0.0.1:1234": where first run looks."""
+    return ", ".join(f"{p.name} on {host(p.base_url)}" for p in local_presets())
 
 
 class SetupCard(QFrame):
@@ -41,8 +51,7 @@ class SetupCard(QFrame):
         self.title = QLabel("Connect a model to get started")
         self.title.setObjectName("setupTitle")
         self.body = QLabel(
-            "Deskhand talks to any OpenAI-compatible server (Ollama, LM Studio, llama.cpp, "
-            "vLLM, OpenAI, OpenRouter) or to Anthropic. Your history and settings work "
+            f"Deskhand talks to {what_deskhand_talks_to()}. Your history and settings work "
             "without one."
         )
         self.body.setWordWrap(True)
@@ -86,7 +95,9 @@ class SetupCard(QFrame):
     def _fit_labels(self) -> None:
         """Wrapped labels inside a stacked page do not get their height-for-width from the
         layout; give each the height its text needs at the card's fixed width."""
-        margins = self.layout().contentsMargins()
+        layout = self.layout()
+        assert layout is not None
+        margins = layout.contentsMargins()
         inner = self.width() - margins.left() - margins.right()
         for label in (self.title, self.body, self.status, self.url_error):
             label.setMinimumHeight(label.heightForWidth(inner) if label.text() else 0)
@@ -121,7 +132,7 @@ class SetupCard(QFrame):
         if problem := url_problem(url):
             self.show_error(problem)
             return
-        config = probe_config("openai", url, None)
+        config = probe_config(ADDRESS_KIND, url, None)
         self.url_edit.setText(config.base_url)
         self.connect_button.setText("Cancel")
         self.url_edit.setEnabled(False)
@@ -146,15 +157,18 @@ class SetupCard(QFrame):
         name = preset.name if preset is not None else host(config.base_url)
         from app.core.local_servers import LocalServer  # httpx: off the start-up path
 
-        self.useServerRequested.emit(LocalServer(name, config.base_url, models))
+        self.useServerRequested.emit(LocalServer(name, config.base_url, models, config.kind))
 
-    def show_servers(self, servers: list[Any]) -> None:
+    def _use_server(self, server: LocalServer) -> None:
+        self.useServerRequested.emit(server)
+
+    def show_servers(self, servers: list[LocalServer]) -> None:
         for button in self.buttons:
             button.deleteLater()
         self.buttons.clear()
         if not servers:
             self.status.setText(
-                "No local server answered on 127.0.0.1 (Ollama :11434, LM Studio :1234). "
+                f"No local server answered ({local_ports()}). "
                 "Start one, or add a provider in settings."
             )
             self._fit_labels()
@@ -168,6 +182,6 @@ class SetupCard(QFrame):
             shown = f"Use {one_line(server.name, 60)} ({plural(models, 'model')}{first})"
             button = QPushButton(shown.replace("&", "&&"))
             button.setObjectName("primaryButton")
-            button.clicked.connect(lambda _=False, s=server: self.useServerRequested.emit(s))
+            button.clicked.connect(functools.partial(self._use_server, server))
             self._servers.addWidget(button)
             self.buttons.append(button)

@@ -174,7 +174,7 @@ class _ItemDelegate(QStyledItemDelegate):
         return max(40, width - 2 * PAD_X)
 
     def _detail_layout(
-        self, option: QStyleOptionViewItem, index: QModelIndex, width: int
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex, width: int
     ) -> tuple[QTextLayout, int]:
         """The detail text laid out in at most SNIPPET_LINES lines; returns it and its height."""
         text = str(index.data(DETAIL_ROLE) or "")
@@ -209,7 +209,9 @@ class _ItemDelegate(QStyledItemDelegate):
         layout.endLayout()
         return layout, int(height + 0.999)
 
-    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:
+    def sizeHint(
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> QSize:
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
         width = self._text_width(opt)
@@ -217,7 +219,12 @@ class _ItemDelegate(QStyledItemDelegate):
         _, detail_h = self._detail_layout(opt, index, width)
         return QSize(width + 2 * PAD_X, title_h + LINE_GAP + detail_h + 2 * PAD_Y + 2)
 
-    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
+    def paint(
+        self,
+        painter: QPainter,
+        option: QStyleOptionViewItem,
+        index: QModelIndex | QPersistentModelIndex,
+    ) -> None:
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
         opt.text = ""
@@ -247,7 +254,10 @@ class _ItemDelegate(QStyledItemDelegate):
     # ---- editing the title -------------------------------------------------------------
 
     def createEditor(
-        self, parent: QWidget, option: QStyleOptionViewItem, index: QModelIndex
+        self,
+        parent: QWidget,
+        option: QStyleOptionViewItem,
+        index: QModelIndex | QPersistentModelIndex,
     ) -> QWidget:
         self.sidebar._editing = QPersistentModelIndex(index)
         editor = QLineEdit(parent)
@@ -257,17 +267,22 @@ class _ItemDelegate(QStyledItemDelegate):
         editor.textEdited.connect(lambda _: _mark_invalid(editor, False))
         return editor
 
-    def setEditorData(self, editor: QWidget, index: QModelIndex) -> None:
+    def setEditorData(self, editor: QWidget, index: QModelIndex | QPersistentModelIndex) -> None:
         if isinstance(editor, QLineEdit):
             editor.setText(str(index.data(TITLE_ROLE) or ""))
             editor.selectAll()
 
-    def setModelData(self, editor: QWidget, model: QAbstractItemModel, index: QModelIndex) -> None:
+    def setModelData(
+        self, editor: QWidget, model: QAbstractItemModel, index: QModelIndex | QPersistentModelIndex
+    ) -> None:
         if isinstance(editor, QLineEdit):
             self.sidebar._commit_rename(str(index.data(ID_ROLE) or ""), editor.text())
 
     def updateEditorGeometry(
-        self, editor: QWidget, option: QStyleOptionViewItem, index: QModelIndex
+        self,
+        editor: QWidget,
+        option: QStyleOptionViewItem,
+        index: QModelIndex | QPersistentModelIndex,
     ) -> None:
         rect = option.rect.adjusted(2, 2, -2, -2)
         height = min(rect.height(), max(editor.sizeHint().height(), 28))
@@ -521,7 +536,7 @@ class Sidebar(QWidget):
         """The line edit of the title being edited, if any."""
         if not self.editing or self._editing is None:
             return None
-        editor = self.list.indexWidget(QModelIndex(self._editing))
+        editor = self.list.indexWidget(self._editing)
         if editor is None:
             found = self.list.findChild(QLineEdit, "renameEditor")
             return found if isinstance(found, QLineEdit) and found.isVisible() else None

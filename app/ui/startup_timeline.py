@@ -50,7 +50,12 @@ def wait_for(qapp: QApplication, future: Future[Any], poll_ms: int = 2) -> None:
     loop = QEventLoop()
     poll = QTimer()
     poll.setInterval(poll_ms)
-    poll.timeout.connect(lambda: future.done() and loop.quit())
+
+    def quit_when_done() -> None:
+        if future.done():
+            loop.quit()
+
+    poll.timeout.connect(quit_when_done)
     poll.start()
     if not future.done():
         loop.exec()

@@ -1,4 +1,4 @@
-"""The window process's part in scheduled tasks (issue 16).
+"""The window process's part in scheduled tasks (docs/architecture.md §5.14).
 
 It holds the schedule when no other process does (`tasks.lock`: else `deskhand tasks serve`
 runs it and the window only shows and edits tasks), runs due tasks and "Run now" through
@@ -13,7 +13,6 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
@@ -25,10 +24,11 @@ if TYPE_CHECKING:
     from app.core.task_scheduler import ScheduleLock, TaskScheduler
     from app.ui.notify_bridge import Notifications
 
+from app.ui.off_gui import run_off_gui
+
 log = logging.getLogger(__name__)
 #: Imports the runner's modules before `start`; a plain thread (qasync's QThreads abort
 #: the process if one still runs at quit).
-_IMPORTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deskhand-tasks")
 
 TASK_KEY = "task:"
 QUESTION_KEY = "task-question:"
@@ -88,8 +88,7 @@ class TaskHost(QObject):
         if self.started or self._starting:
             return
         self._starting = True
-        imported = asyncio.get_event_loop().run_in_executor(_IMPORTER, _import_task_modules)
-        imported.add_done_callback(lambda done: self._imported(done.exception()))
+        run_off_gui(lambda: _import_task_modules(), lambda _: self._imported(), self._imported)
 
     def _imported(self, failure: BaseException | None = None) -> None:
         self._starting = False

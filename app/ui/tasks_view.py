@@ -41,7 +41,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.reminders import system_zone
 from app.core.rules import Rule, RuleDecision
 from app.core.settings import ProviderAccount
 from app.core.tasks import (
@@ -66,6 +65,7 @@ from app.ui.settings.widgets import (
     set_invalid,
     window_heading,
 )
+from tools.clock import system_zone
 
 Clock = Callable[[], datetime]
 ID_ROLE = Qt.ItemDataRole.UserRole

@@ -11,7 +11,7 @@ import shlex
 from typing import Any
 
 from integrations import docker as docker_integration
-from tools.credential_values import mask_command, mask_credential_values
+from tools.redact import TRIPWIRE
 from tools.spec import Subject, ToolContext, ToolError
 
 _MAX_COMMAND = 80
@@ -40,9 +40,9 @@ def _command(command: list[str] | str | None) -> str:
     if command is None:
         return ""
     if isinstance(command, str):
-        text = mask_credential_values(command)
+        text = TRIPWIRE.shapes(command)
     else:
-        text = shlex.join(mask_command(command))
+        text = shlex.join(TRIPWIRE.command(command))
     return text if len(text) <= _MAX_COMMAND else text[: _MAX_COMMAND - 1] + "…"
 
 

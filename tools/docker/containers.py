@@ -6,8 +6,7 @@ import json
 import shlex
 from typing import Any
 
-from tools.credential_values import mask_command, mask_credential_data, mask_credential_values
-from tools.docker.format import ago, counted, mask_env, parse_engine_time, ports_summary, table
+from tools.docker.format import ago, counted, parse_engine_time, ports_summary, table
 from tools.docker.host import DockerHost, connect
 from tools.docker.manifest import (
     ContainerRef,
@@ -16,6 +15,7 @@ from tools.docker.manifest import (
     RemoveContainer,
     StopContainer,
 )
+from tools.redact import TRIPWIRE
 from tools.spec import ToolContext, ToolError, ToolResult
 
 
@@ -36,8 +36,8 @@ def list_containers(args: ListContainers, ctx: ToolContext) -> ToolResult:
         {
             "name": (c.get("Names") or ["?"])[0].lstrip("/"),
             "id": c["Id"][:12],
-            "image": mask_credential_values(c.get("Image", "")),
-            "command": mask_credential_values(c.get("Command", "")),
+            "image": TRIPWIRE.shapes(c.get("Image", "")),
+            "command": TRIPWIRE.shapes(c.get("Command", "")),
             "state": c.get("State", ""),
             "status": c.get("Status", ""),
             "ports": _list_ports(c.get("Ports") or []),
@@ -88,8 +88,8 @@ def summarize(attrs: dict[str, Any]) -> dict[str, Any]:
         "restart_count": attrs.get("RestartCount", 0),
         "restart_policy": ((attrs.get("HostConfig") or {}).get("RestartPolicy") or {}).get("Name"),
         "created": attrs.get("Created"),
-        "command": mask_command([attrs.get("Path", ""), *(attrs.get("Args") or [])]),
-        "env": mask_env(config.get("Env") or []),
+        "command": TRIPWIRE.command([attrs.get("Path", ""), *(attrs.get("Args") or [])]),
+        "env": TRIPWIRE.env(config.get("Env") or []),
         "ports": ports_summary((attrs.get("NetworkSettings") or {}).get("Ports")),
         "mounts": [
             f"{m.get('Name') or m.get('Source')} -> {m.get('Destination')}"
@@ -97,14 +97,8 @@ def summarize(attrs: dict[str, Any]) -> dict[str, Any]:
             for m in attrs.get("Mounts") or []
         ],
         "networks": {name: net.get("IPAddress", "") for name, net in networks.items()},
-        "labels": mask_labels(config.get("Labels") or {}),
+        "labels": TRIPWIRE.labels(config.get("Labels") or {}),
     }
-
-
-def mask_labels(labels: dict[str, str]) -> dict[str, str]:
-    """Label values hidden when the label's name or its value looks like a credential."""
-    entries = mask_env([f"{k}={v}" for k, v in labels.items()])
-    return {k: entry.partition("=")[2] for k, entry in zip(labels, entries, strict=True)}
 
 
 def mask_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
@@ -112,16 +106,16 @@ def mask_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
     lines (Path/Args, Config.Cmd/Entrypoint), labels, and credential-shaped values anywhere."""
     attrs = dict(attrs)
     config = dict(attrs.get("Config") or {})
-    config["Env"] = mask_env(config.get("Env") or [])
+    config["Env"] = TRIPWIRE.env(config.get("Env") or [])
     for key in ("Cmd", "Entrypoint"):
         if isinstance(config.get(key), list):
-            config[key] = mask_command(config[key])
+            config[key] = TRIPWIRE.command(config[key])
     if isinstance(config.get("Labels"), dict):
-        config["Labels"] = mask_labels(config["Labels"])
+        config["Labels"] = TRIPWIRE.labels(config["Labels"])
     attrs["Config"] = config
     if isinstance(attrs.get("Args"), list):
-        attrs["Args"] = mask_command([attrs.get("Path", ""), *attrs["Args"]])[1:]
-    masked: dict[str, Any] = mask_credential_data(attrs)
+        attrs["Args"] = TRIPWIRE.command([attrs.get("Path", ""), *attrs["Args"]])[1:]
+    masked: dict[str, Any] = TRIPWIRE.shaped_data(attrs)
     return masked
 
 

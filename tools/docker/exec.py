@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import shlex
 
-from tools.credential_values import mask_command
 from tools.docker.exec_stop import ExecStopper, PidLine, has_shell, wrap
-from tools.docker.format import mask_env
 from tools.docker.host import DockerHost, connect
 from tools.docker.manifest import ExecInContainer
 from tools.docker.streams import Outcome, OutputCollector, follow
+from tools.redact import TRIPWIRE
 from tools.spec import ToolContext, ToolError, ToolResult
 
 
@@ -22,13 +21,13 @@ def preview_exec(args: ExecInContainer, ctx: ToolContext) -> str:
     host = connect(ctx)
     container = host.container(args.container)
     words = ["docker", "exec"]
-    for entry in mask_env([f"{k}={v}" for k, v in args.env.items()]):
+    for entry in TRIPWIRE.env([f"{k}={v}" for k, v in args.env.items()]):
         words += ["-e", entry]
     if args.user:
         words += ["-u", args.user]
     if args.workdir:
         words += ["-w", args.workdir]
-    words += [container.name, *mask_command(exec_argv(args.command))]
+    words += [container.name, *TRIPWIRE.command(exec_argv(args.command))]
     return (
         f"{shlex.join(words)}\n  on {host.title}; container is {container.status}; "
         f"gives up after {args.timeout:g} s"
@@ -85,7 +84,7 @@ def exec_in_container(args: ExecInContainer, ctx: ToolContext) -> ToolResult:
         details = api.exec_inspect(exec_id)
     data = {
         "container": container.name,
-        "command": mask_command(argv),
+        "command": TRIPWIRE.command(argv),
         "exit_code": details.get("ExitCode"),
         "running": details.get("Running", False),
         "output": collector.text,
@@ -118,7 +117,7 @@ def _cancelled(
     """Stopped by the user: says whether the command really ended in the container."""
     data = {
         "container": name,
-        "command": mask_command(argv),
+        "command": TRIPWIRE.command(argv),
         "stopped": stopper.stopped,
         "output": collector.text,
         "omitted_lines": collector.dropped_lines,

@@ -6,8 +6,6 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from tools.credential_values import mask_env_entries
-
 _RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -73,11 +71,6 @@ def ago(moment: datetime | None, *, now: datetime | None = None) -> str:
             count = seconds // size
             return f"{count} {unit}{'s' if count != 1 else ''} ago"
     return f"{seconds} seconds ago"
-
-
-def mask_env(entries: Sequence[str]) -> list[str]:
-    """KEY=value pairs with values hidden when the key or the value looks like a credential."""
-    return mask_env_entries(entries)
 
 
 def keep_newest(text: str, limit: int) -> tuple[str, int]:

@@ -7,13 +7,12 @@ import re
 import shlex
 from typing import Any
 
-from tools.credential_values import mask_command
 from tools.docker.containers import summarize
-from tools.docker.format import mask_env
 from tools.docker.host import DockerHost, connect
 from tools.docker.manifest import RunContainer
 from tools.docker.mounts import refuse_protected_mounts
 from tools.docker.streams import Outcome, OutputCollector, follow
+from tools.redact import TRIPWIRE
 from tools.spec import ToolCancelled, ToolContext, ToolError, ToolResult
 
 _PORT = re.compile(
@@ -87,7 +86,7 @@ def command_line(args: RunContainer) -> str:
     words += ["-d"] * args.detach + ["--rm"] * args.remove
     if args.name:
         words += ["--name", args.name]
-    for entry in mask_env([f"{k}={v}" for k, v in args.env.items()]):
+    for entry in TRIPWIRE.env([f"{k}={v}" for k, v in args.env.items()]):
         words += ["-e", entry]
     for port in args.ports:
         words += ["-p", port]
@@ -98,7 +97,7 @@ def command_line(args: RunContainer) -> str:
     if args.network:
         words += ["--network", args.network]
     words.append(args.image)
-    words += mask_command(command_args(args.command) or [])
+    words += TRIPWIRE.command(command_args(args.command) or [])
     return shlex.join(words)
 
 

@@ -7,10 +7,10 @@ from typing import Any
 
 from docker.utils import version_gte
 
-from tools.docker.containers import mask_labels
 from tools.docker.format import counted, human_size, table
 from tools.docker.host import DockerHost, connect
 from tools.docker.manifest import NoParams, Prune
+from tools.redact import TRIPWIRE
 from tools.spec import ToolContext, ToolResult
 
 #: Networks the engine creates itself; prune never removes them.
@@ -40,7 +40,7 @@ def list_volumes(args: NoParams, ctx: ToolContext) -> ToolResult:
             "driver": v.get("Driver", ""),
             "mountpoint": v.get("Mountpoint", ""),
             "used_by": sorted(users.get(v["Name"], [])),
-            "labels": mask_labels(v.get("Labels") or {}),
+            "labels": TRIPWIRE.labels(v.get("Labels") or {}),
         }
         for v in sorted(volumes, key=lambda v: v["Name"])
     ]

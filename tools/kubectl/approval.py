@@ -11,8 +11,8 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from tools.credential_values import mask_command
 from tools.kubectl.cluster import _context_namespace, select_account
+from tools.redact import TRIPWIRE
 from tools.spec import Subject, ToolContext, ToolError
 
 _MAX_COMMAND = 80
@@ -105,7 +105,7 @@ def summary_rollout_restart(args: Any, ctx: ToolContext) -> str:
 
 
 def summary_exec(args: Any, ctx: ToolContext) -> str:
-    command = shlex.join(mask_command(args.command))
+    command = shlex.join(TRIPWIRE.command(args.command))
     if len(command) > _MAX_COMMAND:
         command = command[: _MAX_COMMAND - 1] + "…"
     container = f" (container {args.container})" if args.container else ""

@@ -11,13 +11,13 @@ from typing import Any
 
 import yaml
 
-from tools.credential_values import mask_credential_data
 from tools.kubectl import tables
 from tools.kubectl.cluster import Cluster, connect
 from tools.kubectl.common import get_object, name_suggestions, namespace_of, result
 from tools.kubectl.discovery import ResourceType, for_object, resolve
 from tools.kubectl.errors import ApiStatusError, Attempt
 from tools.kubectl.manifest import Apply, Delete, RolloutRestart, RolloutStatus, Scale
+from tools.redact import TRIPWIRE
 from tools.spec import ToolContext, ToolError, ToolResult
 
 FIELD_MANAGER = "deskhand"
@@ -155,7 +155,7 @@ def _outcome(live: dict[str, Any] | None, after: dict[str, Any]) -> str:
 
 def _shown(obj: dict[str, Any]) -> str:
     """An object as the approval prompt shows it: credential-looking values hidden."""
-    shown = mask_credential_data(tables.clean(obj, for_diff=True))
+    shown = TRIPWIRE.shaped_data(tables.clean(obj, for_diff=True))
     text: str = yaml.safe_dump(shown, sort_keys=False, allow_unicode=True)
     return text
 

@@ -17,12 +17,12 @@ from typing import Any
 
 from websocket import WebSocketException
 
-from tools.credential_values import mask_command
 from tools.docker.exec_stop import KILL_TREE, SHELL, wrap
 from tools.kubectl.cluster import Cluster, connect
 from tools.kubectl.common import find_pod, keep_tail, result
 from tools.kubectl.errors import Attempt, api_error, unreachable
 from tools.kubectl.manifest import Exec
+from tools.redact import TRIPWIRE
 from tools.spec import ToolContext, ToolError, ToolResult
 
 _HANDSHAKE = re.compile(r"Handshake status (\d{3})")
@@ -256,7 +256,8 @@ def _result(
 ) -> ToolResult:
     name, container = where
     out, err = "".join(run.stdout), "".join(run.stderr)
-    parts = [f"$ {shlex.join(mask_command(args.command))}   (pod {name}, container {container})"]
+    command = shlex.join(TRIPWIRE.command(args.command))
+    parts = [f"$ {command}   (pod {name}, container {container})"]
     if out:
         parts.append(keep_tail(out.rstrip("\n"), 20_000))
     if err:
@@ -271,7 +272,7 @@ def _result(
     data = {
         "pod": name,
         "container": container,
-        "command": mask_command(args.command),
+        "command": TRIPWIRE.command(args.command),
         "exit_code": end.code if end.ended else None,
         "stdout": keep_tail(out, 20_000),
         "stderr": keep_tail(err, 6_000),

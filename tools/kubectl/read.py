@@ -8,7 +8,6 @@ from typing import Any, TypedDict
 import yaml
 
 from integrations.kubernetes import discover
-from tools.credential_values import mask_credential_data
 from tools.kubectl import tables
 from tools.kubectl.cluster import Cluster, active_account, connect
 from tools.kubectl.common import (
@@ -22,6 +21,7 @@ from tools.kubectl.common import (
 from tools.kubectl.discovery import index, resolve
 from tools.kubectl.errors import ApiStatusError, Attempt
 from tools.kubectl.manifest import Contexts, Describe, Events, Get, Logs, Top
+from tools.redact import TRIPWIRE
 from tools.spec import ToolContext, ToolError, ToolResult
 
 # ---- contexts -------------------------------------------------------------------------------
@@ -120,11 +120,11 @@ def get(args: Get, ctx: ToolContext) -> ToolResult:
         item.setdefault("kind", kind)
     data: dict[str, Any] = {"kind": kind, "resource": rtype.qualified, "namespace": ns}
     if args.output != "table":
-        objects = [mask_credential_data(tables.clean(o)) for o in items]
+        objects = [TRIPWIRE.shaped_data(tables.clean(o)) for o in items]
         data["objects"] = objects
         return result(cluster, keep_tail(_dump(objects, args.output)), data, ns)
     with_ns = rtype.namespaced and ns is None
-    table = mask_credential_data(tables.rows(kind, items, with_namespace=with_ns))
+    table = TRIPWIRE.shaped_data(tables.rows(kind, items, with_namespace=with_ns))
     data["items"] = table
     where = f"in namespace {ns}" if ns else ("in all namespaces" if rtype.namespaced else "")
     if not items:
@@ -168,10 +168,10 @@ def describe(args: Describe, ctx: ToolContext) -> ToolResult:
     obj = get_object(cluster, rtype, ns, args.name)
     obj.setdefault("apiVersion", rtype.group_version)
     obj.setdefault("kind", rtype.kind)  # before cleaning: a Secret's values must be known as such
-    obj = mask_credential_data(tables.clean(obj))
+    obj = TRIPWIRE.shaped_data(tables.clean(obj))
     body = yaml.safe_dump(obj, sort_keys=False, allow_unicode=True).rstrip()
     events = [] if rtype.kind == "Event" else _object_events(cluster, rtype.kind, args.name, ns)
-    events = mask_credential_data(events)
+    events = TRIPWIRE.shaped_data(events)
     event_text = tables.render(tables.rows("Event", events)) if events else "<none>"
     room = MAX_TEXT - len(event_text) - 200
     if len(body) > room:

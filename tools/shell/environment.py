@@ -13,8 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from tools.credential_values import looks_like_credential_value
-from tools.redact import MIN_SECRET_LENGTH, is_credential_key
+from tools.redact import MIN_SECRET_LENGTH, TRIPWIRE, is_credential_key
 
 #: Set by `tools.shell.process` to a fresh value per command: every descendant inherits it,
 #: so the whole tree can be found and ended, also processes that left the process group.
@@ -62,7 +61,7 @@ def _dropped(name: str, value: str, secrets: list[str]) -> bool:
         return True
     if any(secret in value for secret in secrets):
         return True
-    return looks_like_credential_value(value)
+    return TRIPWIRE.looks_like_credential(value)
 
 
 def child_environment(base: Mapping[str, str], secrets: Iterable[str]) -> dict[str, str]:

@@ -40,7 +40,7 @@ _LEVELS = {
 
 
 def client_version() -> str:
-    from app.cli import version  # stdlib only at import time: no Qt, no providers
+    from app.version import version
 
     try:
         return version()

@@ -2,7 +2,9 @@
 
 Secret values (in `env` or `headers`) may be `keyring:mcp/<server>/<name>`; inside any
 string (an argument, the URL, part of a header) a secret may stand as
-`${keyring:mcp/<server>/<name>}`. Both are resolved only when a server starts. Importing
+`${keyring:mcp/<server>/<name>}`. Both are resolved only when a server starts, and only
+within the server's own entries (`mcp/<its name>/…`, never its sign-in record): an entry
+that names another server's secret, or any other keyring entry, is not valid. Importing
 a config moves every secret-looking value to the keyring: values under credential-looking
 names, and values that look like credentials whatever their name (token formats, URLs with
 a password, private keys, `--token=…` / `--api-key …` arguments), and an OAuth client
@@ -44,12 +46,12 @@ from app.core.mcp.secret_shapes import (
     arg_spans,
     credential_values_of,
     is_literal,
+    is_secret_key,
     masked_args,
     secret_args,
     secret_spans,
 )
 from app.core.visible import visible
-from tools.redact import is_credential_key
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +153,17 @@ class ServerConfig:
     def resolved(self, get_secret: SecretGetter) -> ServerConfig:
         """This config as the server must get it: every `keyring:` value and `${keyring:…}`
         placeholder (env, headers, arguments, URL) replaced by the stored secret. Raises
-        McpConfigError when a referenced secret does not exist."""
+        McpConfigError when a referenced secret does not exist, or is not one of this
+        server's own (then nothing is read)."""
+        for ref in (
+            *secret_refs(list(self.args)),
+            *secret_refs(dict(self.env)),
+            *secret_refs(dict(self.headers)),
+            *secret_refs(self.url or ""),
+            *secret_refs(self.auth.client_secret or ""),
+        ):
+            if not is_own_ref(self.name, ref):
+                raise McpConfigError(_not_own(self.name, "a value", ref))
         return replace(
             self,
             args=tuple(resolve_args(self.args, get_secret)),
@@ -335,11 +347,38 @@ def check_entry(name: str, raw: Any) -> ServerConfig | list[EntryProblem]:
     if not isinstance(raw, dict):
         what = "an object with a 'command' (a local server) or a 'url' (a remote one)"
         return [EntryProblem(name, None, f"must be {what} (got {_kind(raw)})")]
+    foreign = [
+        EntryProblem(name, where, _not_own(name, where, ref))
+        for where, ref in _refs_by_field(raw)
+        if not is_own_ref(name, ref)
+    ]
     try:
         entry = ServerEntry.model_validate(raw)
     except ValidationError as exc:
-        return [_problem(name, error) for error in exc.errors(include_url=False)]
-    return _build(name, raw, entry)
+        return [_problem(name, error) for error in exc.errors(include_url=False)] + foreign
+    return foreign or _build(name, raw, entry)
+
+
+def _refs_by_field(raw: dict[str, Any]) -> list[tuple[str, str]]:
+    """Each keyring reference of an entry with where it is (`env.TOKEN`, `args[2]`, `url`)."""
+    found: list[tuple[str, str]] = []
+    for key, value in raw.items():
+        if isinstance(value, dict):
+            found += [(f"{key}.{k}", ref) for k, v in value.items() for ref in secret_refs(v)]
+        elif isinstance(value, list):
+            found += [(f"{key}[{i}]", ref) for i, v in enumerate(value) for ref in secret_refs(v)]
+        else:
+            found += [(str(key), ref) for ref in secret_refs(value)]
+    return found
+
+
+def _not_own(name: str, where: str, ref: str) -> str:
+    return (
+        f"{where} refers to the keyring entry {ref!r}, which is not one of its own "
+        f"({server_keys(name)}…); a server may only use the secrets stored for it (it belongs "
+        "to another server or to something else). Enter the secret itself; it moves to the "
+        "keyring"
+    )
 
 
 #: Characters a server name may not hold: controls, invisible format characters (bidi
@@ -483,6 +522,7 @@ _AUTH_ALIASES = {
 }
 #: Fields whose value is quoted in a message; the others may hold a secret.
 _QUOTED = {"type", "transport", "disabled", "timeout"}
+_AUTH_CHOICES = {"type", "token_endpoint_auth_method", "signing_algorithm"}
 
 
 def _problem(name: str, error: Any) -> EntryProblem:
@@ -501,7 +541,9 @@ def _problem(name: str, error: Any) -> EntryProblem:
         if error["type"] == "extra_forbidden":
             return EntryProblem(name, f"auth.{sub}", f"auth has an unknown field {sub!r}")
         must = _AUTH_MUST_BE.get(sub, "text")
-        got = _got("type", error["input"]) if sub in _AUTH_MUST_BE else _kind(error["input"])
+        # only a choice among fixed words is quoted: an address field may hold a secret
+        # typed into the wrong box
+        got = _got("type", error["input"]) if sub in _AUTH_CHOICES else _kind(error["input"])
         return EntryProblem(name, f"auth.{sub}", f"auth.{sub} must be {must} (got {got})")
     if error["type"] == "empty":
         return EntryProblem(name, top, f"{top} must not be empty")
@@ -652,15 +694,27 @@ def keyring_key(server: str, name: str) -> str:
     return f"mcp/{_key_part(server)}/{_key_part(name)}"
 
 
+def server_keys(server: str) -> str:
+    """What every keyring key of `server`'s secrets starts with (`mcp/<server>/`)."""
+    return f"mcp/{_key_part(server)}/"
+
+
+def is_own_ref(server: str, ref: str) -> bool:
+    """Whether a reference names one of `server`'s own secrets: under `mcp/<server>/`, one
+    part, and not its sign-in record (tokens and client secret, for Deskhand alone)."""
+    prefix = server_keys(server)
+    tail = ref[len(prefix) :]
+    return ref.startswith(prefix) and bool(tail) and "/" not in tail and tail != "oauth"
+
+
 def _key_part(text: str) -> str:
-    """One part of a keyring key, reversible so two names never share a key ("a/b", "a b"
-    and "a_b" differ): `%`, `/`, whitespace and every character that is not printable
-    (controls, NUL, format characters, which a keyring may refuse) are percent-escaped as
-    their UTF-8 bytes."""
-    stripped = text.strip()
-    if not stripped:
+    """One part of a keyring key, reversible so two names never share a key ("a/b", "a b",
+    "a_b" and "a " differ): `%`, `/`, whitespace (also at either end) and every character
+    that is not printable (controls, NUL, format characters, which a keyring may refuse)
+    are percent-escaped as their UTF-8 bytes."""
+    if not text:
         return "_"
-    return "".join(_escaped(ch) for ch in stripped)
+    return "".join(_escaped(ch) for ch in text)
 
 
 def _escaped(ch: str) -> str:
@@ -758,17 +812,41 @@ def import_block(
     source: Path,
     *,
     set_secret: SecretSetter | None = None,
+    delete_secret: Callable[[str], None] | None = None,
     overwrite: bool = False,
 ) -> ImportReport:
     """`import_servers` for an `mcpServers` block already in memory (pasted text never
-    goes to disk); `source` only names where it came from in the report."""
+    goes to disk); `source` only names where it came from in the report.
+
+    An imported entry brings its secrets as values: one that refers to the keyring (even
+    under its own name, as an entry replacing a configured server could) is not imported,
+    so a config from elsewhere never reaches a secret stored here. A new secret never
+    overwrites one mcp.json refers to; with `delete_secret`, those stored for an entry
+    the keyring then refuses are deleted again."""
     checked = parse_servers(incoming)  # before changing anything
-    if checked.problems and not checked.servers:
-        raise EntryError(checked.problems)
+    problems = list(checked.problems)
+    usable = {server.name for server in checked.servers}
+    for name in sorted(usable):
+        refs = _refs_by_field(incoming[name])
+        if refs:
+            usable.discard(name)
+            problems += [
+                EntryProblem(name, where, _imported_ref(where, ref)) for where, ref in refs
+            ]
     current = read_servers_block(target)
-    report = ImportReport(source, invalid=list(checked.problems))
+    names: dict[str, Any] = dict(current)
+    for name in [n for n in incoming if n in usable]:
+        twin = case_twin(name, names)
+        if twin is not None and name not in current:
+            usable.discard(name)
+            problems.append(EntryProblem(name, "name", case_twin_detail(twin)))
+        names[name] = None
+    if problems and not usable:
+        raise EntryError(problems)
+    taken = frozenset(secret_refs(current))
+    report = ImportReport(source, invalid=problems)
     for name, raw in incoming.items():
-        if checked.server(name) is None:
+        if name not in usable:
             continue
         if name in current and not overwrite:
             report.skipped.append(name)
@@ -776,8 +854,10 @@ def import_block(
         entry = json.loads(json.dumps(raw))
         if set_secret is not None:
             try:
-                report.moved_to_keyring += _move_secrets(name, entry, set_secret)
-            except _NotStored as refused:
+                report.moved_to_keyring += move_secrets(
+                    name, entry, set_secret, taken=taken, delete_secret=delete_secret
+                )
+            except SecretNotStored as refused:
                 report.invalid.append(refused.problem)
                 continue
         current[name] = entry
@@ -787,27 +867,63 @@ def import_block(
     return report
 
 
-class _NotStored(Exception):
-    """A secret of the server being imported could not be stored in the keyring."""
+def case_twin(name: str, servers: Mapping[str, Any]) -> str | None:
+    """Another server whose name differs from `name` only by upper/lower case: their
+    secrets would share keys where the keyring ignores case (the encrypted-file store)."""
+    return next((k for k in servers if k != name and k.lower() == name.lower()), None)
+
+
+def case_twin_detail(twin: str) -> str:
+    return (
+        f"another server is called {twin!r}: names that differ only by upper/lower case "
+        "would share their secrets in the keyring; choose another name"
+    )
+
+
+def _imported_ref(where: str, ref: str) -> str:
+    return (
+        f"{where} refers to the keyring entry {ref!r}; an imported server cannot use secrets "
+        "already stored here, so it was not imported. Give the secret itself; it moves to "
+        "the keyring"
+    )
+
+
+class SecretNotStored(EntryError):
+    """A secret of the server could not be stored in the keyring (nothing was written for
+    the server, so the secret is never kept in clear)."""
 
     def __init__(self, problem: EntryProblem) -> None:
-        super().__init__(problem.message)
+        super().__init__([problem])
         self.problem = problem
 
 
 class _Mover:
-    """Moves one server's secrets to the keyring, noting what moved; raises _NotStored
-    when one cannot be stored (the server is then not imported at all)."""
+    """Moves one server's secrets to the keyring, noting what moved; raises SecretNotStored
+    when one cannot be stored (the server is then not written at all). A key in `taken` (a
+    reference the entry still holds) is never overwritten: the new secret gets another."""
 
-    def __init__(self, server: str, set_secret: SecretSetter) -> None:
+    def __init__(self, server: str, set_secret: SecretSetter, taken: frozenset[str]) -> None:
         self.server, self.set_secret = server, set_secret
+        #: Compared without case: the encrypted-file store lower-cases its keys.
+        self.taken = {key.lower() for key in taken}
         self.moved: list[str] = []
+        #: The keys written so far (to delete again when a later one is refused).
+        self.written: list[str] = []
 
-    def store(self, where: str, name: str, value: str) -> str:
-        """The reference to `value`, once stored."""
+    def _free_key(self, name: str) -> str:
         ref = keyring_key(self.server, name)
         if ref == keyring_key(self.server, "oauth"):  # the server's sign-in record lives there
             ref = keyring_key(self.server, f"{name}_value")
+        base, n = ref, 1
+        while ref.lower() in self.taken:
+            n += 1
+            ref = f"{base}_{n}"
+        self.taken.add(ref.lower())
+        return ref
+
+    def store(self, where: str, name: str, value: str) -> str:
+        """The reference to `value`, once stored."""
+        ref = self._free_key(name)
         try:
             self.set_secret(ref, value)
         except Exception as exc:
@@ -818,7 +934,8 @@ class _Mover:
             detail = (
                 f"could not store its secret in the keyring: {reason}; nothing was written for it"
             )
-            raise _NotStored(EntryProblem(self.server, where, detail)) from None
+            raise SecretNotStored(EntryProblem(self.server, where, detail)) from None
+        self.written.append(ref)
         self.moved.append(f"{self.server}.{where}")
         return ref
 
@@ -846,10 +963,44 @@ def _plain_reason(exc: Exception, secret: str) -> str:
     return text[0].lower() + text[1:] if text[:2] != text[:2].upper() else text
 
 
-def _move_secrets(server: str, entry: dict[str, Any], set_secret: SecretSetter) -> list[str]:
-    """Move the secrets of one entry (changed in place) to the keyring; where each was
-    (`server.env.NAME`). Raises _NotStored when the keyring refuses one."""
-    mover = _Mover(server, set_secret)
+def move_secrets(
+    server: str,
+    entry: dict[str, Any],
+    set_secret: SecretSetter,
+    *,
+    token: str | None = None,
+    taken: frozenset[str] = frozenset(),
+    delete_secret: Callable[[str], None] | None = None,
+) -> list[str]:
+    """The one secret mover, for typed, pasted and imported entries alike: move the
+    secrets of one entry (changed in place) to the keyring — values under credential-looking
+    names, credential-looking values and parts of values under any name, `--token=…` /
+    `--api-key VALUE` arguments, a URL's password, an OAuth client secret, and an access
+    `token` (sent as `Authorization: Bearer …`). Returns where each was (`server.env.NAME`).
+    A key in `taken` (what mcp.json refers to now) is never written: a refused save leaves
+    the secrets in force as they were. Raises SecretNotStored when the keyring refuses one;
+    with `delete_secret`, the ones stored before it are deleted again (no orphans)."""
+    mover = _Mover(server, set_secret, taken | frozenset(secret_refs(entry)))
+    try:
+        _move(mover, entry, token)
+    except SecretNotStored:
+        if delete_secret is not None:
+            for ref in mover.written:
+                try:
+                    delete_secret(ref)
+                except Exception as exc:
+                    log.warning("could not delete %s from the keyring: %s", ref, exc)
+        raise
+    return mover.moved
+
+
+def _move(mover: _Mover, entry: dict[str, Any], token: str | None) -> None:
+    if token is not None:
+        ref = mover.store("token", "oauth_token", f"Bearer {token}")
+        headers = entry.get("headers")
+        if not isinstance(headers, dict):
+            headers = entry["headers"] = {}
+        headers["Authorization"] = KEYRING_PREFIX + ref
     for section in ("env", "headers"):
         values = entry.get(section)
         if not isinstance(values, dict):
@@ -858,7 +1009,7 @@ def _move_secrets(server: str, entry: dict[str, Any], set_secret: SecretSetter) 
             if not isinstance(value, str) or not is_literal(value):
                 continue
             where = f"{section}.{key}"
-            spans = [(0, len(value))] if is_credential_key(key) else secret_spans(value)
+            spans = [(0, len(value))] if is_secret_key(key) else secret_spans(value)
             if spans == [(0, len(value))]:
                 values[key] = KEYRING_PREFIX + mover.store(where, key, value)
             elif spans:  # a password inside a URL, a token inside a longer value
@@ -878,4 +1029,67 @@ def _move_secrets(server: str, entry: dict[str, Any], set_secret: SecretSetter) 
             if isinstance(value, str) and is_literal(value):
                 ref = mover.store(f"auth.{key}", "client_secret", value)
                 auth[key] = f"${{{KEYRING_PREFIX}{ref}}}"
-    return mover.moved
+
+
+def rehome_refs(
+    entry: dict[str, Any], old_server: str, new_server: str, taken: frozenset[str]
+) -> dict[str, str]:
+    """Point `entry`'s references to `old_server`'s secrets at keys of `new_server` (a
+    rename; changed in place), never at a key in `taken`. Returns old key → new key; the
+    caller copies the secrets."""
+    moves: dict[str, str] = {}
+    used = {key.lower() for key in taken}  # the encrypted-file store lower-cases keys
+
+    def new_key(ref: str) -> str:
+        if ref not in moves:
+            base = server_keys(new_server) + ref[len(server_keys(old_server)) :]
+            key, n = base, 1
+            while key.lower() in used:
+                n += 1
+                key = f"{base}_{n}"
+            used.add(key.lower())
+            moves[ref] = key
+        return moves[ref]
+
+    def placeholder(match: re.Match[str]) -> str:
+        ref = match.group("ref")
+        if not is_own_ref(old_server, ref):
+            return match.group(0)
+        return f"${{{KEYRING_PREFIX}{new_key(ref)}}}"
+
+    def fix(value: Any) -> Any:
+        if isinstance(value, str):
+            whole = value[len(KEYRING_PREFIX) :]
+            if value.startswith(KEYRING_PREFIX) and is_own_ref(old_server, whole):
+                return KEYRING_PREFIX + new_key(whole)
+            return PLACEHOLDER.sub(placeholder, value)
+        if isinstance(value, dict):
+            return {k: fix(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [fix(v) for v in value]
+        return value
+
+    for key, value in list(entry.items()):
+        entry[key] = fix(value)
+    return moves
+
+
+def secret_refs(entry: Any) -> list[str]:
+    """The keyring keys an entry refers to: `keyring:<key>` values and `${keyring:<key>}`
+    placeholders anywhere in it (arguments, URL, environment, headers, auth)."""
+    found: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            if value.startswith(KEYRING_PREFIX):
+                found.append(value[len(KEYRING_PREFIX) :])
+            found.extend(m.group("ref") for m in PLACEHOLDER.finditer(value))
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(entry)
+    return found

@@ -645,7 +645,8 @@ async def _all_pages(method: Any, attr: str) -> list[Any]:
 
 async def _optional(coro: Any) -> list[Any]:
     try:
-        return await coro
+        found: list[Any] = await coro
+        return found
     except Exception as exc:
         log.info("MCP listing failed: %s", exc)
         return []

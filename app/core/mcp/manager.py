@@ -189,7 +189,8 @@ class McpManager:
             self.submit(self._start([cfg], 0.0)).result()
         conn = self._connections[name]
         future = self.submit(conn.sign_in(timeout))
-        return future.result(timeout + 30.0)
+        state: ServerState | None = future.result(timeout + 30.0)
+        return state
 
     def sign_out(self, name: str) -> ServerState | None:
         """Blocking: forget `name`'s tokens and registration, and reconnect (it will need

@@ -1,7 +1,6 @@
 """Where the secrets are in an MCP server's entry, found by their shape (names like
-`API_KEY`, token formats, a URL's password, `--token=…`): pure functions over strings, with
-no pydantic, so `deskhand ask`'s early request (app.core.ask_early) can know the same
-secrets the loaded app's tripwire learns from mcp.json (`ServerConfig.credential_values`)."""
+`API_KEY`, token formats, a URL's password, `--token=…`): pure functions over strings, which
+the tripwire's view of mcp.json (`ServerConfig.credential_values`) is built from."""
 
 from __future__ import annotations
 
@@ -9,12 +8,19 @@ import re
 from collections.abc import Mapping, Sequence
 from urllib.parse import unquote
 
-from tools.credential_values import looks_like_credential_value
+from tools.credential_values import is_secret_name, looks_like_credential_value
 from tools.redact import is_credential_key
 
 KEYRING_PREFIX = "keyring:"
 #: A secret inside a longer string: `${keyring:mcp/<server>/<name>}`.
 PLACEHOLDER = re.compile(r"\$\{keyring:(?P<ref>[^}\s]+)\}")
+
+
+def is_secret_key(name: str) -> bool:
+    """A name whose value is treated as a secret: a credential word (`API_TOKEN`,
+    `X-Api-Key`) or a key-ish name the tripwire also knows (`BRAVE_KEY`, `DB_PASS`,
+    `--ssh-key`). Either is enough: a harmless value moved to the keyring costs nothing."""
+    return is_credential_key(name) or is_secret_name(name)
 
 
 def credential_values_of(
@@ -31,7 +37,7 @@ def credential_values_of(
     for key, value in [*env.items(), *headers.items()]:
         if value.startswith(KEYRING_PREFIX) or not is_literal(value):
             continue
-        if is_credential_key(key):
+        if is_secret_key(key):
             out.append(value.split(" ", 1)[-1] if key.lower() == "authorization" else value)
         else:
             out += [value[a:b] for a, b in secret_spans(value)]
@@ -72,8 +78,10 @@ def secret_spans(value: str) -> list[tuple[int, int]]:
         if spans:
             return spans
     named = _NAMED_VALUE.match(value)
-    if named and is_literal(named.group("value")):
-        if is_credential_key(named.group("name")):
+    if named and not is_literal(named.group("value")):
+        return []  # `--token=${keyring:…}`: already a reference
+    if named:
+        if is_secret_key(named.group("name")):
             return [named.span("value")]
         found = secret_spans(named.group("value"))
         return [(a + named.start("value"), b + named.start("value")) for a, b in found]
@@ -81,6 +89,9 @@ def secret_spans(value: str) -> list[tuple[int, int]]:
 
 
 def _url_spans(url: str, start: int) -> list[tuple[int, int]]:
+    """A URL's secret parts: the password, a token as a path segment (`/s/<token>/sse`,
+    as webhook-style servers hand out), and credential values of the query and fragment.
+    The scheme and host always stay, so the URL remains a URL."""
     spans: list[tuple[int, int]] = []
     end = len(url)
     for mark in "/?#":
@@ -92,22 +103,39 @@ def _url_spans(url: str, start: int) -> list[tuple[int, int]]:
         userinfo = authority[: authority.rindex("@")]
         if ":" in userinfo and is_literal(userinfo.split(":", 1)[1]):
             spans.append((start + userinfo.index(":") + 1, start + len(userinfo)))
-    query_at = url.find("?", end)
-    if query_at != -1:
-        fragment = url.find("#", query_at)
-        query_end = fragment if fragment != -1 else len(url)
-        offset = query_at + 1
-        for pair in url[offset:query_end].split("&"):
-            name, sep, value = pair.partition("=")
-            value_start = offset + len(name) + 1
-            plain = unquote(value.replace("+", " "))
-            if (
-                sep
-                and is_literal(value)
-                and (is_credential_key(unquote(name)) or looks_like_credential_value(plain))
-            ):
-                spans.append((value_start, value_start + len(value)))
-            offset += len(pair) + 1
+    path_end = len(url)
+    for mark in "?#":
+        found = url.find(mark, end)
+        if found != -1:
+            path_end = min(path_end, found)
+    offset = end
+    for segment in url[end:path_end].split("/"):
+        if segment and is_literal(segment) and looks_like_credential_value(unquote(segment)):
+            spans.append((offset, offset + len(segment)))
+        offset += len(segment) + 1
+    fragment = url.find("#", path_end)
+    query_end = fragment if fragment != -1 else len(url)
+    if url.startswith("?", path_end):
+        spans += _pair_spans(url, path_end + 1, query_end)
+    if fragment != -1:  # `#access_token=…`, as implicit-flow URLs carry it
+        spans += _pair_spans(url, fragment + 1, len(url))
+    return spans
+
+
+def _pair_spans(url: str, offset: int, stop: int) -> list[tuple[int, int]]:
+    """The credential values of the `name=value&…` pairs in `url[offset:stop]`."""
+    spans: list[tuple[int, int]] = []
+    for pair in url[offset:stop].split("&"):
+        name, sep, value = pair.partition("=")
+        value_start = offset + len(name) + 1
+        plain = unquote(value.replace("+", " "))
+        if (
+            sep
+            and is_literal(value)
+            and (is_secret_key(unquote(name)) or looks_like_credential_value(plain))
+        ):
+            spans.append((value_start, value_start + len(value)))
+        offset += len(pair) + 1
     return spans
 
 
@@ -132,7 +160,7 @@ def arg_spans(args: Sequence[str], i: int) -> list[tuple[int, int]]:
     if (
         before.startswith("-")
         and "=" not in before
-        and is_credential_key(before.lstrip("-"))
+        and is_secret_key(before.lstrip("-"))
         and not arg.startswith("-")
         and is_literal(arg)
     ):

@@ -17,8 +17,7 @@ from typing import TextIO
 
 from app.core.secrets import known_secret_values
 from app.core.visible import visible
-from tools.credential_values import mask_credential_values
-from tools.redact import Redactor
+from tools.redact import TRIPWIRE, Redactor
 
 #: Lines kept per server start (the newest win).
 KEPT_LINES = 40
@@ -116,7 +115,7 @@ def safe_line(line: str) -> str:
 
 
 def _safe(redactor: Redactor, line: str) -> str:
-    return visible(mask_credential_values(redactor.text(line)), keep_newlines=False)
+    return visible(TRIPWIRE.shapes(redactor.text(line)), keep_newlines=False)
 
 
 def forget(server: str) -> None:

@@ -1,11 +1,15 @@
-"""Model providers: one `Provider` per wire protocol, chosen by `ProviderConfig.kind`.
+"""Model providers: one `Provider` per wire protocol, chosen by `ProviderConfig.kind` from
+the `PROVIDER_KINDS` table (app/core/providers/kinds.py).
 
 The implementations (and httpx, ~100 ms to import) load on first use, not at start-up.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+from typing import TYPE_CHECKING, cast
+
+from .kinds import provider_kind
 
 if TYPE_CHECKING:
     from .base import Provider, ProviderConfig
@@ -15,12 +19,6 @@ __all__ = ["make_provider"]
 
 def make_provider(config: ProviderConfig) -> Provider:
     """The provider for `config.kind` ("openai" for any OpenAI-compatible server)."""
-    if config.kind == "openai":
-        from .openai_compat import OpenAICompatProvider
-
-        return OpenAICompatProvider(config)
-    if config.kind == "anthropic":
-        from .anthropic import AnthropicProvider
-
-        return AnthropicProvider(config)
-    raise ValueError(f"unknown provider kind {config.kind!r} (expected 'openai' or 'anthropic')")
+    kind = provider_kind(config.kind)
+    provider_class = getattr(importlib.import_module(kind.module), kind.class_name)
+    return cast("Provider", provider_class(config))

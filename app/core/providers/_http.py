@@ -32,7 +32,6 @@ from tools.redact import TRIPWIRE, shorten
 from .base import (
     AuthError,
     BadRequestError,
-    EarlyClaim,
     ProviderConfig,
     ProviderError,
     ProviderTimeout,
@@ -64,12 +63,6 @@ ERROR_BODY_BYTES = 64 * 1024
 # ---- messages ----------------------------------------------------------------
 
 
-def redact(text: str, secret: str | None) -> str:
-    """Mask `secret` and every other known secret in `text` (servers sometimes echo the
-    key back), in any form the tripwire knows."""
-    return TRIPWIRE.text(text, extra=(secret,) if secret else ())
-
-
 def host_of(url: str) -> str:
     """`scheme://host:port` of a URL — enough to name the server without paths or queries."""
     parts = urlsplit(url)
@@ -95,6 +88,11 @@ def server_message(body: bytes | str, secret: str | None = None) -> str:
                 if isinstance(value, str):
                     return shorten(value, 300, secrets=extra, mark="")
     return shorten(" ".join(text.split()), 300, secrets=extra, mark="")
+
+
+def _masked(text: str, secret: str | None) -> str:
+    """`text` through the tripwire, with the request's own key too (a server may echo it)."""
+    return TRIPWIRE.text(text, extra=(secret,) if secret else ())
 
 
 def stream_cut_off(detail: str) -> StreamError:
@@ -145,7 +143,7 @@ def error_from_status(
 ) -> ProviderError:
     """Typed error for an HTTP error response."""
     detail = server_message(body, secret)
-    host = redact(host_of(url), secret)
+    host = _masked(host_of(url), secret)
     suffix = f": {detail}" if detail else "."
     if status in (401, 403):
         # The server's text is left out on purpose: some echo (part of) the key.
@@ -182,12 +180,12 @@ def error_from_transport(
     exc: httpx.TransportError, *, url: str, secret: str | None
 ) -> ProviderError:
     """Typed error for a network-level failure."""
-    where = redact(url, secret)
+    where = _masked(url, secret)
     if isinstance(exc, httpx.ConnectTimeout):
         return UnreachableError(f"Could not reach {where}: the connection timed out.")
     if isinstance(exc, httpx.ConnectError):
         return UnreachableError(
-            f"Could not reach {where}: {redact(str(exc), secret) or 'connection failed'}."
+            f"Could not reach {where}: {_masked(str(exc), secret) or 'connection failed'}."
         )
     if isinstance(exc, httpx.TimeoutException):
         return ProviderTimeout(f"The model at {host_of(where)} stopped responding (timed out).")
@@ -245,7 +243,8 @@ def timeouts(config: ProviderConfig) -> httpx.Timeout:
 
 
 def _content_type(response: httpx.Response) -> str:
-    return response.headers.get("content-type", "").partition(";")[0].strip().lower()
+    kind: str = response.headers.get("content-type", "")
+    return kind.partition(";")[0].strip().lower()
 
 
 async def _one_event(data: str) -> AsyncIterator[ServerSentEvent]:
@@ -270,14 +269,12 @@ async def open_event_stream(
     payload: dict[str, Any],
     config: ProviderConfig,
     on_sent: Callable[[], None] | None = None,
-    early: EarlyClaim | None = None,
 ) -> AsyncIterator[AsyncIterator[ServerSentEvent]]:
     """POST `payload` and give the response's server-sent events.
 
     One attempt, no retries. HTTP errors and network failures (before or during the
     stream) come out as typed errors; leaving the block closes the response. `on_sent` is
-    called (on the loop) once the request's body is on the wire. `early`: the response of
-    this very request sent earlier is used instead of sending it again.
+    called (on the loop) once the request's body is on the wire.
 
     The one exit to the model: every string of `payload` passes the tripwire here
     (`masked_payload`), whoever built it — the agent's history, memory note, tool calls
@@ -286,7 +283,7 @@ async def open_event_stream(
     secret = config.api_key
     payload = masked_payload(payload)
     try:
-        async with _connect(client, url, headers, payload, config, on_sent, early) as source:
+        async with _connect(client, url, headers, payload, config, on_sent) as source:
             await _raise_for_status(source.response, url=url, secret=secret)
             if _content_type(source.response) == "application/json":
                 # The server ignored `stream: true` and sent the whole reply at once.
@@ -346,31 +343,20 @@ async def _connect(
     payload: dict[str, Any],
     config: ProviderConfig,
     on_sent: Callable[[], None] | None,
-    early: EarlyClaim | None,
 ) -> AsyncIterator[EventSource]:
-    sent_early = early.claim(url, headers, payload, config) if early is not None else None
-    if sent_early is None:
-        extra: dict[str, Any] = {}
-        if on_sent is not None:
-            extra["extensions"] = {"trace": _body_sent_trace(on_sent)}
-        async with aconnect_sse(
-            client,
-            "POST",
-            url,
-            headers=dict(headers),
-            json=payload,
-            timeout=timeouts(config),
-            **extra,
-        ) as source:
-            yield source
-        return
+    extra: dict[str, Any] = {}
     if on_sent is not None:
-        on_sent()
-    response = await sent_early
-    try:
-        yield EventSource(response)
-    finally:
-        await response.aclose()
+        extra["extensions"] = {"trace": _body_sent_trace(on_sent)}
+    async with aconnect_sse(
+        client,
+        "POST",
+        url,
+        headers=dict(headers),
+        json=payload,
+        timeout=timeouts(config),
+        **extra,
+    ) as source:
+        yield source
 
 
 def _body_sent_trace(on_sent: Callable[[], None]) -> Callable[[str, Any], Awaitable[None]]:

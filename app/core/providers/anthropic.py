@@ -13,7 +13,6 @@ from httpx_sse import ServerSentEvent
 from . import _http
 from .base import (
     ChatMessage,
-    EarlyClaim,
     ProviderConfig,
     ProviderEvent,
     StreamDone,
@@ -256,9 +255,6 @@ class AnthropicProvider:
         #: Called (on the loop) each time a request's body has been sent (`deskhand ask`
         #: starts its MCP servers then, so they never delay the first request).
         self.on_sent: Callable[[], None] | None = None
-        #: `deskhand ask`'s first request, sent before the app had loaded: taken instead of
-        #: sending the same request again (app.core.ask_early).
-        self.early: EarlyClaim | None = None
 
     @property
     def _base(self) -> str:
@@ -295,7 +291,6 @@ class AnthropicProvider:
             payload=payload,
             config=self.config,
             on_sent=self.on_sent,
-            early=self.early,
         ) as events:
             # Read to the end of the body even after the final event: the connection then
             # goes back to the pool, and no half-read generator is left for the GC to close.

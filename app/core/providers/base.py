@@ -5,9 +5,11 @@ Providers translate these to and from their wire format. The agent loop only see
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+
+from .kinds import KindName
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -140,7 +142,7 @@ class StreamError(ProviderError):
 
 @dataclass
 class ProviderConfig:
-    kind: Literal["openai", "anthropic"]
+    kind: KindName
     base_url: str
     model: str
     api_key: str | None = None
@@ -163,22 +165,10 @@ class ProviderConfig:
     key_source: tuple[str, str, str] | None = None
 
 
-class EarlyClaim(Protocol):
-    """A request already on its way (`deskhand ask`'s, app.core.ask_early)."""
-
-    def claim(
-        self, url: str, headers: Mapping[str, str], payload: dict[str, Any], config: ProviderConfig
-    ) -> Awaitable[Any] | None:
-        """Its response (an httpx.Response) when it is exactly this request, once; else None."""
-        ...
-
-
 class Provider(Protocol):
     config: ProviderConfig
     #: Called (on the loop) each time a request's body has been sent.
     on_sent: Callable[[], None] | None
-    #: A first request sent before the provider was made, taken if it is the one wanted.
-    early: EarlyClaim | None
 
     def stream(
         self,

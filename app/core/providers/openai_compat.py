@@ -15,7 +15,6 @@ from httpx_sse import ServerSentEvent
 from . import _http
 from .base import (
     ChatMessage,
-    EarlyClaim,
     ProviderConfig,
     ProviderEvent,
     ReasoningChunk,
@@ -270,9 +269,6 @@ class OpenAICompatProvider:
         #: Called (on the loop) each time a request's body has been sent (`deskhand ask`
         #: starts its MCP servers then, so they never delay the first request).
         self.on_sent: Callable[[], None] | None = None
-        #: `deskhand ask`'s first request, sent before the app had loaded: taken instead of
-        #: sending the same request again (app.core.ask_early).
-        self.early: EarlyClaim | None = None
         self._ids = itertools.count(1)
 
     @property
@@ -315,7 +311,6 @@ class OpenAICompatProvider:
             payload=payload,
             config=self.config,
             on_sent=self.on_sent,
-            early=self.early,
         ) as events:
             # Read to the end of the body even after the final event: the connection then
             # goes back to the pool, and no half-read generator is left for the GC to close.

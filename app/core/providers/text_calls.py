@@ -6,7 +6,7 @@ Mistral `[TOOL_CALLS][{…}]`, or a reply that is nothing but `{"name": …, "ar
 Many also think aloud in `<think>…</think>`. `TextCallFilter` sits on the streamed text.
 
 What the model writes may quote what it read (a web page, a file), so a call in the text runs
-only when it is plainly the model's own (issue §7):
+only when it is plainly the model's own (docs/architecture.md §5.10):
 
 * in its dialect's markers, with the marker starting a line, outside code fences (``` or
   ~~~), and at the END of the reply: nothing but whitespace (or more such calls) after it;

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import urlsplit, urlunsplit
 
+from .kinds import ADDRESS_KIND, PROVIDER_KINDS
+
 #: Hosts that only speak HTTPS: a URL typed without a scheme gets https:// for these.
 CLOUD_HOSTS = (
     "api.openai.com",
@@ -62,8 +64,11 @@ def with_scheme(url: str) -> str:
 
 def normalize_base_url(kind: str, url: str) -> str:
     """The base URL a provider of `kind` ("openai" or "anthropic") needs: a scheme, no
-    trailing slash, no pasted endpoint; "/v1" added to a bare OpenAI-compatible server and
-    removed from an Anthropic one. A URL that cannot be parsed comes back only stripped."""
+    trailing slash, no pasted endpoint; the kind's `bare_path` added to a bare address
+    ("/v1" for an OpenAI-compatible server), its `own_path` cut (an Anthropic base ends
+    before "/v1"). A URL that cannot be parsed comes back only stripped."""
+    found = next((k for k in PROVIDER_KINDS.values() if k.name == kind), None)
+    rule = found or PROVIDER_KINDS[ADDRESS_KIND]
     url = with_scheme(url)
     try:
         parts = urlsplit(url)
@@ -77,10 +82,9 @@ def normalize_base_url(kind: str, url: str) -> str:
         if path.endswith(endpoint):
             path = path[: -len(endpoint)].rstrip("/")
             break
-    if kind == "anthropic":
-        path = path.removesuffix("/v1")
-    elif not path:
-        path = "/v1"
+    if rule.own_path:
+        path = path.removesuffix(rule.own_path)
+    path = path or rule.bare_path
     return urlunsplit((parts.scheme.lower(), parts.netloc, path, parts.query, ""))
 
 

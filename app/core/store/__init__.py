@@ -1,4 +1,4 @@
-"""The conversation store: SQLite in WAL mode at `<home>/deskhand.db` (DESIGN.md §5).
+"""The conversation store: SQLite in WAL mode at `<home>/deskhand.db` (docs/architecture.md §6).
 
 `Store` is composed of one class per aggregate, each in its own module over the shared
 `Database` (connection, lock, clock, transactions): conversations and messages, branches

@@ -21,6 +21,7 @@ import logging
 import math
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +70,7 @@ from PySide6.QtWidgets import (
 
 from app.core.mcp.elicitation import (
     MAX_VALUE,
+    Action,
     ElicitationAnswer,
     ElicitationRequest,
     ElicitField,
@@ -606,7 +608,7 @@ class ElicitationForm(QFrame):
         row = QHBoxLayout()
         row.setSpacing(8)
         url = self.request.mode == "url"
-        specs = [
+        specs: list[tuple[Action, str, str]] = [
             (
                 "accept",
                 "Open in browser" if url else "Accept",
@@ -628,7 +630,7 @@ class ElicitationForm(QFrame):
                 button.setProperty("accent", True)
             if action == "cancel":
                 row.addStretch(1)
-            button.clicked.connect(lambda _=False, a=action: self.answer(a))
+            button.clicked.connect(self._answering(action))
             row.addWidget(button)
             self.buttons[action] = button
         return row
@@ -666,13 +668,16 @@ class ElicitationForm(QFrame):
 
     # ---- answering -------------------------------------------------------------------
 
-    def answer(self, action: str) -> None:
+    def _answering(self, action: Action) -> Callable[[], None]:
+        return lambda: self.answer(action)
+
+    def answer(self, action: Action) -> None:
         """What a button does. Accept first checks every field; a wrong or missing value
         keeps the form open with the reason next to the field."""
         if self.done:
             return
         if action != "accept" or self.request.mode == "url":
-            self._finish(ElicitationAnswer(action))  # type: ignore[arg-type]
+            self._finish(ElicitationAnswer(action))
             return
         content: dict[str, Value] = {}
         first_bad: FieldInput | None = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
@@ -1441,7 +1442,8 @@ class ThinkingLayout(ItemLayout):
 
 # ---- dispatch ----------------------------------------------------------------------------
 
-_BUILDERS: dict[type, type[ItemLayout]] = {
+_Builder = Callable[[tuple[Any, ...], Any, ChatTheme, int], ItemLayout]
+_BUILDERS: dict[type, _Builder] = {
     AssistantMessage: AssistantLayout,
     UserMessage: UserLayout,
     ToolCard: ToolCardLayout,
@@ -1454,7 +1456,7 @@ _BUILDERS: dict[type, type[ItemLayout]] = {
 
 
 def build_layout(item: ChatItem, theme: ChatTheme, width: int, key: tuple[Any, ...]) -> ItemLayout:
-    return _BUILDERS[type(item)](key, item, theme, width)  # type: ignore[call-arg]
+    return _BUILDERS[type(item)](key, item, theme, width)
 
 
 def estimate_height(item: ChatItem, theme: ChatTheme, width: int) -> int:

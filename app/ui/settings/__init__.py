@@ -14,6 +14,6 @@ page shares), `form` (forms generated from the pydantic settings model, and `For
 `general_page` (General, Instructions, Browser and Security: model pages only),
 `terminal_page` and `memory_page` (a model form plus their own parts), `about_page`,
 `providers_page`, `account_list` and `connection` (the providers page, its list and its
-server checks), `tools_page`, `presets` (known servers, URL checks) and `widgets` (small
-shared widgets and helpers).
+server checks), `tools_page` and `choice_column` (its painted Approval column), `presets`
+(known servers, URL checks) and `widgets` (small shared widgets and helpers).
 """

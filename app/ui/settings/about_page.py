@@ -4,6 +4,7 @@ folder with a button to open it, and "Copy diagnostics" — versions, platform a
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import sys
@@ -34,7 +35,7 @@ LABEL_WIDTH = 130
 
 def app_version() -> str:
     """The installed package's version (pyproject.toml's in a plain checkout)."""
-    from app.cli import version  # stdlib only at import time
+    from app.version import version
 
     return version()
 
@@ -45,7 +46,9 @@ def readme_path() -> Path | None:
     return path if path.is_file() else None
 
 
+@functools.cache
 def versions() -> list[tuple[str, str]]:
+    """(Read once: the package metadata and `platform` read files.)"""
     return [
         ("Deskhand", app_version()),
         ("Python", f"{platform.python_version()} ({platform.python_implementation()})"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, QRect, QSize, Qt
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
@@ -15,13 +15,20 @@ class AccountDelegate(QStyledItemDelegate):
 
     HEIGHT = 54
 
-    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:
+    def sizeHint(
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> QSize:
         return QSize(option.rect.width(), self.HEIGHT)
 
-    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
-        pal = option.palette  # type: ignore[attr-defined]
-        rect = option.rect.adjusted(4, 2, -4, -2)  # type: ignore[attr-defined]
-        state = option.state  # type: ignore[attr-defined]
+    def paint(
+        self,
+        painter: QPainter,
+        option: QStyleOptionViewItem,
+        index: QModelIndex | QPersistentModelIndex,
+    ) -> None:
+        pal = option.palette
+        rect = option.rect.adjusted(4, 2, -4, -2)
+        state = option.state
         painter.save()
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         if state & QStyle.StateFlag.State_Selected:
@@ -36,11 +43,11 @@ class AccountDelegate(QStyledItemDelegate):
         painter.drawRoundedRect(rect, 6, 6)
 
         inner = rect.adjusted(10, 7, -10, -7)
-        name_font = QFont(option.font)  # type: ignore[attr-defined]
+        name_font = QFont(option.font)
         name_font.setWeight(QFont.Weight.DemiBold)
         pill_width = 0
         if index.data(ACTIVE_ROLE):
-            pill_font = QFont(option.font)  # type: ignore[attr-defined]
+            pill_font = QFont(option.font)
             pill_font.setPointSizeF(max(7.0, pill_font.pointSizeF() - 1.5))
             pill_font.setWeight(QFont.Weight.DemiBold)
             metrics = QFontMetrics(pill_font)
@@ -64,7 +71,7 @@ class AccountDelegate(QStyledItemDelegate):
             top.width(),
         )
         painter.drawText(top, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, name)
-        detail_font = QFont(option.font)  # type: ignore[attr-defined]
+        detail_font = QFont(option.font)
         painter.setFont(detail_font)
         painter.setPen(pal.color(QPalette.ColorRole.PlaceholderText))
         detail = QFontMetrics(detail_font).elidedText(

@@ -20,11 +20,13 @@ from app.core.providers.base import (
     ProviderTimeout,
     UnreachableError,
 )
+from app.core.providers.kinds import KindName
 from app.core.providers.urls import normalize_base_url
 from app.core.visible import one_line
 
 #: Test connection must answer quickly and say what is wrong, not retry for a minute.
-TEST_TIMEOUTS = {"connect_timeout": 5.0, "read_timeout": 20.0, "max_retries": 0}
+TEST_CONNECT_TIMEOUT = 5.0
+TEST_READ_TIMEOUT = 20.0
 #: The longest a whole Test (list the models, then one tiny reply) may take.
 TEST_DEADLINE = 30.0
 
@@ -60,15 +62,17 @@ async def ping(provider: Provider) -> None:
         pass
 
 
-def probe_config(kind: str, url: str, api_key: str | None, model: str = "") -> ProviderConfig:
+def probe_config(kind: KindName, url: str, api_key: str | None, model: str = "") -> ProviderConfig:
     """A config for testing a server: normalised URL, short timeouts, no retries."""
     return ProviderConfig(
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         base_url=normalize_base_url(kind, url),
         model=model,
         api_key=api_key,
         max_tokens=16,
-        **TEST_TIMEOUTS,  # type: ignore[arg-type]
+        connect_timeout=TEST_CONNECT_TIMEOUT,
+        read_timeout=TEST_READ_TIMEOUT,
+        max_retries=0,
     )
 
 

@@ -11,10 +11,14 @@ thread), then replaces `runtime.settings`. Closing with unsaved changes asks Sav
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal
+import contextlib
+import logging
+from collections.abc import Callable
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 from PySide6.QtCore import QObject, QSize, Qt, Signal
-from PySide6.QtGui import QCloseEvent, QIcon, QKeyEvent
+from PySide6.QtGui import QCloseEvent, QIcon, QKeyEvent, QPaintEvent, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractButton,
     QAbstractItemView,
@@ -43,19 +47,26 @@ from shiboken6 import isValid
 from app.core.runtime import Runtime
 from app.core.secrets import SecretStoreError
 from app.core.settings import SecretInSettingsError, Settings
-from app.ui.settings.about_page import AboutPage
-from app.ui.settings.general_page import BrowserPage, GeneralPage, InstructionsPage, SecurityPage
-from app.ui.settings.integrations_page import IntegrationsPage
-from app.ui.settings.mcp_page import McpPage
-from app.ui.settings.memory_page import MemoryPage
 from app.ui.settings.page import SettingsPage, in_thread
-from app.ui.settings.providers_page import ProvidersPage
-from app.ui.settings.rules_page import RulesPage
-from app.ui.settings.skills_page import SkillsPage
-from app.ui.settings.sources_page import SourcesPage
-from app.ui.settings.terminal_page import TerminalPage
-from app.ui.settings.tools_page import ToolsPage
 from app.ui.settings.widgets import muted_label, role_label
+
+if TYPE_CHECKING:
+    from app.ui.settings.about_page import AboutPage
+    from app.ui.settings.general_page import (
+        BrowserPage,
+        GeneralPage,
+        InstructionsPage,
+        SecurityPage,
+    )
+    from app.ui.settings.integrations_page import IntegrationsPage
+    from app.ui.settings.mcp_page import McpPage
+    from app.ui.settings.memory_page import MemoryPage
+    from app.ui.settings.providers_page import ProvidersPage
+    from app.ui.settings.rules_page import RulesPage
+    from app.ui.settings.skills_page import SkillsPage
+    from app.ui.settings.sources_page import SourcesPage
+    from app.ui.settings.terminal_page import TerminalPage
+    from app.ui.settings.tools_page import ToolsPage
 
 PageKey = Literal[
     "providers",
@@ -105,6 +116,25 @@ NAV_TITLES = {
     "security": "Security",
     "about": "About",
 }
+log = logging.getLogger(__name__)
+
+#: Where each page's class lives: a page is imported and built when it is first shown.
+PAGE_CLASSES: dict[PageKey, tuple[str, str]] = {
+    "providers": ("app.ui.settings.providers_page", "ProvidersPage"),
+    "integrations": ("app.ui.settings.integrations_page", "IntegrationsPage"),
+    "tools": ("app.ui.settings.tools_page", "ToolsPage"),
+    "terminal": ("app.ui.settings.terminal_page", "TerminalPage"),
+    "browser": ("app.ui.settings.general_page", "BrowserPage"),
+    "rules": ("app.ui.settings.rules_page", "RulesPage"),
+    "mcp": ("app.ui.settings.mcp_page", "McpPage"),
+    "sources": ("app.ui.settings.sources_page", "SourcesPage"),
+    "skills": ("app.ui.settings.skills_page", "SkillsPage"),
+    "memory": ("app.ui.settings.memory_page", "MemoryPage"),
+    "general": ("app.ui.settings.general_page", "GeneralPage"),
+    "instructions": ("app.ui.settings.general_page", "InstructionsPage"),
+    "security": ("app.ui.settings.general_page", "SecurityPage"),
+    "about": ("app.ui.settings.about_page", "AboutPage"),
+}
 #: The nav item's data for a page's problem (None when it has none).
 PROBLEM_ROLE = Qt.ItemDataRole.UserRole + 1
 Answer = Literal["save", "discard", "cancel"]
@@ -127,11 +157,51 @@ def ask_unsaved(parent: QWidget) -> Answer:
     return "discard" if answer == buttons.Discard else "cancel"
 
 
+P = TypeVar("P", bound=SettingsPage)
+
+
+class _Page(Generic[P]):
+    """A page as an attribute (`dialog.tools`): built when first asked for."""
+
+    def __init__(self, key: PageKey) -> None:
+        self.key = key
+
+    @overload
+    def __get__(self, dialog: None, owner: type) -> _Page[P]: ...
+
+    @overload
+    def __get__(self, dialog: SettingsDialog, owner: type) -> P: ...
+
+    def __get__(self, dialog: SettingsDialog | None, owner: type) -> _Page[P] | P:
+        if dialog is None:
+            return self
+        return cast(P, dialog.page(self.key))
+
+
 class SettingsDialog(QDialog):
     """Settings in pages. Emits `settingsChanged` after a successful save; the caller
-    re-reads `runtime.settings` (already replaced with what was saved)."""
+    re-reads `runtime.settings` (already replaced with what was saved).
+
+    Made once and reused: each page is built from `runtime.settings` when it is first
+    shown, and closing cancels every page's tasks and drops the pages, so the next open
+    shows the settings as they are then (changed from elsewhere meanwhile or not)."""
 
     settingsChanged = Signal()
+
+    providers: _Page[ProvidersPage] = _Page("providers")
+    integrations: _Page[IntegrationsPage] = _Page("integrations")
+    tools: _Page[ToolsPage] = _Page("tools")
+    terminal: _Page[TerminalPage] = _Page("terminal")
+    browser: _Page[BrowserPage] = _Page("browser")
+    rules: _Page[RulesPage] = _Page("rules")
+    mcp: _Page[McpPage] = _Page("mcp")
+    sources: _Page[SourcesPage] = _Page("sources")
+    skills: _Page[SkillsPage] = _Page("skills")
+    memory: _Page[MemoryPage] = _Page("memory")
+    general: _Page[GeneralPage] = _Page("general")
+    instructions: _Page[InstructionsPage] = _Page("instructions")
+    security: _Page[SecurityPage] = _Page("security")
+    about: _Page[AboutPage] = _Page("about")
 
     def __init__(
         self, runtime: Runtime, parent: QWidget | None = None, page: str = "providers"
@@ -142,46 +212,44 @@ class SettingsDialog(QDialog):
         self.setObjectName("settingsDialog")
         self.resize(940, 620)
         self.setMinimumSize(760, 520)
-        self.providers = ProvidersPage(runtime)
-        self.integrations = IntegrationsPage(runtime)
-        self.tools = ToolsPage(runtime)
-        self.terminal = TerminalPage(runtime)
-        self.rules = RulesPage(runtime)
-        self.mcp = McpPage(runtime)
-        self.sources = SourcesPage(runtime)
-        self.skills = SkillsPage(runtime)
-        self.memory = MemoryPage(runtime)
-        self.general = GeneralPage(runtime)
-        self.browser = BrowserPage(runtime)
-        self.instructions = InstructionsPage(runtime)
-        self.security = SecurityPage(runtime)
-        self.about = AboutPage(runtime)
-        self.pages: dict[PageKey, SettingsPage] = {
-            "providers": self.providers,
-            "integrations": self.integrations,
-            "tools": self.tools,
-            "terminal": self.terminal,
-            "browser": self.browser,
-            "rules": self.rules,
-            "mcp": self.mcp,
-            "sources": self.sources,
-            "skills": self.skills,
-            "memory": self.memory,
-            "general": self.general,
-            "instructions": self.instructions,
-            "security": self.security,
-            "about": self.about,
-        }
+        #: The pages built since the dialog last opened.
+        self.pages: dict[PageKey, SettingsPage] = {}
         self._save_task: asyncio.Task[Any] | None = None
+        self._key_states: asyncio.Task[None] | None = None
         self._dirty: set[PageKey] = set()
         self._touched: set[PageKey] = set()
         self.problem_labels: dict[PageKey, QLabel] = {}
+        #: The tool registry (~0.5 s to build) was asked for on a worker, for Tools.
+        self._registry_asked = False
         self._build()
-        self._watch_pages()
         self._refresh_save()
         self.show_page(page)
-        #: Reading which accounts have a key stored (a task on the loop; tests await it).
-        self.key_states: asyncio.Task[None] = self.providers.load_key_states()
+
+    @property
+    def key_states(self) -> asyncio.Future[None]:
+        """Reading which accounts have a key stored (the Providers page's task; tests
+        await it): done at once when that page is not built."""
+        if self._key_states is not None:
+            return self._key_states
+        done: asyncio.Future[None] = asyncio.get_event_loop().create_future()
+        done.set_result(None)
+        return done
+
+    def page(self, key: PageKey) -> SettingsPage:
+        """Page `key`, imported and built from the current settings if it is not yet."""
+        page = self.pages.get(key)
+        if page is None:
+            module, name = PAGE_CLASSES[key]
+            make: Callable[[Runtime], SettingsPage] = getattr(import_module(module), name)
+            page = make(self.runtime)
+            self.pages[key] = page
+            box = self.stack.widget(PAGE_KEYS.index(key))
+            assert box is not None
+            self.problem_labels[key] = _fill_box(box, page)
+            self._watch(key, page)
+            if key == "providers":
+                self._key_states = cast("ProvidersPage", page).load_key_states()
+        return page
 
     def _build(self) -> None:
         root = QHBoxLayout(self)
@@ -213,10 +281,9 @@ class SettingsDialog(QDialog):
         main.setContentsMargins(20, 18, 20, 16)
         main.setSpacing(14)
         self.stack = QStackedWidget()
-        for key in PAGE_KEYS:
-            box, self.problem_labels[key] = _with_header(self.pages[key])
-            self.stack.addWidget(box)
-        self.nav.currentRowChanged.connect(self.stack.setCurrentIndex)
+        for _key in PAGE_KEYS:
+            self.stack.addWidget(QWidget())  # a page's box, filled when it is first shown
+        self.nav.currentRowChanged.connect(self._row_chosen)
         main.addWidget(self.stack, 1)
 
         bottom = QHBoxLayout()
@@ -237,30 +304,49 @@ class SettingsDialog(QDialog):
         root.addLayout(main, 1)
 
     def show_page(self, page: str) -> None:
-        key = page if page in PAGE_KEYS else "providers"
-        self.nav.setCurrentRow(PAGE_KEYS.index(key))  # type: ignore[arg-type]
+        key: PageKey = page if page in PAGE_KEYS else "providers"
+        self.page(key)
+        row = PAGE_KEYS.index(key)
+        self.nav.setCurrentRow(row)
+        self.stack.setCurrentIndex(row)
+
+    def _row_chosen(self, row: int) -> None:
+        if row >= 0:
+            self.show_page(PAGE_KEYS[row])
+
+    def showEvent(self, event: QShowEvent) -> None:
+        """Opened again: the page shown is built afresh (closing dropped the pages)."""
+        self.show_page(self.current_page())
+        super().showEvent(event)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        super().paintEvent(event)
+        if not self._registry_asked:  # after the first paint: the open does not wait
+            self._registry_asked = True
+            with contextlib.suppress(RuntimeError):  # no loop: Tools builds it when shown
+                asyncio.get_event_loop().run_in_executor(None, _load_registry, self.runtime)
 
     def current_page(self) -> PageKey:
         return PAGE_KEYS[self.nav.currentRow()]
 
     # -- what changed --
 
-    def _watch_pages(self) -> None:
-        for key, page in self.pages.items():
-            page.edited.connect(lambda key=key: self._page_edited(key))
-            if not page.reports_edits:
-                _InputWatcher(page, lambda key=key: self._page_edited(key))
+    def _watch(self, key: PageKey, page: SettingsPage) -> None:
+        page.edited.connect(lambda: self._page_edited(key))
+        if not page.reports_edits:
+            _InputWatcher(page, lambda: self._page_edited(key))
 
     def _page_edited(self, key: PageKey) -> None:
-        if not (isValid(self) and isValid(self.save_button) and isValid(self.pages[key])):
-            return  # the window is being destroyed
+        page = self.pages.get(key)
+        if page is None or not (isValid(self) and isValid(self.save_button) and isValid(page)):
+            return  # the window is being destroyed, or the page was dropped
         self._touched.add(key)
         if self.has_changes(key):
             self._dirty.add(key)
         else:
             self._dirty.discard(key)
-        if self.problem_labels[key].text() and self.pages[key].reports_edits:
-            self._mark(key, self.pages[key].problem())  # form pages re-check at once
+        if self.problem_labels[key].text() and page.reports_edits:
+            self._mark(key, page.problem())  # form pages re-check at once
         self._refresh_save()
 
     def has_changes(self, key: PageKey | None = None) -> bool:
@@ -300,9 +386,10 @@ class SettingsDialog(QDialog):
     def _mark(self, key: PageKey, problem: str | None) -> None:
         """Show `problem` at the top of its page and mark the page in the list."""
         item = self.nav.item(PAGE_KEYS.index(key))
-        label = self.problem_labels[key]
-        label.setText(problem or "")
-        label.setVisible(bool(problem))
+        label = self.problem_labels.get(key)
+        if label is not None:  # (a page a test put in `pages` has no box)
+            label.setText(problem or "")
+            label.setVisible(bool(problem))
         item.setData(PROBLEM_ROLE, problem or None)
         item.setToolTip(problem or "")
         icon = QStyle.StandardPixmap.SP_MessageBoxWarning
@@ -332,10 +419,12 @@ class SettingsDialog(QDialog):
 
         self._show_message("")
         self.save_button.setEnabled(False)
-        key_changes = self.providers.pending_key_changes()
+        providers = cast("ProvidersPage | None", self.pages.get("providers"))
+        key_changes = providers.pending_key_changes() if providers is not None else 0
         try:
             try:
-                await self.providers.store_keys()
+                if providers is not None:
+                    await providers.store_keys()
             except SecretStoreError as exc:
                 self._show_message(keys_refused_message(str(exc), key_changes))
                 return False
@@ -379,11 +468,12 @@ class SettingsDialog(QDialog):
     async def _on_save_clicked(self) -> None:
         self._save_task = asyncio.current_task()
         try:
-            if await self.save():
-                self.accept()
+            saved = await self.save()
         finally:
             self._save_task = None
             self._refresh_save()
+        if saved:
+            self.accept()
 
     def _show_message(self, text: str) -> None:
         self.message.setText(text)
@@ -419,16 +509,48 @@ class SettingsDialog(QDialog):
     def reject(self) -> None:
         """Close without saving (no question: `request_close` asks), undoing a theme
         previewed on the General page."""
-        self.general.revert_theme_preview()
+        general = cast("GeneralPage | None", self.pages.get("general"))
+        if general is not None:
+            general.revert_theme_preview()
         super().reject()
 
     def done(self, result: int) -> None:
         if self._save_task is None:  # never cut a save short half-way
-            self.providers.cancel_tasks()
-            self.integrations.cancel_tasks()
-            self.skills.cancel_tasks()
-            self.terminal.cancel_tasks()
+            self._drop_pages()
         super().done(result)
+
+    def _drop_pages(self) -> None:
+        """Closing: cancel every task a page started and drop the pages (the next open
+        builds them from the settings as they are then). The boxes go once the cancelled
+        tasks have run their clean-up, which may still touch the page's widgets."""
+        for page in self.pages.values():
+            page.cancel_tasks()
+        old: list[QWidget] = []
+        for key in self.pages:
+            row = PAGE_KEYS.index(key)
+            box = self.stack.widget(row)
+            assert box is not None
+            old.append(box)
+            self.stack.removeWidget(box)
+            self.stack.insertWidget(row, QWidget())
+            self._clear_mark(row)
+        self.pages.clear()
+        self.problem_labels.clear()
+        self._dirty.clear()
+        self._touched.clear()
+        self._key_states = None
+        self._show_message("")
+        self._refresh_save()
+        for box in old:  # out of the window at once: left in the stack, they crashed Qt
+            box.setParent(None)
+        with contextlib.suppress(RuntimeError):  # no loop any more: freed with `old`
+            asyncio.get_event_loop().call_soon(_delete_all, old)
+
+    def _clear_mark(self, row: int) -> None:
+        item = self.nav.item(row)
+        item.setData(PROBLEM_ROLE, None)
+        item.setToolTip("")
+        item.setIcon(QIcon())
 
 
 def keys_refused_message(reason: str, key_changes: int) -> str:
@@ -462,10 +584,23 @@ def file_reason(exc: OSError) -> str:
     return f"{what[:1].upper()}{what[1:]}{where}."
 
 
-def _with_header(page: SettingsPage) -> tuple[QWidget, QLabel]:
-    """The page under its title, subtitle and problem line, scrolling when it is taller
-    than the window; returns the box and the problem label."""
-    box = QWidget()
+def _load_registry(runtime: Runtime) -> None:
+    """(worker thread) Builds the tool registry the Tools page lists, unless it is built."""
+    try:
+        runtime.registry  # noqa: B018
+    except Exception:  # the Tools page meets the same error and says so
+        log.debug("could not load the tool registry", exc_info=True)
+
+
+def _delete_all(widgets: list[QWidget]) -> None:
+    for widget in widgets:
+        if isValid(widget):
+            widget.deleteLater()
+
+
+def _fill_box(box: QWidget, page: SettingsPage) -> QLabel:
+    """Puts the page in its box under its title, subtitle and problem line, scrolling
+    when it is taller than the window; returns the problem label."""
     layout = QVBoxLayout(box)
     layout.setContentsMargins(0, 0, 0, 0)
     layout.setSpacing(4)
@@ -491,7 +626,7 @@ def _with_header(page: SettingsPage) -> tuple[QWidget, QLabel]:
     column.addWidget(page)
     scroll.setWidget(inner)
     layout.addWidget(scroll, 1)
-    return box, problem
+    return problem
 
 
 WATCHED = "settingsWatched"

@@ -22,10 +22,11 @@ made of such forms, each editing one part of `Settings`.
 from __future__ import annotations
 
 import enum
+import functools
 import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar, Union, get_args, get_origin
+from typing import Any, Generic, Literal, TypeVar, Union, get_args, get_origin, overload
 
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
@@ -62,6 +63,9 @@ from app.ui.settings.widgets import (
 )
 
 M = TypeVar("M", bound=BaseModel)
+#: The input widget an `Editor` holds.
+W_co = TypeVar("W_co", bound=QWidget, covariant=True)
+QW = TypeVar("QW", bound=QWidget)
 LABEL_WIDTH = 130  # as the custom pages' forms
 INT_MAX = 2**31 - 1
 
@@ -144,10 +148,10 @@ def _number(value: Any) -> str:
 # ---- one input per field -------------------------------------------------------------------
 
 
-class Editor:
+class Editor(Generic[W_co]):
     """One field's input: `widget` takes the value, `row` is what the form shows."""
 
-    widget: QWidget
+    widget: W_co
     row: QWidget
     spans = False  # the row spans the form (its label sits above it)
 
@@ -164,22 +168,22 @@ class Editor:
         self.widget.blockSignals(blocked)
 
 
-class CheckEditor(Editor):
+class CheckEditor(Editor[QCheckBox]):
     def __init__(self, text: str) -> None:
         self.widget = self.row = QCheckBox(text)
         self.widget.setMinimumHeight(ROW_HEIGHT)
 
     def get(self) -> bool:
-        return self.widget.isChecked()  # type: ignore[attr-defined,no-any-return]
+        return self.widget.isChecked()
 
     def set(self, value: Any) -> None:
-        self.widget.setChecked(bool(value))  # type: ignore[attr-defined]
+        self.widget.setChecked(bool(value))
 
     def on_change(self, callback: Callable[[], None]) -> None:
-        self.widget.toggled.connect(lambda _: callback())  # type: ignore[attr-defined]
+        self.widget.toggled.connect(lambda _: callback())
 
 
-class ChoiceEditor(Editor):
+class ChoiceEditor(Editor[QComboBox]):
     def __init__(self, options: Sequence[Any], labels: dict[Any, str]) -> None:
         combo = QComboBox()
         for value in options:
@@ -191,17 +195,16 @@ class ChoiceEditor(Editor):
         self.row = _natural(combo)
 
     def get(self) -> Any:
-        return self.widget.currentData()  # type: ignore[attr-defined]
+        return self.widget.currentData()
 
     def set(self, value: Any) -> None:
-        combo: QComboBox = self.widget  # type: ignore[assignment]
-        combo.setCurrentIndex(max(0, combo.findData(value)))
+        self.widget.setCurrentIndex(max(0, self.widget.findData(value)))
 
     def on_change(self, callback: Callable[[], None]) -> None:
-        self.widget.currentIndexChanged.connect(lambda _: callback())  # type: ignore[attr-defined]
+        self.widget.currentIndexChanged.connect(lambda _: callback())
 
 
-class NumberEditor(Editor):
+class NumberEditor(Editor[QSpinBox | QDoubleSpinBox]):
     def __init__(self, kind: type, low: float | None, high: float | None, hints: dict[str, Any]):
         spin: QSpinBox | QDoubleSpinBox
         if kind is float:
@@ -226,16 +229,16 @@ class NumberEditor(Editor):
         self.row = _natural(spin)
 
     def get(self) -> Any:
-        return self.kind(self.widget.value())  # type: ignore[attr-defined]
+        return self.kind(self.widget.value())
 
     def set(self, value: Any) -> None:
-        self.widget.setValue(value)  # type: ignore[attr-defined]
+        self.widget.setValue(value)
 
     def on_change(self, callback: Callable[[], None]) -> None:
-        self.widget.valueChanged.connect(lambda _: callback())  # type: ignore[attr-defined]
+        self.widget.valueChanged.connect(lambda _: callback())
 
 
-class LineEditor(Editor):
+class LineEditor(Editor[QLineEdit]):
     def __init__(self, optional: bool, hints: dict[str, Any]) -> None:
         edit = QLineEdit()
         edit.setPlaceholderText(hints.get("placeholder", ""))
@@ -251,7 +254,7 @@ class LineEditor(Editor):
             self.row = edit
 
     def _browse(self) -> None:
-        edit: QLineEdit = self.widget  # type: ignore[assignment]
+        edit = self.widget
         if self.path == "folder":
             chosen = QFileDialog.getExistingDirectory(edit, "Choose a folder", edit.text())
         else:
@@ -260,17 +263,17 @@ class LineEditor(Editor):
             edit.setText(chosen)
 
     def get(self) -> str | None:
-        text: str = self.widget.text()  # type: ignore[attr-defined]
+        text = self.widget.text()
         return None if self.optional and not text.strip() else text
 
     def set(self, value: Any) -> None:
-        self.widget.setText("" if value is None else str(value))  # type: ignore[attr-defined]
+        self.widget.setText("" if value is None else str(value))
 
     def on_change(self, callback: Callable[[], None]) -> None:
-        self.widget.textChanged.connect(lambda _: callback())  # type: ignore[attr-defined]
+        self.widget.textChanged.connect(lambda _: callback())
 
 
-class TextEditor(Editor):
+class TextEditor(Editor[QPlainTextEdit]):
     """A multi-line text, or a list of strings one per line (`lines`)."""
 
     spans = True
@@ -285,17 +288,17 @@ class TextEditor(Editor):
         self.widget = self.row = edit
 
     def get(self) -> Any:
-        text: str = self.widget.toPlainText()  # type: ignore[attr-defined]
+        text = self.widget.toPlainText()
         if self.lines:
             return [line.strip() for line in text.splitlines() if line.strip()]
         return None if self.optional and not text.strip() else text
 
     def set(self, value: Any) -> None:
         text = "\n".join(value) if self.lines else ("" if value is None else str(value))
-        self.widget.setPlainText(text)  # type: ignore[attr-defined]
+        self.widget.setPlainText(text)
 
     def on_change(self, callback: Callable[[], None]) -> None:
-        self.widget.textChanged.connect(callback)  # type: ignore[attr-defined]
+        self.widget.textChanged.connect(callback)
 
 
 def _natural(widget: QWidget) -> QWidget:
@@ -308,7 +311,7 @@ def _natural(widget: QWidget) -> QWidget:
     return box
 
 
-def make_editor(name: str, info: FieldInfo) -> Editor:
+def make_editor(name: str, info: FieldInfo) -> Editor[QWidget]:
     """The input for one field; TypeError for a type the form cannot edit."""
     hints = extra(info)
     annotation, optional = _unwrap_optional(info.annotation)
@@ -335,7 +338,7 @@ def make_editor(name: str, info: FieldInfo) -> Editor:
 
 @dataclass
 class _Row:
-    editor: Editor
+    editor: Editor[QWidget]
     help: QLabel | None
     error: QLabel
     options_help: dict[Any, str]
@@ -413,7 +416,7 @@ class SettingsForm(QWidget, Generic[M]):
             self.layout_form.addRow(label, box)
         row = _Row(editor, help_label, error, options_help, description)
         self._rows[name] = row
-        editor.on_change(lambda name=name: self._edited(name))
+        editor.on_change(functools.partial(self._edited, name))
 
     def add_row(self, label: str, widget: QWidget) -> QLabel:
         """A custom row (a status, a button) in the form's columns; returns its label."""
@@ -423,9 +426,19 @@ class SettingsForm(QWidget, Generic[M]):
 
     # -- values --
 
-    def editor(self, name: str) -> QWidget:
-        """The input widget of `name` (QCheckBox, QComboBox, QSpinBox, QLineEdit…)."""
-        return self._rows[name].editor.widget
+    @overload
+    def editor(self, name: str) -> QWidget: ...
+    @overload
+    def editor(self, name: str, kind: type[QW]) -> QW: ...
+    def editor(self, name: str, kind: type[QWidget] = QWidget) -> QWidget:
+        """The input widget of `name` (QCheckBox, QComboBox, QSpinBox, QLineEdit…); with
+        `kind`, checked to be one (TypeError otherwise)."""
+        widget = self._rows[name].editor.widget
+        if not isinstance(widget, kind):
+            raise TypeError(
+                f"the input of {name} is a {type(widget).__name__}, not {kind.__name__}"
+            )
+        return widget
 
     def error_label(self, name: str) -> QLabel:
         return self._rows[name].error
@@ -570,7 +583,10 @@ class FormPage(SettingsPage):
         if group is None:
             layout.addWidget(form)
         elif isinstance(group, QGroupBox):
-            group.layout().addWidget(form)
+            inner_layout = group.layout()
+            if inner_layout is None:  # a group box made without a layout gets a column
+                inner_layout = QVBoxLayout(group)
+            inner_layout.addWidget(form)
         else:
             box = QGroupBox(group)
             inner = QVBoxLayout(box)

@@ -53,12 +53,12 @@ class GeneralPage(FormPage):
         assert isinstance(group, QGroupBox)
         self.conversations = self.add_form(layout, group, _conversation, ["compact_after_chars"])
         layout.addStretch(1)
-        self.theme_combo: QComboBox = self.appearance.editor("theme")  # type: ignore[assignment]
-        self.font_spin: QSpinBox = self.appearance.editor("font_size")  # type: ignore[assignment]
-        self.send_combo: QComboBox = self.behaviour.editor("send_key")  # type: ignore[assignment]
-        self.minimized_check: QCheckBox = self.behaviour.editor("start_minimized")  # type: ignore[assignment]
-        self.login_check: QCheckBox = self.behaviour.editor("start_at_login")  # type: ignore[assignment]
-        self.steps_spin: QSpinBox = self.limits.editor("max_steps")  # type: ignore[assignment]
+        self.theme_combo = self.appearance.editor("theme", QComboBox)
+        self.font_spin = self.appearance.editor("font_size", QSpinBox)
+        self.send_combo = self.behaviour.editor("send_key", QComboBox)
+        self.minimized_check = self.behaviour.editor("start_minimized", QCheckBox)
+        self.login_check = self.behaviour.editor("start_at_login", QCheckBox)
+        self.steps_spin = self.limits.editor("max_steps", QSpinBox)
         self.theme_combo.currentIndexChanged.connect(self._on_theme_changed)
 
     def saved_theme(self) -> ThemeMode:
@@ -100,7 +100,7 @@ class InstructionsPage(FormPage):
         layout.setSpacing(10)
         self.form = self.add_form(layout, None, _root, ["system_prompt"])
         layout.setStretch(0, 1)
-        self.edit: QPlainTextEdit = self.form.editor("system_prompt")  # type: ignore[assignment]
+        self.edit = self.form.editor("system_prompt", QPlainTextEdit)
         self.edit.setPlaceholderText("Empty: the built-in instructions are used.")
         self.builtin_button = QPushButton("Start from the built-in instructions")
         self.builtin_button.setAutoDefault(False)
@@ -137,7 +137,7 @@ class SecurityPage(FormPage):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         self.form = self.add_form(layout, "Secrets", _security)
-        self.keyring_combo: QComboBox = self.form.editor("keyring")  # type: ignore[assignment]
+        self.keyring_combo = self.form.editor("keyring", QComboBox)
         layout.addStretch(1)
 
 

@@ -53,6 +53,7 @@ from app.ui.settings.widgets import (
 )
 from integrations.registry import SPECS
 from integrations.spec import Account, IntegrationField, IntegrationSpec
+from tools.redact import Tripwire
 
 log = logging.getLogger(__name__)
 
@@ -88,17 +89,11 @@ def confirm(parent: QWidget, title: str, text: str) -> bool:
     return answer == QMessageBox.StandardButton.Yes
 
 
-def redact(text: str, secrets: dict[str, str]) -> str:
-    for value in secrets.values():
-        if value and len(value) >= 4:
-            text = text.replace(value, "***")
-    return text
-
-
-def describe(exc: BaseException, secrets: dict[str, str]) -> str:
-    """A readable, secret-free line for a failure."""
+def describe(exc: BaseException, tripwire: Tripwire, secrets: dict[str, str]) -> str:
+    """A readable, secret-free line for a failure (`secrets`: the account's, maybe not
+    stored yet)."""
     text = str(exc).strip() if isinstance(exc, USER_ERRORS) else f"{type(exc).__name__}: {exc}"
-    return redact(text, secrets) or type(exc).__name__
+    return tripwire.text(text, extra=secrets.values()) or type(exc).__name__
 
 
 def account_detail(account: Account, spec: IntegrationSpec) -> str:
@@ -491,10 +486,10 @@ class IntegrationsPage(SettingsPage):
         super().showEvent(event)
         self.ensure_loaded()
 
-    def ensure_loaded(self) -> asyncio.Task[None]:
+    def ensure_loaded(self) -> asyncio.Task[None] | None:
         """Read the accounts once (a task; tests await it). Started when first shown."""
         if self._loaded is None:
-            self._loaded = asyncio.ensure_future(self.reload())
+            self._loaded = self.start_task(self.reload())
         return self._loaded
 
     async def reload(self, integration: str | None = None, select: str | None = None) -> None:
@@ -525,7 +520,7 @@ class IntegrationsPage(SettingsPage):
             active = directory.active(spec.id)
             state.active = active.id if active else None
         except Exception as exc:
-            state.error = describe(exc, {})
+            state.error = describe(exc, self.runtime.tripwire, {})
             return state
         for account in state.accounts:
             if account.discovered:
@@ -589,7 +584,7 @@ class IntegrationsPage(SettingsPage):
         if problem:
             editor.show_error(problem)
             return None
-        return asyncio.ensure_future(self._save_editor(spec, original))
+        return self.start_task(self._save_editor(spec, original))
 
     async def _save_editor(self, spec: IntegrationSpec, original: Account | None) -> None:
         editor = self.editor
@@ -600,7 +595,8 @@ class IntegrationsPage(SettingsPage):
                     self._write_account, spec, original, label, plain, secrets
                 )
             except Exception as exc:
-                editor.show_error(f"Nothing was saved. {describe(exc, secrets)}")
+                why = describe(exc, self.runtime.tripwire, secrets)
+                editor.show_error(f"Nothing was saved. {why}")
                 return
         if original is not None:
             self._results.pop((spec.id, original.id), None)
@@ -658,7 +654,7 @@ class IntegrationsPage(SettingsPage):
             try:
                 await in_thread(change)
             except Exception as exc:
-                self._show_error(describe(exc, {}))
+                self._show_error(describe(exc, self.runtime.tripwire, {}))
                 return
         await self.reload(spec.id, select=select)
 
@@ -685,9 +681,10 @@ class IntegrationsPage(SettingsPage):
             try:
                 text = await in_thread(run)
             except Exception as exc:
-                self._set_result(key, False, f"✗ {describe(exc, secrets)}")
+                self._set_result(key, False, f"✗ {describe(exc, self.runtime.tripwire, secrets)}")
                 return
-        self._set_result(key, True, f"✓ {redact(str(text), secrets)}")
+        shown = self.runtime.tripwire.text(str(text), extra=secrets.values())
+        self._set_result(key, True, f"✓ {shown}")
 
     def _set_result(self, key: tuple[str, str], ok: bool, text: str) -> None:
         self._results[key] = (ok, text)

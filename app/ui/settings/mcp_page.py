@@ -2,25 +2,22 @@
 with its approval rule (a rule for every tool of source `mcp:<server>` in rules.json) and
 its live status. Whether a server is trusted is on the Sources page.
 
-Server changes are written to mcp.json right away with `app.core.mcp.config`; secret-looking
-env and header values (and an OAuth token) go to the keyring and mcp.json keeps only a
-`keyring:mcp/<server>/<name>` reference. Approval rules are part of the dialog's Save
-(written to rules.json after settings.json).
-Every file, keyring and server call runs in a worker thread; status changes arrive on the
-MCP thread and hop to Qt through a signal.
+A view: every server change is a call to the core service `McpServers`
+(app.core.mcp.servers), which writes mcp.json right away, moves secrets to the keyring and
+tells a running manager. Approval rules are part of the dialog's Save (written to rules.json
+after settings.json). Every service call runs in a worker thread; status changes arrive on
+the MCP thread and hop to Qt through a signal.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import json
 import logging
 import re
 import shlex
-import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, Literal
 
@@ -47,27 +44,25 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.mcp.config import (
-    KEYRING_PREFIX,
+from app.core.mcp.servers import (
+    HIDDEN_FIELDS,
+    PASTE_EXAMPLE,
     EntryError,
     EntryProblem,
+    ImportReport,
     McpConfigError,
-    ServerConfig,
-    check_entry,
     claude_desktop_config_path,
-    import_block,
-    import_servers,
-    keyring_key,
-    parse_servers,
-    read_servers_block,
-    write_servers_block,
+    has_stored_token,
+    validate,
 )
-from app.core.mcp.manifests import slug
 from app.core.mcp.status import ServerState, Status
-from app.core.mcp.stderr import safe_line
-from app.core.paths import mcp_path
-from app.core.rules import Rule as ApprovalRule
-from app.core.rules import RuleBook, RuleDecision, Scope
+from app.core.rules import (
+    RuleBook,
+    RuleDecision,
+    forget_server_choice,
+    server_choice,
+    set_server_choice,
+)
 from app.core.runtime import Runtime
 from app.core.settings import Settings
 from app.core.visible import visible
@@ -84,7 +79,6 @@ from app.ui.settings.widgets import (
     role_label,
     set_role,
 )
-from tools.redact import is_credential_key
 
 log = logging.getLogger(__name__)
 
@@ -94,13 +88,11 @@ RULES: list[tuple[Rule, str]] = [
     ("allow", "Always allow (once trusted)"),
     ("deny", "Never"),
 ]
-ORIGIN = "Settings → MCP servers"
 LIST_WIDTH = 176
 #: The server list's width in the smallest dialog.
 LIST_MIN_WIDTH = 124
 LABEL_WIDTH = 92
 CONNECT_WAIT = 20.0
-STDERR_LINES = 12
 #: The server-output box shows this many lines before it scrolls.
 OUTPUT_LINES = 8
 #: A longer run without spaces gets break opportunities, so a status line always wraps.
@@ -108,49 +100,16 @@ LONG_RUN = 30
 SET_PLACEHOLDER = "•••••••• set (type to replace)"
 
 
-def rule_pattern(server: str) -> str:
-    """How earlier versions named a server's tools in their per-tool lists."""
-    return f"mcp__{slug(server, camel=False)}__*"
-
-
-def server_source(server: str) -> str:
-    return f"mcp:{server}"
-
-
-def _server_rules(book: RuleBook, server: str) -> list[ApprovalRule]:
-    """The any-argument rules for every tool of this server (and their pre-rules form)."""
-    sources = {server_source(server), server_source(slug(server, camel=False))}
-    legacy = rule_pattern(server)  # migrated per-tool lists: any MCP source, this prefix
-    return [
-        r
-        for r in book.rules()
-        if r.scope is Scope.ALWAYS
-        and not r.matcher.narrow
-        and (
-            (r.source in sources and r.tool in ("*", legacy))
-            or (r.source == "mcp:*" and r.tool == legacy)
-        )
-    ]
+RULE_OF: dict[RuleDecision, Rule] = {
+    RuleDecision.ALLOW: "allow",
+    RuleDecision.ASK: "ask",
+    RuleDecision.DENY: "deny",
+}
 
 
 def current_rule(server: str, book: RuleBook) -> Rule:
-    decisions = {r.decision for r in _server_rules(book, server)}
-    if RuleDecision.DENY in decisions:
-        return "deny"
-    if RuleDecision.ALLOW in decisions:
-        return "allow"
-    return "ask"
-
-
-def set_server_rule(book: RuleBook, server: str, rule: Rule) -> None:
-    """Replaces the server's any-argument rules with the one `rule` means. An allow rule
-    takes effect only once the server is trusted (Sources page): until then it asks."""
-    for old in _server_rules(book, server):
-        book.remove(old.id)
-    if rule == "ask":
-        return
-    decision = RuleDecision.DENY if rule == "deny" else RuleDecision.ALLOW
-    book.add(ApprovalRule(tool="*", source=server_source(server), decision=decision, origin=ORIGIN))
+    """The server's Allow / Ask / Never as the rules decide it (app.core.rules)."""
+    return RULE_OF[server_choice(book, server).decision]
 
 
 def confirm(parent: QWidget, title: str, text: str) -> bool:
@@ -171,51 +130,6 @@ def choose_config_file(parent: QWidget, start: Path) -> Path | None:
         parent, "Import MCP servers", str(start), "JSON files (*.json);;All files (*)"
     )
     return Path(path) if path else None
-
-
-# ---- the servers' stderr, kept per server for the status line ------------------------------
-
-
-class _StderrTail(logging.Handler):
-    """The last lines each stdio server wrote to stderr (logged as `deskhand.mcp.<name>`)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.lines: dict[str, collections.deque[str]] = {}
-        self._lines_lock = threading.Lock()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        server = record.name.removeprefix("deskhand.mcp.")
-        try:
-            text = record.getMessage()
-        except Exception:
-            return
-        # this handler sees the record before the root handlers' redaction: mask here
-        text = safe_line(text.removeprefix(f"[{server}] "))
-        with self._lines_lock:
-            self.lines.setdefault(server, collections.deque(maxlen=STDERR_LINES)).append(text)
-
-    def clear(self, server: str) -> None:
-        with self._lines_lock:
-            self.lines.pop(server, None)
-
-    def tail(self, server: str) -> list[str]:
-        with self._lines_lock:
-            return list(self.lines.get(server, ()))
-
-
-_tail: _StderrTail | None = None
-
-
-def stderr_tail() -> _StderrTail:
-    global _tail
-    if _tail is None:
-        _tail = _StderrTail()
-        logger = logging.getLogger("deskhand.mcp")
-        logger.addHandler(_tail)
-        if logger.getEffectiveLevel() > logging.INFO:
-            logger.setLevel(logging.INFO)
-    return _tail
 
 
 # ---- the form's text <-> mcp.json entries -----------------------------------------------
@@ -368,7 +282,6 @@ EMPTY_TEXT = (
     "as a command, or elsewhere at a web address. Deskhand asks before each of its tool "
     "calls until you trust the server on the Sources page."
 )
-PASTE_EXAMPLE = '{"mcpServers": {"files": {"command": "npx", "args": ["-y", "server-name"]}}}'
 #: How the server list names a state in its second line (Ready and Disabled are built).
 ROW_WORDS = {
     Status.STARTING: "Connecting…",
@@ -378,23 +291,6 @@ ROW_WORDS = {
     Status.INVALID: "Needs fixing",
     Status.STOPPED: "Stopped",
 }
-#: Fields of an entry the form does not show; saving keeps them.
-HIDDEN_FIELDS = ("cwd", "timeout")
-
-
-def keep_hidden_fields(name: str, entry: dict[str, Any], old: dict[str, Any]) -> list[str]:
-    """Copy the fields the form does not show from the saved entry `old` into `entry`; one
-    that is invalid is left out (the form could not fix it). Returns those left out."""
-    for key in HIDDEN_FIELDS:
-        if key in old:
-            entry[key] = old[key]
-    found = check_entry(name, entry)
-    if isinstance(found, ServerConfig):
-        return []
-    bad = [key for key in HIDDEN_FIELDS if any(p.field == key for p in found)]
-    for key in bad:
-        entry.pop(key, None)
-    return bad
 
 
 def os_reason(exc: BaseException) -> str:
@@ -408,35 +304,6 @@ def os_reason(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return sentence(exc.strerror)
     return plain_reason(str(exc))
-
-
-def servers_from_text(text: str) -> dict[str, Any]:
-    """The servers in pasted JSON: a whole Claude Desktop config (`{"mcpServers": {…}}`),
-    its `mcpServers` object, or one `"name": {…}` pair. Raises ValueError in plain words."""
-    text = text.strip()
-    if not text:
-        raise ValueError("Paste the JSON first.")
-    data: Any = None
-    for candidate in (text, "{" + text.rstrip(",") + "}"):
-        try:
-            data = json.loads(candidate)
-            break
-        except json.JSONDecodeError as exc:
-            error = exc
-        except RecursionError:
-            raise ValueError("This JSON is nested too deeply to read.") from None
-    if data is None:
-        raise ValueError(
-            f"This is not valid JSON: {error.msg.lower()} (line {error.lineno}, "
-            f"column {error.colno})."
-        )
-    if isinstance(data, dict) and isinstance(data.get("mcpServers"), dict):
-        data = data["mcpServers"]
-    if not isinstance(data, dict) or not data:
-        raise ValueError("Expected an object of servers, like " + PASTE_EXAMPLE)
-    if not all(isinstance(v, dict) for v in data.values()):
-        raise ValueError("Each server needs an object with a command or a url.")
-    return data
 
 
 class PastePanel(QWidget):
@@ -499,6 +366,8 @@ class FieldError(ValueError):
 
 #: How the form's fields are named in an mcp.json problem (`args[2]` → args).
 _PROBLEM_FIELDS = {
+    "name": "name",
+    "token": "token",
     "command": "command",
     "args": "args",
     "env": "env",
@@ -681,8 +550,7 @@ class ServerEditor(QWidget):
         self.env_edit.setPlainText(format_pairs(dict(raw.get("env") or {}), "="))
         self.url_edit.setText(str(raw.get("url") or ""))
         headers = {str(k): str(v) for k, v in (raw.get("headers") or {}).items()}
-        auth = headers.get("Authorization", "")
-        self.token_stored = auth.startswith(KEYRING_PREFIX) and auth.endswith("/oauth_token")
+        self.token_stored = has_stored_token(raw)
         if self.token_stored:
             headers.pop("Authorization")
         self.headers_edit.setPlainText(format_pairs(headers, ":"))
@@ -708,6 +576,10 @@ class ServerEditor(QWidget):
                 self.auth_combo.removeItem(keep)
             choice = "token" if self.token_stored else ("none" if kind == "none" else "oauth")
         self.auth_combo.setCurrentIndex(max(0, self.auth_combo.findData(choice)))
+
+    def keeps_token(self) -> bool:
+        """Whether saving keeps the access token stored for this server."""
+        return self.transport() != "stdio" and self.auth_kind() == "token" and self.token_stored
 
     def entry(self) -> tuple[str, dict[str, Any], str | None]:
         """(name, the mcp.json entry with secrets still literal, a new access token or None).
@@ -758,10 +630,6 @@ class ServerEditor(QWidget):
         if kind == "token":
             if token is None and not self.token_stored and "Authorization" not in headers:
                 raise FieldError("token", "Paste the access token, or choose another sign-in.")
-            if self.token_stored and token is None and "Authorization" not in headers:
-                headers["Authorization"] = KEYRING_PREFIX + keyring_key(
-                    self.original or name, "oauth_token"
-                )
             entry["auth"] = "none"  # the token is the sign-in: no browser round trip
         elif kind == "none":
             entry["auth"] = "none"
@@ -772,7 +640,8 @@ class ServerEditor(QWidget):
         return token
 
     def rule(self) -> Rule:
-        return self.rule_combo.currentData()  # type: ignore[no-any-return]
+        chosen: Rule = self.rule_combo.currentData()
+        return chosen
 
     def show_error(self, text: str) -> None:
         """A problem of the entry as a whole (and clears the fields' problems)."""
@@ -813,7 +682,9 @@ class ServerEditor(QWidget):
 
     def focus_field(self, key: str) -> None:
         holder = self._holders.get(key)
-        widget = holder.layout().itemAt(0).widget() if holder is not None else None
+        layout = holder.layout() if holder is not None else None
+        item = layout.itemAt(0) if layout is not None else None
+        widget = item.widget() if item is not None else None
         if widget is not None:
             widget.setFocus(Qt.FocusReason.OtherFocusReason)
 
@@ -821,7 +692,7 @@ class ServerEditor(QWidget):
         """Validate the form as Save would, showing the problems; True when it is fine."""
         try:
             name, entry, _ = self.entry()
-            ServerConfig.from_json(name, entry)
+            validate(name, entry)
         except (ValueError, McpConfigError) as exc:
             self.show_problem(exc)
             return False
@@ -857,17 +728,16 @@ class McpPage(SettingsPage):
     def __init__(self, runtime: Runtime, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.runtime = runtime
-        self.path = mcp_path(runtime.home)
+        self.service = runtime.mcp_servers
+        self.path = self.service.path
         self.servers: dict[str, dict[str, Any]] = {}
         self.states: dict[str, ServerState] = {}
         self.rules: dict[str, Rule] = {}
         self._saved_rules: dict[str, Rule] = {}
-        self._removed_entries: dict[str, dict[str, Any]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._tail = stderr_tail()
         self._bridge = _Bridge(self)
         self._bridge.changed.connect(self._on_state)
-        self._subscribed = False
+        self._unsubscribe: Callable[[], None] | None = None
         #: The user pressed Add server with no server yet: show the form, not the intro.
         self._adding = False
         #: Whether the server-output box is open (the user's last choice).
@@ -1017,8 +887,8 @@ class McpPage(SettingsPage):
         self.status_detail = self._plain_label()
         self.status_detail.setProperty("role", "muted")
         right.addWidget(self.status_detail)
-        self.actions = QWidget()
-        actions = QHBoxLayout(self.actions)
+        self.fix_actions = QWidget()
+        actions = QHBoxLayout(self.fix_actions)
         actions.setContentsMargins(0, 2, 0, 2)
         actions.setSpacing(8)
         self.retry_button = QPushButton("Retry")
@@ -1034,7 +904,7 @@ class McpPage(SettingsPage):
         for button in (self.retry_button, self.edit_button, self.remove_server_button):
             actions.addWidget(button)
         actions.addStretch(1)
-        right.addWidget(self.actions)
+        right.addWidget(self.fix_actions)
         self.output_heading = QToolButton()
         self.output_heading.setObjectName("mcpOutputToggle")
         self.output_heading.setCheckable(True)
@@ -1053,7 +923,7 @@ class McpPage(SettingsPage):
         self.output_box.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
         self.output_box.setAccessibleName("Server output")
         right.addWidget(self.output_box)
-        self.signin = SignInPanel(self.runtime, ask=lambda t, x: confirm(self, t, x))
+        self.signin = SignInPanel(self.service, ask=lambda t, x: confirm(self, t, x))
         self.signin.state_changed.connect(self._on_state)
         self.signin.waiting_changed.connect(self._show_status)
         right.addWidget(self.signin)
@@ -1074,6 +944,18 @@ class McpPage(SettingsPage):
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         spawn(self._tasks, coro)
 
+    def cancel_tasks(self) -> None:
+        """The dialog closes: cancel every task this page and its sign-in panel started and
+        stop following the servers (showing the page again reads mcp.json afresh)."""
+        for task in list(self._tasks):
+            task.cancel()
+        self._tasks.clear()
+        self.signin.cancel_tasks()
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        self._loaded = None
+
     # -- loading and showing --
 
     def showEvent(self, event: QShowEvent) -> None:
@@ -1081,33 +963,23 @@ class McpPage(SettingsPage):
         self.ensure_loaded()
 
     def ensure_loaded(self) -> asyncio.Task[None]:
-        """Read mcp.json once (a task; tests await it). Started when first shown."""
+        """Read mcp.json once (a task; tests await it). Started when first shown, and
+        again after `cancel_tasks`."""
         if self._loaded is None:
             self._loaded = asyncio.ensure_future(self.reload())
+            self._tasks.add(self._loaded)
+            self._loaded.add_done_callback(self._tasks.discard)
         return self._loaded
 
     async def reload(self) -> None:
         """Read mcp.json (and the manager's states, if it runs) in a thread, then show them."""
-
-        def work() -> tuple[dict[str, Any], str, list[ServerState]]:
-            try:
-                servers, error = read_servers_block(self.path), ""
-            except McpConfigError as exc:
-                servers, error = {}, str(exc)
-            if self.runtime.started_mcp is not None:
-                return servers, error, self.runtime.mcp.states()
-            # no manager yet: bad entries still show why they cannot be used
-            checked = parse_servers(servers)
-            bad = dict.fromkeys(p.name for p in checked.problems)
-            return servers, error, [ServerState.invalid(n, checked.problems_of(n)) for n in bad]
-
-        self.servers, self.load_error, states = await in_thread(work)
+        self._subscribe()  # before reading: no change falls between the two
+        listing = await in_thread(self.service.read)
+        self.servers, self.load_error = listing.servers, listing.error
         book = await in_thread(lambda: self.runtime.rules)
         self.rules = {name: current_rule(name, book) for name in self.servers}
         self._saved_rules = dict(self.rules)
-        if self.runtime.started_mcp is not None:  # the manager exists: follow it
-            self._subscribe()
-        for state in states:
+        for state in listing.states:
             self.states[state.name] = state
         self._fill()
         self.set_message(self.load_error, error=bool(self.load_error))
@@ -1172,10 +1044,11 @@ class McpPage(SettingsPage):
         name = self.current_name()
         raw = self.servers.get(name or "", {})
         state = self.states.get(name or "")
+        output: list[str] = []
         if raw.get("disabled"):
-            line, detail, role, output = "Disabled", "", "muted", []
+            line, detail, role = "Disabled", "", "muted"
         else:
-            line, detail, role, output = status_parts(state, self._tail.tail(name or ""))
+            line, detail, role, output = status_parts(state, self.service.output(name or ""))
         if name is None:
             line, detail, role, output = "", "", "muted", []
         self.status_heading.setVisible(name is not None)
@@ -1204,9 +1077,9 @@ class McpPage(SettingsPage):
             Status.NEEDS_SIGN_IN,
             Status.INVALID,
         )
-        self.actions.setVisible(trouble)
+        self.fix_actions.setVisible(trouble)
         self.retry_button.setVisible(status in (Status.FAILED, Status.RESTARTING))
-        self.retry_button.setEnabled(self.runtime.started_mcp is not None or self._subscribed)
+        self.retry_button.setEnabled(self.service.manager_running)
 
     def _show_output(self, lines: list[str]) -> None:
         self.output_heading.setVisible(bool(lines))
@@ -1238,14 +1111,12 @@ class McpPage(SettingsPage):
         name = self.current_name()
         if name is None:
             return
-        if self.runtime.started_mcp is None:
+        if not self.service.manager_running:
             await self.connect_servers()
             return
-        self._subscribe()
-        self._tail.clear(name)
         self.set_message(f"Starting “{visible(name, keep_newlines=False)}” again…")
         try:
-            state = await in_thread(self.runtime.mcp.reload, name)
+            state = await in_thread(self.service.restart, name)
         except Exception as exc:
             log.warning("restarting MCP server %s failed: %s", name, exc)
             self.set_message(f"Could not start it again: {plain_reason(str(exc))}", error=True)
@@ -1278,7 +1149,7 @@ class McpPage(SettingsPage):
 
     def status_line(self, name: str) -> str:
         state = self.states.get(name)
-        return status_text(state, self._tail.tail(name))[0]
+        return status_text(state, self.service.output(name))[0]
 
     def status_shown(self) -> str:
         """What the status area says now (zero-width break hints removed)."""
@@ -1300,16 +1171,16 @@ class McpPage(SettingsPage):
     # -- live status --
 
     def _subscribe(self) -> None:
-        if self._subscribed:
+        """Follow the servers' states (from when the manager exists)."""
+        if self._unsubscribe is not None:
             return
-        self._subscribed = True
         bridge = self._bridge
 
         def listener(state: ServerState) -> None:  # on the MCP thread
             with contextlib.suppress(RuntimeError):  # the page is gone
                 bridge.changed.emit(state)
 
-        self.runtime.mcp.subscribe(listener)
+        self._unsubscribe = self.service.subscribe(listener)
 
     def _on_state(self, state: ServerState) -> None:
         if state.name not in self.servers:
@@ -1327,9 +1198,7 @@ class McpPage(SettingsPage):
     async def _add_stderr(self, state: ServerState) -> None:
         """A failure arrives without the server's output: read that start's last lines
         (redacted, made visible) on a worker thread and show them unless a newer state came."""
-        from app.core.mcp import stderr
-
-        lines = await in_thread(stderr.recent, state.name)
+        lines = await in_thread(self.service.recent_output, state.name)
         if lines and self.states.get(state.name) is state:
             state.stderr = lines
             if state.name == self.current_name():
@@ -1340,9 +1209,8 @@ class McpPage(SettingsPage):
         self.connect_button.setEnabled(False)
         self.set_message("Connecting…")
         try:
-            await in_thread(self._reload_manager, dict(self.servers), set())
             self._subscribe()
-            states = await in_thread(self.runtime.mcp.start, CONNECT_WAIT)
+            states = await in_thread(self.service.connect, CONNECT_WAIT)
             for state in states:  # signals already delivered are as new or newer
                 if state.name not in self.states:
                     self._on_state(state)
@@ -1353,27 +1221,7 @@ class McpPage(SettingsPage):
         finally:
             self.connect_button.setEnabled(True)
 
-    def _reload_manager(self, servers: dict[str, dict[str, Any]], changed: set[str]) -> None:
-        """(worker thread) Make the manager read mcp.json again: a server whose entry
-        changed is restarted as now configured, a disabled one stopped, a removed one
-        forgotten (their tools leave the registry); the others keep running."""
-        for name in changed:
-            self._tail.clear(name)
-        if self.runtime.started_mcp is None:
-            return
-        manager = self.runtime.mcp
-        known = {state.name for state in manager.states()} | set(changed)
-        for name in sorted(known):
-            try:
-                if name not in servers:
-                    manager.remove(name)
-                elif name in changed or servers[name].get("disabled"):
-                    manager.reload(name)
-            except Exception as exc:
-                log.warning("reloading MCP server %s: %s", name, exc)
-        manager.reload_config()
-
-    # -- changes to mcp.json --
+    # -- changes to mcp.json (the service writes; a running manager follows) --
 
     def add_server(self) -> None:
         self._adding = True
@@ -1384,37 +1232,6 @@ class McpPage(SettingsPage):
         self.remove_button.setEnabled(False)
         self._show_status()  # nothing selected: no status
         self.editor.name_edit.setFocus()
-
-    def _store_secrets(self, name: str, entry: dict[str, Any], token: str | None) -> None:
-        """(worker thread) Move secret-looking literal values and the token to the keyring."""
-        secrets = self.runtime.secrets
-        for section in ("env", "headers"):
-            values = entry.get(section) or {}
-            for key, value in values.items():
-                if value and not value.startswith(KEYRING_PREFIX) and is_credential_key(key):
-                    ref = keyring_key(name, key)
-                    secrets.set(ref, value)
-                    values[key] = KEYRING_PREFIX + ref
-        if token is not None:
-            ref = keyring_key(name, "oauth_token")
-            secrets.set(ref, f"Bearer {token}")
-            entry.setdefault("headers", {})["Authorization"] = KEYRING_PREFIX + ref
-
-    def _write(self, servers: dict[str, dict[str, Any]], changed: set[str]) -> None:
-        """(worker thread) Write mcp.json and let the manager see it."""
-        write_servers_block(self.path, servers)
-        self._reload_manager(servers, changed)
-
-    async def _written(self, servers: dict[str, dict[str, Any]]) -> None:
-        """mcp.json now holds `servers`; once servers were connected, start the changed
-        ones again (statuses follow through the subscription)."""
-        self.servers = servers
-        if not self._subscribed:
-            return
-        try:
-            await in_thread(self.runtime.mcp.start, 0.0)
-        except Exception as exc:
-            self.set_message(f"Could not start the servers: {plain_reason(str(exc))}", error=True)
 
     async def save_editor(self) -> bool:
         editor = self.editor
@@ -1429,20 +1246,19 @@ class McpPage(SettingsPage):
                 FieldError("name", "Another server already has this name. Choose another.")
             )
             return False
-        servers = dict(self.servers)
-        dropped = keep_hidden_fields(name, entry, servers.get(original or "", {}))
+        keep_token = editor.keeps_token()
+        rule = editor.rule()
+
+        def work() -> Any:
+            return self.service.save(
+                name, entry, original=original, token=token, keep_token=keep_token
+            )
+
         try:
-            ServerConfig.from_json(name, entry)  # the same checks as loading
-        except (EntryError, McpConfigError, ValueError) as exc:
+            saved = await in_thread(work)
+        except EntryError as exc:  # invalid, or a secret the keyring refused: nothing written
             editor.show_problem(exc)
             return False
-        if original is not None and original != name:
-            servers = {(name if k == original else k): v for k, v in servers.items()}
-        servers[name] = entry
-        rule = editor.rule()
-        try:
-            await in_thread(self._store_secrets, name, entry, token)
-            await in_thread(self._write, servers, {name, original or name})
         except Exception as exc:
             log.warning("saving MCP server %s failed: %s", name, exc)
             editor.show_error(f"Could not save: {os_reason(exc)}")
@@ -1454,22 +1270,21 @@ class McpPage(SettingsPage):
         # what settings hold for this name's pattern now (a renamed server starts afresh)
         self._saved_rules.setdefault(name, current_rule(name, self.runtime.rules))
         self.states.pop(name, None)
-        await self._written(servers)
+        self.servers = saved.servers
         self._fill(select=name)
-        note = f" Its invalid {' and '.join(dropped)} setting was removed." if dropped else ""
+        note = (
+            f" Its invalid {' and '.join(saved.dropped)} setting was removed."
+            if saved.dropped
+            else ""
+        )
         self.set_message(f"Saved “{visible(name, keep_newlines=False)}” to {self.path.name}.{note}")
         self.edited.emit()  # its approval choice may now differ from rules.json
         return True
 
     async def set_enabled(self, name: str, enabled: bool) -> None:
-        servers = {k: dict(v) for k, v in self.servers.items()}
-        if enabled:
-            servers[name].pop("disabled", None)
-        else:
-            servers[name]["disabled"] = True
-        await in_thread(self._write, servers, {name})
+        servers = await in_thread(self.service.set_enabled, name, enabled)
         self.states.pop(name, None)
-        await self._written(servers)
+        self.servers = servers
         self._fill(select=name)
 
     async def remove_selected(self) -> bool:
@@ -1478,43 +1293,18 @@ class McpPage(SettingsPage):
             self, "Remove MCP server", f"Remove “{name}” from mcp.json? Its tools go away."
         ):
             return False
-        servers = {k: v for k, v in self.servers.items() if k != name}
-        self._removed_entries[name] = self.servers[name]
         try:
-            await in_thread(self._write, servers, {name})
+            servers = await in_thread(self.service.remove, name)
         except Exception as exc:
             self.set_message(f"Could not remove: {os_reason(exc)}", error=True)
             return False
         self.rules.pop(name, None)
         self.states.pop(name, None)
-        await self._written(servers)
-        await in_thread(self._forget_secrets, self.servers_before_remove(name), servers)
+        self.servers = servers
         self._fill()
         self.set_message(f"Removed “{visible(name, keep_newlines=False)}”.")
         self.edited.emit()
         return True
-
-    def servers_before_remove(self, name: str) -> dict[str, Any]:
-        return self._removed_entries.pop(name, {})
-
-    def _forget_secrets(self, entry: dict[str, Any], remaining: dict[str, Any]) -> None:
-        """(worker thread) Delete the `mcp/…` keyring entries this entry referred to and no
-        remaining server does."""
-        still = {
-            value
-            for other in remaining.values()
-            for section in ("env", "headers")
-            for value in (other.get(section) or {}).values()
-        }
-        for section in ("env", "headers"):
-            for value in (entry.get(section) or {}).values():
-                if not isinstance(value, str) or value in still:
-                    continue
-                if value.startswith(KEYRING_PREFIX + "mcp/"):
-                    try:
-                        self.runtime.secrets.delete(value.removeprefix(KEYRING_PREFIX))
-                    except Exception as exc:
-                        log.warning("could not delete %s from the keyring: %s", value, exc)
 
     async def import_from_file(self) -> None:
         start = claude_desktop_config_path()
@@ -1524,25 +1314,21 @@ class McpPage(SettingsPage):
 
     async def import_from(self, source: Path | None) -> None:
         """Import the mcpServers of `source` (None: Claude Desktop's config here)."""
-
-        def work() -> Any:
-            return import_servers(self.path, source, set_secret=self.runtime.secrets.set)
-
         try:
-            report = await in_thread(work)
+            report = await in_thread(self.service.import_file, source)
         except (McpConfigError, OSError, json.JSONDecodeError) as exc:
             self.set_message(f"Could not import: {os_reason(exc)}", error=True)
             return
         await self._imported(report)
 
-    async def _imported(self, report: Any, *, left_out_shown: bool = False) -> None:
-        """mcp.json now holds what an import added: tell the manager and say what happened
-        (what was left out too, unless the paste box already says it)."""
-        servers = await in_thread(read_servers_block, self.path)
-        await in_thread(self._reload_manager, servers, set())
-        await self._written(servers)
+    async def _imported(self, report: ImportReport, *, left_out_shown: bool = False) -> None:
+        """mcp.json now holds what an import added: show it and say what happened (what was
+        left out too, unless the paste box already says it)."""
+        listing = await in_thread(self.service.read)
+        self.servers = listing.servers
         book = self.runtime.rules
         for name in report.added:
+            self.states.pop(name, None)
             self.rules.setdefault(name, current_rule(name, book))
             self._saved_rules.setdefault(name, self.rules[name])
         parts = [
@@ -1571,20 +1357,7 @@ class McpPage(SettingsPage):
         every server was added."""
         panels = [self.empty_paste, self.paste_panel]
         try:
-            servers = servers_from_text(text)
-        except ValueError as exc:
-            for panel in panels:
-                panel.show_error(str(exc))
-            return False
-
-        def work() -> Any:
-            # pasted text (it may hold tokens) never goes to disk before its secrets move
-            return import_block(
-                self.path, servers, Path("pasted text"), set_secret=self.runtime.secrets.set
-            )
-
-        try:
-            report = await in_thread(work)
+            report = await in_thread(self.service.import_text, text)
         except EntryError as exc:
             problems = "\n".join(f"• {sentence(p.message)}" for p in exc.problems)
             for panel in panels:
@@ -1593,6 +1366,10 @@ class McpPage(SettingsPage):
         except (McpConfigError, OSError) as exc:
             for panel in panels:
                 panel.show_error(f"Could not add them: {os_reason(exc)}")
+            return False
+        except ValueError as exc:  # not JSON of servers
+            for panel in panels:
+                panel.show_error(str(exc))
             return False
         if report.added or report.skipped:
             await self._imported(report, left_out_shown=True)
@@ -1642,7 +1419,10 @@ class McpPage(SettingsPage):
         """(worker thread, after settings.json was saved) Write the changed rules."""
         book = self.runtime.rules
         for name, rule in getattr(self, "_pending", self._changed_rules()).items():
-            set_server_rule(book, name, rule)
+            if name in self.rules or name == self.editor.original:
+                set_server_choice(book, name, RuleDecision(rule))
+            else:  # removed or renamed: its rules go
+                forget_server_choice(book, name)
         self._pending = {}
 
     def mark_saved(self, settings: Settings) -> None:

@@ -3,9 +3,9 @@
 `SignInPanel` sits under the selected server's status: "Sign in…" for a server that needs
 the user to sign in, "Waiting for you to finish signing in in your browser…" with Cancel
 while the browser is open, and "Sign out" (after a confirmation) for a remote OAuth server
-with a stored sign-in. Every manager call blocks (a browser round trip, the keyring), so
-each runs on a worker thread; the state a call ends with goes to the page through
-`state_changed`. Tokens are never read here, only whether a sign-in is stored.
+with a stored sign-in. Every call to the `McpServers` service blocks (a browser round trip,
+the keyring), so each runs on a worker thread; the state a call ends with goes to the page
+through `state_changed`. Tokens are never read here, only whether a sign-in is stored.
 """
 
 from __future__ import annotations
@@ -18,11 +18,9 @@ from typing import Any
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from app.core.mcp.config import McpConfigError, ServerConfig
 from app.core.mcp.manager import SIGN_IN_WAIT
-from app.core.mcp.secret_access import SecretAccess, forget_sign_in, has_sign_in
+from app.core.mcp.servers import McpServers, signs_in_with_browser
 from app.core.mcp.status import ServerState, Status
-from app.core.runtime import Runtime
 from app.core.visible import visible
 from app.ui.settings.page import in_thread, spawn
 from app.ui.settings.widgets import plural, set_role
@@ -43,16 +41,6 @@ FAILED_PREFIX = "signing in did not work"
 Ask = Callable[[str, str], bool]
 
 
-def signs_in(name: str, raw: dict[str, Any]) -> bool:
-    """Whether this mcp.json entry is a remote server that signs in through the browser
-    (OAuth); stdio servers, `"auth": "none"` and client credentials never do."""
-    try:
-        config = ServerConfig.from_json(name, raw)
-    except (McpConfigError, ValueError, TypeError):
-        return False
-    return config.transport != "stdio" and config.auth.kind == "oauth"
-
-
 def is_failure(error: str | None) -> bool:
     """Whether a needs-sign-in state's error is a sign-in that did not work (rather than
     the server asking for one)."""
@@ -67,11 +55,6 @@ def failure_text(error: str | None) -> str:
     return f"Signing in did not work: {reason}"
 
 
-def _secret_access(runtime: Runtime) -> SecretAccess:
-    secrets = runtime.secrets
-    return SecretAccess(get=secrets.get, set=secrets.set, delete=secrets.delete)
-
-
 class SignInPanel(QWidget):
     """Sign in / Cancel / Sign out for the server the page shows (`show_server`)."""
 
@@ -80,9 +63,9 @@ class SignInPanel(QWidget):
     #: A sign-in began or stopped waiting for the browser.
     waiting_changed = Signal()
 
-    def __init__(self, runtime: Runtime, ask: Ask, parent: QWidget | None = None) -> None:
+    def __init__(self, servers: McpServers, ask: Ask, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.runtime = runtime
+        self.servers = servers
         self._ask = ask
         #: How long a sign-in waits for the browser (the manager's own limit).
         self.timeout = SIGN_IN_WAIT
@@ -130,7 +113,7 @@ class SignInPanel(QWidget):
     def show_server(self, name: str | None, raw: dict[str, Any], state: ServerState | None) -> None:
         """The page shows `name` (None: nothing) in `state`; re-reads whether it is signed in."""
         self._name, self._state = name, state
-        self._remote = name is not None and signs_in(name, raw)
+        self._remote = name is not None and signs_in_with_browser(name, raw)
         if name is not None:
             self._urls[name] = str(raw.get("url") or "") or None
         if name is not None and state is not None and state.status is Status.READY:
@@ -174,29 +157,26 @@ class SignInPanel(QWidget):
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any] | None:
         return spawn(self._tasks, coro)
 
-    # -- the manager, on worker threads --
+    def cancel_tasks(self) -> None:
+        """Cancel every task this panel started (a sign-in's wait included: its worker
+        thread still waits for the manager, and its answer is dropped)."""
+        for task in list(self._tasks):
+            task.cancel()
+        self._tasks.clear()
+        if self._waiting:
+            self._waiting.clear()
+            self.waiting_changed.emit()
+        self._checked = (None, None)
+        self._refresh()
+
+    # -- the service, on worker threads --
 
     def _has_manager(self) -> bool:
-        return self.runtime.started_mcp is not None
-
-    def _signed_in_now(self, name: str) -> bool:
-        """(worker thread) Whether a sign-in is stored; without a manager, the keyring is
-        read directly (making one would change how the page saves)."""
-        if self._has_manager():
-            return bool(self.runtime.mcp.signed_in(name))
-        return has_sign_in(name, self._urls.get(name), _secret_access(self.runtime))
-
-    def _sign_out_now(self, name: str) -> ServerState | None:
-        """(worker thread) Forget the sign-in; a running manager reconnects the server."""
-        if self._has_manager():
-            state: ServerState | None = self.runtime.mcp.sign_out(name)
-            return state
-        forget_sign_in(name, _secret_access(self.runtime))
-        return None
+        return self.servers.manager_running
 
     async def _check_signed_in(self, name: str) -> None:
         try:
-            signed = await in_thread(self._signed_in_now, name)
+            signed = await in_thread(self.servers.signed_in, name, self._urls.get(name))
         except Exception as exc:
             log.warning("could not read the sign-in of MCP server %s: %s", name, exc)
             signed = False
@@ -220,9 +200,8 @@ class SignInPanel(QWidget):
         self.waiting_changed.emit()
 
     async def _sign_in(self, name: str) -> None:
-        manager = self.runtime.mcp
         try:
-            state: ServerState | None = await in_thread(manager.sign_in, name, self.timeout)
+            state = await in_thread(self.servers.sign_in, name, self.timeout)
         except asyncio.CancelledError:
             raise
         except TimeoutError:  # the manager gave up waiting for its own loop
@@ -282,7 +261,7 @@ class SignInPanel(QWidget):
 
     async def _abandon(self, name: str) -> None:
         try:
-            state = await in_thread(self.runtime.mcp.reload, name)
+            state = await in_thread(self.servers.restart, name)
         except Exception as exc:
             log.warning("could not restart MCP server %s: %s", name, exc)
             return
@@ -305,7 +284,7 @@ class SignInPanel(QWidget):
     async def _sign_out(self, name: str) -> None:
         self.sign_out_button.setEnabled(False)
         try:
-            state = await in_thread(self._sign_out_now, name)
+            state = await in_thread(self.servers.sign_out, name)
         except Exception as exc:
             log.warning("signing out of MCP server %s failed: %s", name, exc)
             self._note(name, f"Could not sign out: {visible(str(exc))}", "error")

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from app.core.memory import KINDS, Memory, MemoryRefused, MemoryService
 from app.core.runtime import Runtime
 from app.core.settings import MemorySettings, Settings
+from app.ui.qt_values import top_level_items
 from app.ui.settings.form import FormPage
 from app.ui.settings.widgets import muted_label, role_label, set_role
 
@@ -186,14 +187,10 @@ class MemoryPage(FormPage):
         self._show_selected()
 
     def ids(self) -> list[int]:
-        return [
-            int(self.tree.topLevelItem(i).data(0, ID_ROLE))
-            for i in range(self.tree.topLevelItemCount())
-        ]
+        return [int(item.data(0, ID_ROLE)) for item in top_level_items(self.tree)]
 
     def select(self, memory_id: int) -> None:
-        for i in range(self.tree.topLevelItemCount()):
-            item = self.tree.topLevelItem(i)
+        for item in top_level_items(self.tree):
             if item.data(0, ID_ROLE) == memory_id:
                 self.tree.setCurrentItem(item)
                 return

@@ -23,13 +23,29 @@ class SettingsPage(QWidget):
     (None, the default) the dialog applies `patch()` to a copy of the settings and compares.
     A page that writes elsewhere too (`commit`, keys) should say so in `has_changes()`.
     Pages that emit `edited` on every change set `reports_edits`; the dialog watches the
-    inputs of the others."""
+    inputs of the others. A page starts its tasks with `start_task` (or adds the running
+    one to `_tasks`): closing the dialog calls `cancel_tasks()`."""
 
     title = ""
     subtitle = ""
     #: Emitted when the user changed something on the page.
     edited = Signal()
     reports_edits = False
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        #: Tasks this page started and that have not ended.
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def start_task(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T] | None:
+        """Run `coro` as a task of this page (cancelled when the dialog closes); None
+        when the loop is gone (the app is closing)."""
+        return spawn(self._tasks, coro)
+
+    def cancel_tasks(self) -> None:
+        """The dialog closes: cancel every task this page started."""
+        for task in list(self._tasks):
+            task.cancel()
 
     def problem(self) -> str | None:
         """What keeps the page from being saved, in plain words (shown on the page)."""
@@ -53,9 +69,7 @@ async def in_thread(fn: Callable[..., T], *args: Any) -> T:
     return await asyncio.get_event_loop().run_in_executor(None, fn, *args)
 
 
-def spawn(
-    tasks: set[asyncio.Task[Any]], coro: Coroutine[Any, Any, Any]
-) -> asyncio.Task[Any] | None:
+def spawn(tasks: set[asyncio.Task[Any]], coro: Coroutine[Any, Any, T]) -> asyncio.Task[T] | None:
     """Run `coro` as a task kept in `tasks` until it ends (so a page can cancel what it
     started when the dialog closes); None when the loop is gone (the app is closing)."""
     try:

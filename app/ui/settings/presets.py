@@ -1,33 +1,14 @@
-"""The servers a provider account can start from, and checks on base URLs."""
+"""Checks on the base URLs a provider account is given. The servers an account can start
+from (`PRESETS`) are rows of the core table, app/core/providers/kinds.py."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
 from urllib.parse import urlsplit
 
+from app.core.providers.kinds import PRESETS, Preset
 from app.core.providers.urls import display_host, with_scheme
 
-KIND_LABELS = {"openai": "OpenAI-compatible", "anthropic": "Anthropic"}
-
-
-@dataclass(frozen=True)
-class Preset:
-    name: str
-    kind: Literal["openai", "anthropic"]
-    base_url: str
-    needs_key: bool
-
-
-PRESETS: tuple[Preset, ...] = (
-    Preset("Ollama", "openai", "http://127.0.0.1:11434/v1", False),
-    Preset("LM Studio", "openai", "http://127.0.0.1:1234/v1", False),
-    Preset("OpenAI", "openai", "https://api.openai.com/v1", True),
-    Preset("OpenRouter", "openai", "https://openrouter.ai/api/v1", True),
-    Preset("Anthropic", "anthropic", "https://api.anthropic.com", True),
-    Preset("Other OpenAI-compatible server", "openai", "http://127.0.0.1:8080/v1", False),
-)
-DEFAULT_PRESET = {"openai": PRESETS[0], "anthropic": PRESETS[4]}
+__all__ = ["PRESETS", "Preset", "host", "preset_for", "same_url", "url_problem"]
 
 
 def url_problem(url: str) -> str | None:

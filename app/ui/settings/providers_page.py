@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterator
+from functools import partial
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
@@ -30,6 +31,7 @@ from qasync import asyncSlot
 from app.core.local_servers import DEFAULTS as LOCAL_CANDIDATES
 from app.core.local_servers import Candidate, detect_local_servers
 from app.core.providers.base import ProviderConfig
+from app.core.providers.kinds import PROVIDER_KINDS, default_preset, provider_kind
 from app.core.providers.urls import (
     display_origin,
     display_url,
@@ -55,8 +57,6 @@ from app.ui.settings.connection import (
 )
 from app.ui.settings.page import Patch, SettingsPage, in_thread
 from app.ui.settings.presets import (
-    DEFAULT_PRESET,
-    KIND_LABELS,
     PRESETS,
     Preset,
     host,
@@ -106,6 +106,12 @@ NO_MODELS = (
 )
 
 
+def local_names(candidates: tuple[Candidate, ...], joiner: str) -> str:
+    """ "Ollama and LM Studio": the local servers Deskhand looks for."""
+    names = [c.name for c in candidates]
+    return f" {joiner} ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
 def api_key_name(account_id: str) -> str:
     """Where an account's API key lives in the keyring."""
     return secret_key("provider", account_id, "api_key")
@@ -129,7 +135,8 @@ class _Failed(Exception):
 class ProvidersPage(SettingsPage):
     title = "Model providers"
     subtitle = (
-        "Where Deskhand sends your messages: a local server (Ollama, LM Studio) or a cloud API. "
+        "Where Deskhand sends your messages: a local server "
+        f"({', '.join(c.name for c in LOCAL_CANDIDATES)}) or a cloud API. "
         "API keys are kept in the system keyring."
     )
 
@@ -193,7 +200,9 @@ class ProvidersPage(SettingsPage):
             buttons.addWidget(b)
         left.addLayout(buttons)
         self.detect_button = QPushButton("Detect local servers")
-        self.detect_button.setToolTip("Look for Ollama and LM Studio running on this computer")
+        self.detect_button.setToolTip(
+            f"Look for {local_names(self.local_candidates, 'and')} running on this computer"
+        )
         self.detect_button.clicked.connect(self.detect_servers)
         left.addWidget(self.detect_button)
         self.detect_result = muted_label("")
@@ -205,7 +214,7 @@ class ProvidersPage(SettingsPage):
         self.details = QStackedWidget()
         self.empty_hint = muted_label(
             "No provider yet.\n\nClick “Add” and pick a preset, or “Detect local servers” "
-            "if Ollama or LM Studio is running on this computer."
+            f"if {local_names(self.local_candidates, 'or')} is running on this computer."
         )
         self.empty_hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.details.addWidget(self.empty_hint)
@@ -240,8 +249,8 @@ class ProvidersPage(SettingsPage):
         form.addRow("", active_row)
 
         self.kind_combo = QComboBox()
-        for kind, text in KIND_LABELS.items():
-            self.kind_combo.addItem(text, kind)
+        for kind in PROVIDER_KINDS.values():
+            self.kind_combo.addItem(kind.label, kind.name)
         self.kind_combo.currentIndexChanged.connect(self._on_kind_changed)
         form.addRow(form_label("API type"), self.kind_combo)
 
@@ -384,7 +393,7 @@ class ProvidersPage(SettingsPage):
 
     def _fill_item(self, item: QListWidgetItem, account: ProviderAccount) -> None:
         item.setText(account.label.strip() or "Unnamed")
-        item.setData(DETAIL_ROLE, f"{KIND_LABELS[account.kind]} · {host(account.base_url)}")
+        item.setData(DETAIL_ROLE, f"{provider_kind(account.kind).label} · {host(account.base_url)}")
         item.setData(ACTIVE_ROLE, account.id == self.active)
         item.setToolTip(plain_tooltip(f"{item.text()}\n{display_url(account.base_url)}"))
 
@@ -474,8 +483,8 @@ class ProvidersPage(SettingsPage):
         return label.text() if label is not None and not label.isHidden() else ""
 
     def _show_tool_format(self, account: ProviderAccount) -> None:
-        """The "Tool calls" rows: only OpenAI-compatible APIs have a choice to make."""
-        shown = account.kind == "openai"
+        """The "Tool calls" rows: only some APIs (OpenAI-compatible) have a choice to make."""
+        shown = provider_kind(account.kind).tool_formats
         self._form.setRowVisible(self.tool_field, shown)
         self._form.setRowVisible(self.tool_hint, shown)
         self.tool_hint.setText(TOOL_FORMAT_HINTS[account.tool_format])
@@ -561,7 +570,7 @@ class ProvidersPage(SettingsPage):
         if not account.base_url.strip() or any(
             same_url(p.base_url, account.base_url) and p.kind != kind for p in PRESETS
         ):
-            account.base_url = DEFAULT_PRESET[kind].base_url
+            account.base_url = default_preset(kind).base_url
             self.url_edit.setText(account.base_url)
         self._forget_results(account, models=True)
         self._update_item(account)
@@ -896,7 +905,7 @@ class ProvidersPage(SettingsPage):
                 )
                 if known is None:
                     preset = preset_for(server.base_url) or Preset(
-                        server.name, "openai", server.base_url, False
+                        server.name, server.kind, server.base_url, False
                     )
                     first = server.models[0] if server.models else ""
                     known = self.add_account(preset, model=first)
@@ -929,11 +938,12 @@ class ProvidersPage(SettingsPage):
 
     def problem(self) -> str | None:
         for row, account in enumerate(self.accounts):
+            problem = url_problem(account.base_url)
             if not account.label.strip():
                 problem = "Give this provider a name."
                 self.account_list.setCurrentRow(row)
                 self._show_error(problem)
-            elif problem := url_problem(account.base_url):
+            elif problem:
                 self.account_list.setCurrentRow(row)
                 self._flag_url(problem)
             else:
@@ -972,5 +982,5 @@ def _attach_preset_menu(button: QPushButton, choose: Callable[[Preset], object])
     button.setProperty("hasMenu", True)
     menu = QMenu(button)
     for preset in PRESETS:
-        menu.addAction(preset.name, lambda p=preset: choose(p))
+        menu.addAction(preset.name, partial(choose, preset))
     button.setMenu(menu)

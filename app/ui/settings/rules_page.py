@@ -4,6 +4,8 @@ scope, origin and date, and a Remove button each. Removing takes effect at once,
 
 from __future__ import annotations
 
+import functools
+
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
@@ -21,6 +23,7 @@ from app.core.rules import Rule, Scope
 from app.core.runtime import Runtime
 from app.core.settings import Settings
 from app.core.visible import one_line
+from app.ui.qt_values import top_level_items
 from app.ui.settings.page import Patch, SettingsPage
 from app.ui.settings.widgets import muted_label
 
@@ -104,7 +107,7 @@ class RulesPage(SettingsPage):
             button = QPushButton("Remove")
             button.setMinimumWidth(button.sizeHint().width() + 12)
             button.setAccessibleName(f"Remove the rule: {one_line(rule.describe(), 200)}")
-            button.clicked.connect(lambda _=False, rid=rule.id: self.remove(rid))
+            button.clicked.connect(functools.partial(self.remove, rule.id))
             holder = QWidget()
             box = QHBoxLayout(holder)
             box.setContentsMargins(4, 6, 8, 6)
@@ -117,9 +120,7 @@ class RulesPage(SettingsPage):
             self.message.setText(book.load_error)
 
     def rule_ids(self) -> list[str]:
-        return [
-            self.tree.topLevelItem(i).data(0, ID_ROLE) for i in range(self.tree.topLevelItemCount())
-        ]
+        return [item.data(0, ID_ROLE) for item in top_level_items(self.tree)]
 
     def remove(self, rule_id: str) -> None:
         removed = self.runtime.rules.remove(rule_id)

@@ -216,10 +216,10 @@ class SourcesPage(SettingsPage):
         super().showEvent(event)
         self.refresh()
 
-    def refresh(self) -> asyncio.Task[None]:
-        """Lists the sources in a thread (a task; tests await it)."""
+    def refresh(self) -> asyncio.Task[None] | None:
+        """Lists the sources in a thread (a task; tests await it; None without a loop)."""
         if self._task is None or self._task.done():
-            self._task = asyncio.ensure_future(self._reload())
+            self._task = self.start_task(self._reload())
         return self._task
 
     async def _reload(self) -> None:
@@ -258,7 +258,7 @@ class SourcesPage(SettingsPage):
                     button.setMinimumWidth(button.sizeHint().width() + 12)
                     button.setAccessibleName(f"{label} {row.title}")
                     button.clicked.connect(
-                        lambda _=False, r=row, a=action: asyncio.ensure_future(self.act(r, a))
+                        lambda _=False, r=row, a=action: self.start_task(self.act(r, a))
                     )
                     box.addWidget(button)
                     self.action_buttons[(row.id, action)] = button

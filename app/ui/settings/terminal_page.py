@@ -72,8 +72,8 @@ class TerminalPage(FormPage):
         layout.setSpacing(16)
         self.sandbox_form = self.add_form(layout, "Sandbox", _shell, ["sandbox"])
         self.limits_form = self.add_form(layout, "Limits", _shell, ["timeout"])
-        self.choice_combo: QComboBox = self.sandbox_form.editor("sandbox")  # type: ignore[assignment]
-        self.timeout_spin: QSpinBox = self.limits_form.editor("timeout")  # type: ignore[assignment]
+        self.choice_combo = self.sandbox_form.editor("sandbox", QComboBox)
+        self.timeout_spin = self.limits_form.editor("timeout", QSpinBox)
         self._add_status(self.sandbox_form)
         layout.addStretch(1)
 

@@ -5,13 +5,16 @@ folders file tools may touch.
 Tools are grouped by category under readable names (`app.core.tool_names`); the machine name
 is the second column. A search box filters by readable name, machine name, category and
 description. Keyboard: Down from the search box enters the list, Space turns the current tool
-(or category) on or off, Enter opens its approval choice, Esc in the search box clears it."""
+(or category) on or off, Enter (or F2, F4, Alt+Down) opens its approval choice, Esc in the
+search box clears it.
+
+The Approval column is painted (`choice_column`): one combo box is made when a choice is
+opened, by a click on it or from the keyboard, not one per tool."""
 
 from __future__ import annotations
 
-import fnmatch
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
 
 from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, QSize, Qt
 from PySide6.QtGui import QKeyEvent, QPalette
@@ -33,25 +36,28 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.rules import BUILTIN, Rule, RuleBook, RuleDecision, Scope
+from app.core.rules import BUILTIN, RuleBook, RuleDecision, choice_for, set_choice
 from app.core.runtime import Runtime
 from app.core.settings import Settings
 from app.core.tool_names import category_title, tool_title
 from app.core.visible import one_line
+from app.ui.settings.choice_column import CHOICE_ROLE, ChoiceDelegate, ModelIndex
 from app.ui.settings.page import Patch, SettingsPage
 from app.ui.settings.widgets import muted_label, plural, role_label
+from tools.registry import ToolInfo
 from tools.spec import Operation, ToolManifest
 
-Choice = Literal["ask", "allow", "deny"]
-
 OPERATION_ORDER = [o.value for o in Operation]
-RULE_LABELS: dict[Choice, str] = {
-    "ask": "Ask",
-    "allow": "Always allow (any arguments)",
-    "deny": "Never",
+RULE_LABELS: dict[RuleDecision, str] = {
+    RuleDecision.ASK: "Ask",
+    RuleDecision.ALLOW: "Always allow (any arguments)",
+    RuleDecision.DENY: "Never",
 }
-READ_RULE_LABELS: dict[Choice, str] = {"allow": "Allow", "deny": "Never"}
-ORIGIN = "Settings → Tools"
+#: A read-only tool runs without a rule; "Ask" is listed only when a rule says so.
+READ_RULE_LABELS: dict[RuleDecision, str] = {
+    RuleDecision.ALLOW: "Allow",
+    RuleDecision.DENY: "Never",
+}
 NAME_ROLE = Qt.ItemDataRole.UserRole
 #: What the search matches a tool or category against (folded to lower case).
 SEARCH_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -68,7 +74,7 @@ class _MutedDelegate(QStyledItemDelegate):
         self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
     ) -> None:
         super().initStyleOption(option, index)
-        palette = option.palette  # type: ignore[attr-defined]
+        palette = option.palette
         muted = palette.color(QPalette.ColorRole.PlaceholderText)
         palette.setColor(QPalette.ColorRole.Text, muted)
 
@@ -90,9 +96,10 @@ class ToolsPage(SettingsPage):
         super().__init__(parent)
         self.runtime = runtime
         self._items: dict[str, QTreeWidgetItem] = {}
-        self._combos: dict[str, QComboBox] = {}
+        #: The approval choices each tool offers, in order, with their labels.
+        self._offered: dict[str, dict[RuleDecision, str]] = {}
         self._saved_enabled: dict[str, bool] = {}
-        self._saved_rules: dict[str, Choice] = {}
+        self._saved_rules: dict[str, RuleDecision] = {}
         self._sources: dict[str, str] = {}
         self._saved_roots: list[str] = []
         self._build()
@@ -121,8 +128,13 @@ class ToolsPage(SettingsPage):
         self.tree.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.tree.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.tree.setItemDelegateForColumn(NAME, _MutedDelegate(self.tree))
+        self.choices = ChoiceDelegate(self.tree, self._offered_at, self._describe_at)
+        self.tree.setItemDelegateForColumn(APPROVAL, self.choices)
+        # only the Approval cells edit, and only when opened (a click, Enter): no line edits
+        self.tree.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.tree.installEventFilter(self)
         self.tree.itemChanged.connect(self._item_changed)
+        self.tree.itemClicked.connect(self._item_clicked)
         header = self.tree.header()
         header.setStretchLastSection(False)
         header.setSectionResizeMode(TITLE, QHeaderView.ResizeMode.Interactive)
@@ -164,11 +176,17 @@ class ToolsPage(SettingsPage):
     def load(self, settings: Settings) -> None:
         self.tree.clear()
         self._items.clear()
-        self._combos.clear()
+        self._offered.clear()
         disabled = set(settings.tools.disabled)
         registry = self.runtime.registry
-        for category in registry.categories():
-            self._add_category(category, registry.infos(category), settings, disabled)
+        # one read of the rules for every row (the book looks at its file on each query)
+        rules = RuleBook(None, self.runtime.rules.rules())
+        # built apart and added at once: one insertion, no change signal per row
+        categories = [
+            self._category_item(category, registry.infos(category), disabled, rules)
+            for category in registry.categories()
+        ]
+        self.tree.addTopLevelItems(categories)
         self.tree.expandAll()
         metrics = self.tree.fontMetrics()
         widths = sorted(metrics.horizontalAdvance(i.text(TITLE)) for i in self._items.values())
@@ -182,11 +200,11 @@ class ToolsPage(SettingsPage):
         self._update_root_buttons()
         self.apply_filter(self.search_edit.text())
 
-    def _add_category(
-        self, category: str, infos: list[Any], settings: Settings, disabled: set[str]
-    ) -> None:
+    def _category_item(
+        self, category: str, infos: list[ToolInfo], disabled: set[str], rules: RuleBook
+    ) -> QTreeWidgetItem:
         title = category_title(category)
-        cat_item = QTreeWidgetItem(self.tree, [title])
+        cat_item = QTreeWidgetItem([title])
         cat_item.setFlags(
             Qt.ItemFlag.ItemIsEnabled
             | Qt.ItemFlag.ItemIsSelectable
@@ -199,16 +217,17 @@ class ToolsPage(SettingsPage):
         cat_item.setData(TITLE, SEARCH_ROLE, f"{title} {category}".casefold())
         cat_item.setData(TITLE, NAME_ROLE, None)
         cat_item.setToolTip(TITLE, f"Turn every {title} tool on or off")
-        for info in infos:
-            self._add_tool(cat_item, info, settings, disabled)
+        tools = [self._tool_item(cat_item, info, disabled, rules) for info in infos]
+        cat_item.addChildren(tools)
         self._count_text(cat_item, len(infos), len(infos))
+        return cat_item
 
-    def _add_tool(
-        self, cat_item: QTreeWidgetItem, info: Any, settings: Settings, disabled: set[str]
-    ) -> None:
+    def _tool_item(
+        self, cat_item: QTreeWidgetItem, info: ToolInfo, disabled: set[str], rules: RuleBook
+    ) -> QTreeWidgetItem:
         m: ToolManifest = info.manifest
         enabled = m.name not in disabled and m.category not in disabled
-        item = QTreeWidgetItem(cat_item)
+        item = QTreeWidgetItem()
         item.setData(TITLE, NAME_ROLE, m.name)
         title = one_line(tool_title(m.name), 80)
         item.setText(TITLE, title)
@@ -226,11 +245,13 @@ class ToolsPage(SettingsPage):
         flags = Qt.ItemFlag.ItemIsUserCheckable | Qt.ItemFlag.ItemIsSelectable
         if info.available:
             flags |= Qt.ItemFlag.ItemIsEnabled
+        if self._add_rule_choice(item, m, rules) and info.available:
+            flags |= Qt.ItemFlag.ItemIsEditable  # its Approval cell (the only one that edits)
         item.setFlags(flags)
         item.setCheckState(TITLE, Qt.CheckState.Checked if enabled else Qt.CheckState.Unchecked)
         self._items[m.name] = item
         self._saved_enabled[m.name] = enabled
-        self._add_rule_combo(item, m, settings, enabled=info.available)
+        return item
 
     @staticmethod
     def _count_text(cat_item: QTreeWidgetItem, shown: int, total: int) -> None:
@@ -244,12 +265,10 @@ class ToolsPage(SettingsPage):
         every word of `text`; a category shows all its tools when its own name matches."""
         words = text.casefold().split()
         any_shown = False
-        for i in range(self.tree.topLevelItemCount()):
-            cat_item = self.tree.topLevelItem(i)
+        for cat_item in self._categories():
             whole = bool(words) and matches(words, cat_item.data(TITLE, SEARCH_ROLE))
             shown = 0
-            for j in range(cat_item.childCount()):
-                child = cat_item.child(j)
+            for child in _children(cat_item):
                 visible = whole or matches(words, child.data(TITLE, SEARCH_ROLE))
                 child.setHidden(not visible)
                 shown += visible
@@ -268,13 +287,17 @@ class ToolsPage(SettingsPage):
     def visible_tools(self) -> list[str]:
         """The machine names of the tools the list shows now, in order."""
         out = []
-        for i in range(self.tree.topLevelItemCount()):
-            cat_item = self.tree.topLevelItem(i)
-            for j in range(cat_item.childCount()):
-                child = cat_item.child(j)
+        for cat_item in self._categories():
+            for child in _children(cat_item):
                 if not cat_item.isHidden() and not child.isHidden():
                     out.append(str(child.data(TITLE, NAME_ROLE)))
         return out
+
+    def _categories(self) -> Iterator[QTreeWidgetItem]:
+        for i in range(self.tree.topLevelItemCount()):
+            cat_item = self.tree.topLevelItem(i)
+            if cat_item is not None:
+                yield cat_item
 
     # -- keyboard --
 
@@ -300,62 +323,87 @@ class ToolsPage(SettingsPage):
         return False
 
     def _tree_key(self, event: QKeyEvent) -> bool:
-        """Enter or F2 on a tool opens its approval choice."""
-        if event.key() not in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_F2):
-            return False
+        """Enter, F2, F4 or Alt+Down on a tool opens its approval choice."""
+        key = event.key()
+        opens = key in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_F2, Qt.Key.Key_F4) or (
+            key == Qt.Key.Key_Down and event.modifiers() & Qt.KeyboardModifier.AltModifier
+        )
         item = self.tree.currentItem()
-        name = item.data(TITLE, NAME_ROLE) if item is not None else None
-        combo = self._combos.get(name) if name else None
-        if combo is None or not combo.isEnabled():
-            return False
-        combo.showPopup()
-        return True
+        name = item.data(TITLE, NAME_ROLE) if item is not None and opens else None
+        return bool(name) and self.open_rule_editor(str(name)) is not None
+
+    def _item_clicked(self, item: QTreeWidgetItem, column: int) -> None:
+        name = item.data(TITLE, NAME_ROLE)
+        if column == APPROVAL and name:
+            self.open_rule_editor(str(name))
 
     def _first_visible(self) -> QTreeWidgetItem | None:
         names = self.visible_tools()
         return self._items[names[0]] if names else None
 
-    def _add_rule_combo(
-        self, item: QTreeWidgetItem, m: ToolManifest, settings: Settings, *, enabled: bool
-    ) -> None:
-        combo = QComboBox()
-        combo.setProperty("compact", True)
-        # reached from the list (Enter), not by tabbing through a hundred combos
-        combo.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        combo.setAccessibleName(f"Approval for {tool_title(m.name)}")
-        combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        combo.setMinimumContentsLength(10)
-        combo.view().setMinimumWidth(230)  # the list shows the choices in full
-        labels = READ_RULE_LABELS if m.read_only else RULE_LABELS
-        for rule, text in labels.items():
-            combo.addItem(text, rule)
+    def _add_rule_choice(self, item: QTreeWidgetItem, m: ToolManifest, rules: RuleBook) -> bool:
+        """Fills the tool's Approval cell; False when a wildcard rule decides it (locked)."""
         source = _source_id(self.runtime, m.name)
         self._sources[m.name] = source
-        choice, deciding = tool_choice(self.runtime.rules, m, source)
-        combo.setCurrentIndex(max(0, combo.findData(choice)))
-        if deciding is not None:
-            # A wildcard rule decides this tool; editing one name cannot undo it.
-            combo.setEnabled(False)
-            combo.setToolTip(f"Set by the rule “{deciding.describe()}” (Settings → Rules)")
-        else:
-            combo.setEnabled(enabled)
-        self._saved_rules[m.name] = choice
-        self._combos[m.name] = combo
-        combo.currentIndexChanged.connect(lambda _: self.edited.emit())
-        holder = QWidget()
-        box = QHBoxLayout(holder)
-        box.setContentsMargins(4, 0, 10, 0)
-        box.addWidget(combo)
+        choice = choice_for(rules, m.name, source, read_only=m.read_only)
+        labels = dict(READ_RULE_LABELS if m.read_only else RULE_LABELS)
+        labels.setdefault(choice.decision, RULE_LABELS[choice.decision])
+        # in the same order for every tool
+        self._offered[m.name] = {d: labels[d] for d in RULE_LABELS if d in labels}
+        self._saved_rules[m.name] = choice.decision
+        item.setText(APPROVAL, labels[choice.decision])
+        item.setData(APPROVAL, CHOICE_ROLE, choice.decision.value)
         item.setSizeHint(APPROVAL, QSize(APPROVAL_WIDTH, 36))
-        self.tree.setItemWidget(item, APPROVAL, holder)
+        if choice.set_by is None:
+            return True
+        # A wildcard rule decides this tool; editing one name cannot undo it.
+        item.setToolTip(
+            APPROVAL, f"Set by the rule “{choice.set_by.describe()}” (Settings → Rules)"
+        )
+        return False
+
+    def _offered_at(self, index: ModelIndex) -> list[tuple[str, str]]:
+        offered = self._offered.get(_name_at(index), {})
+        return [(label, decision.value) for decision, label in offered.items()]
+
+    def _describe_at(self, index: ModelIndex) -> str:
+        return f"Approval for {tool_title(_name_at(index))}"
 
     # -- queries and edits (also used by tests) --
 
     def tool_item(self, name: str) -> QTreeWidgetItem:
         return self._items[name]
 
-    def rule_combo(self, name: str) -> QComboBox:
-        return self._combos[name]
+    def rule_choices(self, name: str) -> list[str]:
+        """The labels of the approval choices the tool offers, in order."""
+        return list(self._offered[name].values())
+
+    def rule_label(self, name: str) -> str:
+        """The approval choice the tool's row shows."""
+        return self._items[name].text(APPROVAL)
+
+    def rule_editable(self, name: str) -> bool:
+        """Whether the tool's approval can be chosen here (not when it is not available,
+        nor when a wildcard rule decides it)."""
+        flags = self._items[name].flags()
+        return bool(flags & Qt.ItemFlag.ItemIsEditable and flags & Qt.ItemFlag.ItemIsEnabled)
+
+    def open_rule_editor(self, name: str) -> QComboBox | None:
+        """Opens the tool's approval choice (a combo box with its list shown); None when
+        it cannot be chosen here."""
+        if not self.rule_editable(name):
+            return None
+        item = self._items[name]
+        self.tree.setCurrentItem(item, TITLE)
+        self.tree.editItem(item, APPROVAL)
+        editor = self.choices.editor
+        if editor is not None:
+            editor.showPopup()
+        return editor
+
+    def rule_editor(self) -> QComboBox | None:
+        """The approval choice open now, if any."""
+        return self.choices.editor
 
     def is_enabled(self, name: str) -> bool:
         return self._items[name].checkState(TITLE) == Qt.CheckState.Checked
@@ -364,13 +412,19 @@ class ToolsPage(SettingsPage):
         state = Qt.CheckState.Checked if enabled else Qt.CheckState.Unchecked
         self._items[name].setCheckState(TITLE, state)
 
-    def rule(self, name: str) -> Choice:
-        rule: Choice = self._combos[name].currentData()
-        return rule
+    def rule(self, name: str) -> RuleDecision:
+        return RuleDecision(self._items[name].data(APPROVAL, CHOICE_ROLE))
 
-    def set_rule(self, name: str, rule: Choice) -> None:
-        combo = self._combos[name]
-        combo.setCurrentIndex(combo.findData(rule))
+    def set_rule(self, name: str, decision: RuleDecision | str) -> None:
+        """Chooses one of the choices the tool offers (`rule_choices`)."""
+        decision = RuleDecision(decision)
+        label = self._offered[name].get(decision)
+        if label is None:
+            raise ValueError(f"{name} does not offer {decision.value!r}")
+        item = self._items[name]
+        if item.data(APPROVAL, CHOICE_ROLE) != decision.value:
+            item.setData(APPROVAL, CHOICE_ROLE, decision.value)
+            item.setText(APPROVAL, label)
 
     def roots(self) -> list[str]:
         return [self.roots_list.item(i).text() for i in range(self.roots_list.count())]
@@ -398,7 +452,8 @@ class ToolsPage(SettingsPage):
             self.add_root(folder)
 
     def _item_changed(self, item: QTreeWidgetItem, column: int) -> None:
-        if column == TITLE and item.data(TITLE, NAME_ROLE):  # a tool turned on or off
+        # a tool turned on or off, or its approval chosen
+        if column in (TITLE, APPROVAL) and item.data(TITLE, NAME_ROLE):
             self.edited.emit()
 
     def has_changes(self) -> bool:
@@ -462,7 +517,8 @@ class ToolsPage(SettingsPage):
                 continue
             manifest = registry.get(name)
             read_only = manifest is not None and manifest.read_only
-            set_tool_choice(book, name, self._sources.get(name, BUILTIN), choice, read_only)
+            source = self._sources.get(name, BUILTIN)
+            set_choice(book, name, source, choice, read_only=read_only)
 
     def mark_saved(self, settings: Settings) -> None:
         self._saved_enabled = self._enabled_state()
@@ -472,8 +528,20 @@ class ToolsPage(SettingsPage):
     def _enabled_state(self) -> dict[str, bool]:
         return {name: self.is_enabled(name) for name in self._items}
 
-    def _rules(self) -> dict[str, Choice]:
-        return {name: self.rule(name) for name in self._combos}
+    def _rules(self) -> dict[str, RuleDecision]:
+        return {name: self.rule(name) for name in self._offered}
+
+
+def _name_at(index: ModelIndex) -> str:
+    """The machine name of the tool on `index`'s row."""
+    return str(index.sibling(index.row(), TITLE).data(NAME_ROLE))
+
+
+def _children(cat_item: QTreeWidgetItem) -> Iterator[QTreeWidgetItem]:
+    for j in range(cat_item.childCount()):
+        child = cat_item.child(j)
+        if child is not None:
+            yield child
 
 
 def _source_id(runtime: Runtime, name: str) -> str:
@@ -481,58 +549,3 @@ def _source_id(runtime: Runtime, name: str) -> str:
         return str(runtime.registry.source_of(name).id)
     except Exception:  # a registry without sources (embedders): Deskhand's own
         return BUILTIN
-
-
-def _is_any_rule_for(rule: Rule, tool: str, source: str) -> bool:
-    return (
-        rule.tool == tool
-        and rule.source == source
-        and not rule.matcher.narrow
-        and rule.scope is Scope.ALWAYS
-    )
-
-
-def tool_choice(book: RuleBook, m: ToolManifest, source: str) -> tuple[Choice, Rule | None]:
-    """What the Tools page shows for one tool: its own any-argument rule; or, when a wildcard
-    rule (another tool pattern or source pattern) decides it, that rule."""
-    own: Choice | None = None
-    wildcard: tuple[Choice, Rule] | None = None
-    for rule in book.rules():
-        if rule.scope is not Scope.ALWAYS or rule.matcher.narrow:
-            continue
-        if _is_any_rule_for(rule, m.name, source):
-            if rule.decision is RuleDecision.DENY or own is None:
-                own = _choice(rule.decision)
-        elif (
-            fnmatch.fnmatchcase(m.name, rule.tool)
-            and fnmatch.fnmatchcase(source, rule.source)
-            and (wildcard is None or rule.decision is RuleDecision.DENY)
-        ):
-            wildcard = (_choice(rule.decision), rule)
-    if wildcard is not None and wildcard[0] == "deny" and own != "deny":
-        return wildcard
-    if own is not None:
-        return own, None
-    if wildcard is not None and wildcard[0] != "ask":
-        return wildcard
-    return ("allow" if m.read_only else "ask"), None
-
-
-def _choice(decision: RuleDecision) -> Choice:
-    return (
-        "deny"
-        if decision is RuleDecision.DENY
-        else ("allow" if decision is RuleDecision.ALLOW else "ask")
-    )
-
-
-def set_tool_choice(book: Any, tool: str, source: str, choice: Choice, read_only: bool) -> None:
-    """Replaces the tool's any-argument rules with the one `choice` means."""
-    book.remove_where(tool, source)
-    if choice == "deny":
-        decision = RuleDecision.DENY
-    elif choice == "allow" and not read_only:
-        decision = RuleDecision.ALLOW
-    else:
-        return  # "ask" (and "allow" of a read-only tool) is what happens without a rule
-    book.add(Rule(tool=tool, source=source, decision=decision, origin=ORIGIN))

@@ -1,5 +1,7 @@
-"""An attacker's review of the trust core: each test is one way a hostile model, page, MCP
-server or tool source gets past the user, and states what must happen instead."""
+"""Approvals cannot be tricked: a hostile model, page, MCP server or tool source gets nothing
+past the user by a look-alike server name, control characters in what the terminal shows, a
+reused call id, a stopped call's last words or a folder named like a glob; each test states
+what must happen instead."""
 
 from __future__ import annotations
 
@@ -105,7 +107,7 @@ def test_the_terminal_question_shows_control_characters_of_rule_labels_and_reaso
 
     Safe: nothing the model or a tool chose reaches the terminal as a control character;
     every part of the prompt is shown with `visible`/`one_line`."""
-    from app.core.cli_output import interactive_approver
+    from app.cli.output import interactive_approver
 
     work = tmp_path / "work"
     work.mkdir()
@@ -149,7 +151,7 @@ def test_the_terminal_offer_of_an_always_rule_shows_control_characters(
     rule they did not read.
 
     Safe: the rule offered on the terminal is shown with its control characters visible."""
-    from app.core.cli_output import interactive_approver
+    from app.cli.output import interactive_approver
 
     work = tmp_path / "work"
     work.mkdir()
@@ -211,9 +213,7 @@ def test_two_calls_sharing_an_id_never_share_an_approval(
     )
     runtime = _runtime_with_folder(home, work)
     provider = make_provider(
-        ProviderConfig(
-            kind="openai", base_url=llm.openai_base_url, model="scripted", max_retries=0
-        )
+        ProviderConfig(kind="openai", base_url=llm.openai_base_url, model="scripted", max_retries=0)
     )
     try:
         agent = runtime.make_agent(provider, deny_all)
@@ -254,6 +254,7 @@ def test_what_a_stopped_call_says_waits_for_the_tripwire_like_any_result(tmp_pat
     from app.core.pipeline import CallPipeline, ToolEnvironment
     from app.core.rules import RuleBook
     from app.core.sources import TrustStore
+    from tools.redact import Tripwire
     from tools.registry import ToolRegistry
     from tools.runner import ToolRunner
     from tools.session import ToolSession
@@ -292,7 +293,7 @@ def test_what_a_stopped_call_says_waits_for_the_tripwire_like_any_result(tmp_pat
             )
         ]
     )
-    runner = ToolRunner(registry, secrets=lambda: set(known))
+    runner = ToolRunner(registry, tripwire=Tripwire(known))
     pipeline = CallPipeline(
         runner,
         ToolEnvironment(home=tmp_path, secrets_ready=secrets_ready),
@@ -381,7 +382,7 @@ def test_tool_activity_on_the_terminal_shows_control_characters(
 
     Safe: tool activity lines (names, progress, first result line) are written with their
     control characters made visible, like the approval card."""
-    from app.core.cli_output import TextPrinter
+    from app.cli.output import TextPrinter
     from app.core.providers import make_provider
     from app.core.providers.base import ProviderConfig
     from tests.fakellm import text, tool_calls
@@ -391,9 +392,7 @@ def test_tool_activity_on_the_terminal_shows_control_characters(
     llm.add(tool_calls(("c1", "browse\x1b[8m", {})), text("done"))
     runtime = _runtime_with_folder(home, work)
     provider = make_provider(
-        ProviderConfig(
-            kind="openai", base_url=llm.openai_base_url, model="scripted", max_retries=0
-        )
+        ProviderConfig(kind="openai", base_url=llm.openai_base_url, model="scripted", max_retries=0)
     )
     out, err = io.StringIO(), io.StringIO()
     printer = TextPrinter(out, err)

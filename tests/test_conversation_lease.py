@@ -1,7 +1,7 @@
-"""Review of issue 17's branches with a second writer: a scheduled task's run (same
-process) or `deskhand ask --conversation` (another process) appends to a conversation
-while the window edits it. The fork must not leave a tool result in the live history
-whose assistant tool call went into the archived branch (providers refuse that: 400).
+"""A conversation with a second writer: a scheduled task's run (same process) or
+`deskhand ask --conversation` (another process) appends to a conversation while the window
+edits it. The fork never leaves a tool result in the live history whose assistant tool call
+went into the archived branch (providers refuse that: 400).
 
 Every agent run holds the conversation's lease in the store while it runs; edit,
 regenerate and branch switches are refused while another run holds one."""

@@ -1,6 +1,6 @@
 """`deskhand tasks …`: scheduled tasks (add, list, pause, resume, remove, run, serve) from
 the command line. Needs only the home folder; running a task needs the agent: `runner` and
-`serve` are given by the caller (app/cli.py, through app/core/cli_task_run.py)."""
+`serve` are given by the caller (app.cli, through app/cli/task_run.py)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""An attacker's review of scheduled tasks (issue 16). Each test is one attack — by a
-prompt-injected model, a hostile MCP server, or another process on the machine — on a task
-run that nobody watches, and states what must happen instead. A scripted model over real
-HTTP, the real runtime, pipeline, files and (where it matters) a real notification server;
-time is the runner's clock, moved by the test."""
+"""Scheduled task runs that nobody watches (issue 16) hold against a prompt-injected model, a
+hostile MCP server or another process on the machine: each test names one attempt and what
+must happen instead. A scripted model over real HTTP, the real runtime, pipeline, files and
+(where it matters) a real notification server; time is the runner's clock, moved by the
+test."""
 
 from __future__ import annotations
 
@@ -391,9 +391,7 @@ def test_a_profile_rule_the_user_removed_stays_removed_on_edit_and_load(world):
     """Attack: the user removed a task's `shell_run` rule in Settings → Rules; a later edit
     of the task (which sends the profile it shows) or a restart would hand it back."""
     runtime = runtime_for(world)
-    task = add_task(
-        runtime, cron="0 8 * * *", allow=("fs_read_file", "shell_run,command=ls -la")
-    )
+    task = add_task(runtime, cron="0 8 * * *", allow=("fs_read_file", "shell_run,command=ls -la"))
     shell = next(r for r in runtime.rules.for_task(task.id) if r.tool == "shell_run")
     runtime.rules.remove(shell.id)
     runtime.tasks.update(task.id, now=START, title="Renamed")
@@ -569,7 +567,7 @@ def test_two_processes_never_both_claim_one_run(world, monkeypatch):
 
 
 def test_serve_leaves_the_schedule_to_the_window(world, capsys):
-    from app.core.cli_task_run import serve
+    from app.cli.task_run import serve
 
     runtime = runtime_for(world)
     lock = ScheduleLock(world["home"])

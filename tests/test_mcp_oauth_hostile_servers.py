@@ -1,7 +1,6 @@
-"""An attacker's review of the MCP OAuth sign-in: a hostile remote MCP server, a hostile
-authorization server it points to, a hostile local program knocking on the loopback
-listener, and a model that calls tools. Each test states what must hold; the ones that fail
-are the weaknesses the review found (see the review report for the fix of each).
+"""The MCP OAuth sign-in holds against a hostile remote MCP server, a hostile authorization
+server it points to, a hostile local program knocking on the loopback listener, and a model
+that calls tools: each test states what must hold.
 
 Real parts only: Deskhand's manager, connection, providers and keyring store (over an
 in-memory keyring backend); the OAuth-protected MCP server of tests/oauth_server.py; and
@@ -114,7 +113,10 @@ class Hostile:
         self._httpd.daemon_threads = True
         self.port = int(self._httpd.server_address[1])
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name=f"hostile-{self.port}", daemon=True
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"hostile-{self.port}",
+            daemon=True,
         )
 
     @property
@@ -379,7 +381,7 @@ def test_a_preregistered_client_secret_never_reaches_another_authorization_serve
 # ---- nothing opens a page or registers on its own ---------------------------------------------
 
 
-def test_a_tool_call_never_opens_a_sign_in_page(desk: Desk, oauth: OAuthMcpServer) -> None:
+def test_a_tool_call_never_opens_a_sign_in_page(oauth: OAuthMcpServer, desk: Desk) -> None:
     """After the user signed in once, the server stops taking the token; the model's next
     call must fail saying "sign in", not send the browser to the server's pages."""
     manager = desk.started({NAME: {"url": oauth.url}})
@@ -395,7 +397,7 @@ def test_a_tool_call_never_opens_a_sign_in_page(desk: Desk, oauth: OAuthMcpServe
     assert len(desk.opened) == 1, f"a tool call opened {desk.opened[1:]}"
 
 
-def test_a_slow_sign_in_is_not_cut_off_and_reopened(desk: Desk, oauth: OAuthMcpServer) -> None:
+def test_a_slow_sign_in_is_not_cut_off_and_reopened(oauth: OAuthMcpServer, desk: Desk) -> None:
     """The user takes longer than a connection attempt may (60 s in the app, 1 s here) to
     sign in: Deskhand must keep waiting for that page, not open a fresh one on each retry."""
     config = ServerConfig.from_json(NAME, {"url": oauth.url})
@@ -422,7 +424,7 @@ def test_a_slow_sign_in_is_not_cut_off_and_reopened(desk: Desk, oauth: OAuthMcpS
 
 
 def test_a_background_start_with_stale_tokens_registers_nothing(
-    desk: Desk, oauth: OAuthMcpServer
+    oauth: OAuthMcpServer, desk: Desk
 ) -> None:
     """A kept sign-in whose token the server no longer takes (and nothing to refresh with):
     a start in the background must say "sign in", not register a client on its own."""
@@ -467,7 +469,7 @@ def test_a_background_scope_challenge_registers_nothing(desk: Desk, rs: Hostile)
 # ---- one record per server ----------------------------------------------------------------------
 
 
-def test_each_server_name_has_its_own_sign_in_record(desk: Desk, oauth: OAuthMcpServer) -> None:
+def test_each_server_name_has_its_own_sign_in_record(oauth: OAuthMcpServer, desk: Desk) -> None:
     """Servers "team/prod" and "team_prod" are two; signing out of one must not forget the
     other's sign-in (their keyring keys are the same today)."""
     manager = desk.manager({"team/prod": {"url": oauth.url}, "team_prod": {"url": oauth.url}})
@@ -553,7 +555,7 @@ def test_only_secret_values_join_the_tripwire(desk: Desk) -> None:
 # ---- the loopback listener ----------------------------------------------------------------------
 
 
-def test_the_loopback_listener_closes_after_the_sign_in(desk: Desk, oauth: OAuthMcpServer) -> None:
+def test_the_loopback_listener_closes_after_the_sign_in(oauth: OAuthMcpServer, desk: Desk) -> None:
     manager = desk.started({NAME: {"url": oauth.url}})
     state = manager.sign_in(NAME, timeout=SIGN_IN)
     assert state is not None and state.status is Status.READY, state
@@ -590,7 +592,8 @@ def test_the_loopback_listener_bounds_the_connections_it_holds() -> None:
         conns = await _open_idle(redirect.port, 100)
         try:
             held = len(conns)
-            deadline = asyncio.get_running_loop().time() + 2.0
+            # under the listener's 5 s read limit, which would close them all anyway
+            deadline = asyncio.get_running_loop().time() + 4.0
             while asyncio.get_running_loop().time() < deadline:
                 closed = [await _closed_by_peer(reader) for reader, _ in conns]
                 held = closed.count(False)
@@ -632,7 +635,7 @@ def test_junk_and_forged_callbacks_do_not_end_the_sign_in() -> None:
                 except ConnectionError:
                     answers.append(b"")
                 writer.close()
-            result = await redirect.wait(timeout=2.0)
+            result = await redirect.wait(timeout=30.0)  # the code came: bounds a hang only
             return answers, result.code
         finally:
             await redirect.close()
@@ -711,7 +714,7 @@ def test_a_redirect_to_another_origin_never_carries_the_token(
 
 
 def test_refused_client_credentials_are_not_retried_in_a_loop(
-    desk: Desk, oauth: OAuthMcpServer
+    oauth: OAuthMcpServer, desk: Desk
 ) -> None:
     """The authorization server refuses the client's credentials: that needs the user to
     fix mcp.json, so Deskhand says so once instead of sending them again and again."""
@@ -761,7 +764,7 @@ def test_last_known_tools_are_shown_escaped_and_never_callable(
 ) -> None:
     """The defence holds: a hostile listing kept in the file prints without terminal
     escapes, and a server not running has no tools anyone can call."""
-    from app.cli import _print_last_known
+    from app.cli.tool_commands import _print_last_known
 
     tools = _fake_tools(1, "\x1b]0;pwned\x07\x1b[2J Deletes nothing, honest")
     tools[0].name = "evil\x1b[31mname"

@@ -53,8 +53,10 @@ def _rules(args: argparse.Namespace, runtime: Runtime) -> int:
     if args.rules_command == "remove":
         removed = book.remove(args.id)
         if removed is None:
-            print(f"deskhand: there is no rule {args.id!r} (see `deskhand rules list`)",
-                  file=sys.stderr)
+            print(
+                f"deskhand: there is no rule {args.id!r} (see `deskhand rules list`)",
+                file=sys.stderr,
+            )
             return EXIT_USAGE
         print(f"Removed: {removed.describe()}")
         return EXIT_OK
@@ -147,8 +149,10 @@ def _sources(args: argparse.Namespace, runtime: Runtime) -> int:
     sources = _known_sources(runtime, args.id)
     source = sources.get(args.id)
     if source is None:
-        print(f"deskhand: there is no tool source {args.id!r} (see `deskhand sources list`)",
-              file=sys.stderr)
+        print(
+            f"deskhand: there is no tool source {args.id!r} (see `deskhand sources list`)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     if verb == "enable":
         if source.kind not in ("pack", "entrypoint"):
@@ -162,4 +166,3 @@ def _sources(args: argparse.Namespace, runtime: Runtime) -> int:
         print(f"{args.id}: trusted as it is now; a change to it makes it untrusted again")
         return EXIT_OK
     return EXIT_OK  # untrust/disable of a source never recorded: nothing to do
-

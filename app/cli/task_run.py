@@ -125,7 +125,7 @@ def _asker(notifier: Any) -> Asker | None:
 
 
 async def _terminal_asker(task: Task, request: ApprovalRequest, deadline: Deadline) -> Decision:
-    from app.core.cli_output import interactive_approver
+    from app.cli.output import interactive_approver
 
     print(f"Task “{task.title}” asks:", file=sys.stderr)
     return await interactive_approver(request)

@@ -1,8 +1,7 @@
-"""An attacker's review of the terminal tools: a prompt-injected model with only narrow rules
-("ls", "cat", "git status", "npm test in ~/proj") tries to get more done than the user
-allowed — writes by redirect, autorun files planted for later, folder rules carried to other
-folders, rules that waive more than they should, "Always allow" proposals wider than what was
-shown. Tests that fail name a weakness; the others show a defence holding.
+"""Terminal tools with only narrow rules ("ls", "cat", "git status", "npm test in ~/proj")
+get no more done than the user allowed, whatever a prompt-injected model tries: no writes by
+redirect, no autorun files planted for later, no folder rule carried to another folder, no
+rule waiving more than it should, no "Always allow" proposal wider than what was shown.
 
 Real bash, real bubblewrap (installed by scripts/test.sh), the real `deskhand ask` path with a
 scripted model; nobody answers questions, so whatever would ask is refused."""
@@ -91,7 +90,7 @@ def repository(folder: Path) -> Path:
 def test_a_rule_for_a_reading_program_does_not_cover_overwriting_a_file(
     llm, world, capsys, prefix, line
 ):
-    """HIGH. Redirects (and find's -delete) are not part of what a command rule matches: with
+    """Redirects (and find's -delete) are not part of what a command rule matches: with
     only "ls" allowed, `ls > notes.txt` truncates the user's file without a question."""
     write_rules(world["home"], command_rule(prefix))
     result = run_once(llm, world, capsys, command=line)
@@ -119,7 +118,7 @@ def test_a_rule_still_covers_harmless_redirects(llm, world, capsys):
 def test_a_rule_for_a_program_does_not_cover_its_options_that_run_commands(
     llm, world, capsys, prefix, line
 ):
-    """HIGH. Options that make an allowed program run another one are not unwrapped: with a
+    """Options that make an allowed program run another one are not unwrapped: with a
     "tar" rule (proposed for `tar -tf x.tar`) any code runs, sandboxed, in any folder, without
     a question. Likewise `sort --compress-program`, `rg --pre`, `ssh -o ProxyCommand`,
     `less '+!cmd'`, `git log --output=FILE` (a write)."""
@@ -145,7 +144,7 @@ HOOK = "[core]\n\tfsmonitor = touch {marker}\n"
 def test_planting_git_config_or_hooks_is_never_covered_like_the_file_tools(
     llm, world, capsys, line
 ):
-    """HIGH. The file tools never let a rule or --yes write .git/config, git hooks, shell
+    """The file tools never let a rule or --yes write .git/config, git hooks, shell
     start-up files… (docs §5.6, tools/fs/autorun.py); the terminal checks only the protected
     places, so `printf … >> .git/config` runs with --yes (or with a "printf" rule)."""
     config = repository(world["proj"])
@@ -161,7 +160,7 @@ def test_planting_git_config_or_hooks_is_never_covered_like_the_file_tools(
 
 
 def test_sandboxed_code_cannot_plant_git_config_that_runs_outside_the_sandbox(llm, world, capsys):
-    """HIGH. The sandbox makes the allowed folders writable, their .git/config and hooks
+    """The sandbox makes the allowed folders writable, their .git/config and hooks
     included: code the sandbox contains (a package script run by an allowed `npm test`, or
     here a snippet) sets core.fsmonitor, and the user's next `git status` in a terminal runs
     it with no sandbox and the network."""
@@ -179,7 +178,7 @@ def test_sandboxed_code_cannot_plant_git_config_that_runs_outside_the_sandbox(ll
 
 
 def test_a_broad_rule_does_not_help_a_narrow_rule_waive_the_question(llm, world, capsys):
-    """HIGH. Settings → Tools → shell_run "Always allow" writes a broad rule; on its own it
+    """Settings → Tools → shell_run "Always allow" writes a broad rule; on its own it
     never waives the terminal's question (every call still asks). With any narrow rule ("ls")
     next to it, `ls; touch pwned` runs: RuleBook._evaluate_parts returns the narrow rule as
     the deciding one when every part is allowed, by whichever rule."""
@@ -204,7 +203,7 @@ def test_the_broad_rule_alone_still_asks(llm, world, capsys):
 
 
 def test_git_dash_c_does_not_carry_a_folder_rule_to_another_repository(llm, world, capsys):
-    """MEDIUM. "git status in ~/work/proj" also covers `git -C ../other status` (git's own
+    """ "git status in ~/work/proj" also covers `git -C ../other status` (git's own
     options are unwrapped into `via`, which the rule never sees): the other repository's
     config — here an fsmonitor hook — runs without a question."""
     repository(world["proj"])
@@ -220,7 +219,7 @@ def test_git_dash_c_does_not_carry_a_folder_rule_to_another_repository(llm, worl
 
 
 def test_make_dash_c_does_not_carry_a_folder_rule_to_another_folder(llm, world, capsys):
-    """MEDIUM. The same with an option of the program itself: "make in ~/work/proj" runs
+    """The same with an option of the program itself: "make in ~/work/proj" runs
     ../other/Makefile (`make -C`, likewise `npm test --prefix`, `cargo --manifest-path`)."""
     marker = world["other"] / "ran"
     (world["other"] / "Makefile").write_text(f"all:\n\ttouch {marker}\n")
@@ -240,7 +239,7 @@ def test_a_folder_rule_holds_in_its_folder_only(llm, world, capsys):
 
 
 def test_a_git_variable_that_runs_a_program_makes_a_command_uncoverable(llm, world, capsys):
-    """MEDIUM. Only some GIT_* variables are risky (parse.RISKY_VARIABLES): the design says
+    """Only some GIT_* variables are risky (parse.RISKY_VARIABLES): the design says
     all. GIT_SEQUENCE_EDITOR runs a program, so "git rebase in ~/work/proj" runs any code."""
     repository(world["proj"])
     for message in ("one", "two"):
@@ -312,7 +311,7 @@ def _always_allow(line: str, folder: str) -> Any:
     ],
 )
 def test_always_allow_on_a_snippet_fed_to_an_interpreter_does_not_allow_any_code(approved, later):
-    """MEDIUM. An interpreter reading its program from a here-document has no script word:
+    """An interpreter reading its program from a here-document has no script word:
     "Always allow" proposes the bare interpreter ("python3", "python3 -"), which then covers
     any code at all in that folder, shown to nobody."""
     from app.core.rules import RuleDecision
@@ -323,7 +322,7 @@ def test_always_allow_on_a_snippet_fed_to_an_interpreter_does_not_allow_any_code
 
 
 def test_an_always_allow_card_names_every_rule_it_adds():
-    """LOW. One long line of distinct subcommands gives one proposal with a rule per command
+    """One long line of distinct subcommands gives one proposal with a rule per command
     (here 40; a 20,000-character line gives ~2,000, each checked against every part of every
     later line), while the card's label is cut at 200 characters: the user cannot see what
     "Always allow" adds."""
@@ -342,7 +341,7 @@ def test_an_always_allow_card_names_every_rule_it_adds():
 
 
 def test_the_network_does_not_reach_the_desktop_sessions_abstract_sockets(llm, world, capsys):
-    """MEDIUM. network=true runs in the host's network namespace, where Linux keeps the
+    """Network=true runs in the host's network namespace, where Linux keeps the
     abstract Unix sockets: the X server (@/tmp/.X11-unix/X0 — typing into the user's
     terminal), older D-Bus session buses. The sandbox hides the session's runtime folder for
     that reason, yet "with the network" hands these back (the card says only that data may

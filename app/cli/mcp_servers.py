@@ -1,7 +1,7 @@
 """`deskhand mcp list [--json]`, `deskhand mcp import [PATH] [--overwrite]`, and
 `deskhand mcp login NAME` / `deskhand mcp logout NAME` for remote servers that use OAuth.
 
-`mcp import` always moves every secret-looking value to the keyring (see config.py).
+`mcp import` always moves every secret-looking value to the keyring (app/core/mcp/config.py).
 Building the parser imports nothing heavy (`deskhand ask` builds it too)."""
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def _logout(args: argparse.Namespace, runtime: Runtime) -> int:
     if manager.config(args.name) is None:
         print(f"deskhand: there is no MCP server {args.name!r}", file=sys.stderr)
         return EXIT_USAGE
-    manager.sign_out(args.name)
+    runtime.mcp_servers.sign_out(args.name)
     print(f"signed out of {args.name}: its tokens were removed from the keyring")
     return EXIT_OK
 
@@ -214,16 +214,11 @@ def describe(state: ServerState) -> list[str]:
 def _import(args: argparse.Namespace, runtime: Runtime) -> int:
     from pathlib import Path
 
-    from app.core.mcp.config import McpConfigError, import_servers
+    from app.core.mcp.config import McpConfigError
 
     source = Path(args.path).expanduser() if args.path else None
-    try:
-        report = import_servers(
-            mcp_path(runtime.home),
-            source,
-            set_secret=runtime.secrets.set,
-            overwrite=args.overwrite,
-        )
+    try:  # the window's import too: secrets to the keyring, orphans cleaned, manager told
+        report = runtime.mcp_servers.import_file(source, overwrite=args.overwrite)
     except McpConfigError as exc:
         print(f"deskhand: {exc}", file=sys.stderr)
         return EXIT_USAGE

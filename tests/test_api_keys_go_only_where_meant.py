@@ -1,5 +1,5 @@
-"""Review 17b: where API keys go (the header model picker, Test after an unsaved URL edit,
-the index of secret names) and untrusted server text shown as rich text. Real HTTP to
+"""Where API keys go (the header model picker, Test after an unsaved URL edit, the index of
+secret names) and untrusted server text shown as plain text, never rich text. Real HTTP to
 small scripted servers, real widgets (offscreen)."""
 
 from __future__ import annotations
@@ -66,7 +66,9 @@ class ModelsServer:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
 
     @property
     def url(self) -> str:

@@ -1,10 +1,13 @@
-"""An attacker's review of the tripwire and the stored taint (HEAD): each finding is a test
-asserting the SAFE behaviour (it fails until fixed), plus a few defences that held.
+"""The tripwire and the stored taint hold: no tool (a browser selector, memory_search,
+fs_edit_file, a calendar search, fs_search) can be used as an oracle to learn a known secret
+piece by piece; masking leaves no piece of a secret however text is cut, split or folded; and
+private data keeps its taint through memory notes, failed edits and stopped calls.
 
 Reuses the fixtures of tests/test_secret_oracles.py (a secret the process-wide tripwire
 knows), tests/fixtures_browser.py (real Chromium, local site) and tests/test_taint_persists.py
 (a scripted model over real HTTP, real runtime, pipeline and store, an attacker site)."""
 
+# ruff: noqa: F811 (fixtures imported from other test modules are parameters here)
 from __future__ import annotations
 
 import urllib.parse
@@ -33,7 +36,10 @@ from tools.redact import REDACTED, Redactor, StreamRedactor, shorten
 
 @pytest.fixture
 def key_page(
-    browser: Any, site: Any, secret: str, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    browser: Any,
+    site: Any,
+    secret: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> str:
     import tests.fixtures_browser as pages
 
@@ -46,7 +52,7 @@ def key_page(
 def test_waiting_for_a_selector_cannot_probe_the_text_of_a_secret(
     browser: Any, key_page: str
 ) -> None:
-    """HIGH: browser_wait's `selector` goes to Playwright unredacted, so `text=`/
+    """Browser_wait's `selector` goes to Playwright unredacted, so `text=`/
     `:has-text()`/regex/XPath selectors answer yes/no on a secret the page shows as
     [redacted]: a right guess returns ok, a wrong one "Gave up" — char by char."""
     right, wrong = key_page[:8], key_page[:7] + ("0" if key_page[7] != "0" else "1")
@@ -58,12 +64,11 @@ def test_waiting_for_a_selector_cannot_probe_the_text_of_a_secret(
         assert waited.ok == missed.ok, f"{probe!r} tells a right guess from a wrong one"
 
 
-
 @pytest.mark.parametrize("tool", ["browser_scroll", "browser_click"])
 def test_naming_an_element_by_its_text_cannot_probe_the_text_of_a_secret(
     browser: Any, key_page: str, tool: str
 ) -> None:
-    """HIGH: the element targets of scroll/click/fill (`text=` and `selector=`) are matched
+    """The element targets of scroll/click/fill (`text=` and `selector=`) are matched
     by Playwright on the raw page: scrolling to (or clicking) "the element whose text holds
     sk-1a2b" works for a right guess and fails for a wrong one — no question is asked."""
     right, wrong = key_page[:8], key_page[:7] + ("0" if key_page[7] != "0" else "1")
@@ -74,18 +79,20 @@ def test_naming_an_element_by_its_text_cannot_probe_the_text_of_a_secret(
         assert hit.ok == miss.ok, f"{tool} {target} tells a right guess from a wrong one"
 
 
-
 def test_a_page_snapshot_cuts_link_and_field_text_only_after_masking(
-    browser: Any, site: Any, secret: str, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    browser: Any,
+    site: Any,
+    secret: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """MEDIUM: browser_snapshot's page script cuts hrefs and labels at 100 characters and
+    """Browser_snapshot's page script cuts hrefs and labels at 100 characters and
     field values at 80 BEFORE the tripwire sees them: a key that straddles the cut (a
     magic link, a long connection string) loses its end and its first characters are
     shown raw — no question asked."""
     import tests.fixtures_browser as pages
     from tools.redact import TRIPWIRE
 
-    monkeypatch.setattr(browser.runner, "_secrets", TRIPWIRE.known)  # as the app's runner
+    monkeypatch.setattr(browser.runner, "tripwire", TRIPWIRE)  # as the app's runner
     pad = "p" * 76
     body = (
         f"<a href='/next?{pad}&k={secret}'>Continue</a>"
@@ -102,9 +109,8 @@ def test_a_page_snapshot_cuts_link_and_field_text_only_after_masking(
 # ---- taint: private data laundered through a memory note -----------------------------------
 
 
-
 @pytest.fixture
-def closes_its_browser(world):  # noqa: F811
+def closes_its_browser(world):
     """A navigation that got through (the test fails) started a browser for the world's
     home: shut it, so the browser tests' module check sees no browser left."""
     yield
@@ -115,7 +121,7 @@ def closes_its_browser(world):  # noqa: F811
         host.shutdown()
 
 
-def run_new_conversation(world: dict[str, Any], prompt: str) -> Recorder:  # noqa: F811
+def run_new_conversation(world: dict[str, Any], prompt: str) -> Recorder:
     """The window's path: a fresh runtime, a NEW conversation, one turn (the user denies)."""
     import asyncio
 
@@ -139,9 +145,13 @@ def run_new_conversation(world: dict[str, Any], prompt: str) -> Recorder:  # noq
 
 
 def test_a_note_holding_private_data_keeps_a_later_conversation_from_sending_it_out(
-    world, llm, attacker, capsys, closes_its_browser  # noqa: F811
+    world,
+    llm,
+    attacker,
+    capsys,
+    closes_its_browser,
 ):
-    """MEDIUM: a note written after reading the diary carries only its untrusted origin, not
+    """A note written after reading the diary carries only its untrusted origin, not
     that it holds private data; a clean conversation it is injected into is not marked
     private, so it opens attacker.example/?pin=4711 without a question."""
     llm.add(tool_calls(("r1", "fs_read_file", {"path": str(world["diary"])})))
@@ -157,9 +167,13 @@ def test_a_note_holding_private_data_keeps_a_later_conversation_from_sending_it_
 
 
 def test_a_failed_edit_that_quotes_the_file_marks_the_conversation_as_having_read_it(
-    world, llm, attacker, capsys, closes_its_browser  # noqa: F811
+    world,
+    llm,
+    attacker,
+    capsys,
+    closes_its_browser,
 ):
-    """MEDIUM: fs_edit_file's "not found" error quotes the closest lines of the file (the
+    """Fs_edit_file's "not found" error quotes the closest lines of the file (the
     diary's PIN), but only a result that worked counts as private data read, so the
     conversation later opens attacker/?pin=4711 without a question."""
     from tests.test_taint_persists import only_conversation, reopen_and_run
@@ -193,7 +207,7 @@ def json_text(value: Any) -> str:
 def test_memory_search_answers_the_same_for_a_right_and_a_wrong_prefix_of_a_key(
     tmp_path: Any, sep: str
 ) -> None:
-    """HIGH (READ, no question): "staging <guess>" — a right prefix of the key matches the
+    """ "staging <guess>" — a right prefix of the key matches the
     AND search and the filter drops the note (nothing listed, or with `_`, which \\w keeps
     in one word but FTS5 splits, the note passes); a wrong one falls back to any word and
     lists the note by "staging" (limit=1 and a decoy note: the decoy). Either way the answer
@@ -221,7 +235,7 @@ def test_memory_search_answers_the_same_for_a_right_and_a_wrong_prefix_of_a_key(
             found = memory_search(SearchMemory(query=f"staging {guess}", limit=1), ctx)
             return [m["id"] for m in (found.data or {}).get("memories", [])]
 
-        wrong = ("0" if hexpart[3] != "0" else "1")
+        wrong = "0" if hexpart[3] != "0" else "1"
         right_answer, wrong_answer = listed(hexpart[:4]), listed(hexpart[:3] + wrong)
         assert right_answer == wrong_answer, "a right prefix of the key answers differently"
     finally:
@@ -232,16 +246,16 @@ def test_memory_search_answers_the_same_for_a_right_and_a_wrong_prefix_of_a_key(
 # ---- oracles: fs_edit_file matches old_text against the raw file ------------------------------
 
 
-
 @pytest.fixture
 def env(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> FsEnv:
     return make_env(tmp_path, monkeypatch)
 
 
 def test_an_edit_that_changes_nothing_cannot_tell_a_right_guess_of_a_secret(
-    env: FsEnv, secret: str  # noqa: F811
+    env: FsEnv,
+    secret: str,
 ) -> None:
-    """LOW (the edit asks first, unless a rule or --yes allows it): old_text is counted on
+    """Old_text is counted on
     the raw file, so "KEY=sk-<guess>" -> "KEY=sk-<guess>" answers "No change" for a right
     guess and "not found" for a wrong one — the key, character by character."""
     from tools.fs.changes import edit_file
@@ -268,7 +282,7 @@ def test_an_edit_that_changes_nothing_cannot_tell_a_right_guess_of_a_secret(
 
 
 def test_two_overlapping_secrets_leave_no_tail_of_the_second() -> None:
-    """LOW: the doc promises "overlapping secrets cannot leave a recognisable tail", but
+    """The doc promises "overlapping secrets cannot leave a recognisable tail", but
     when B starts inside A's tail only A is masked and most of B is shown
     ("[redacted]klmnopq")."""
     a, b = "abcdefghij", "hijklmnopq"
@@ -277,7 +291,7 @@ def test_two_overlapping_secrets_leave_no_tail_of_the_second() -> None:
 
 
 def test_a_title_does_not_fold_a_secret_back_together() -> None:
-    """LOW: make_title masks, THEN folds whitespace: a secret with a space written with a
+    """Make_title masks, THEN folds whitespace: a secret with a space written with a
     tab or two spaces is not masked, and folding turns it into the exact secret, stored
     as the conversation's title."""
     from app.core.store.conversations import make_title
@@ -295,7 +309,6 @@ def test_a_title_does_not_fold_a_secret_back_together() -> None:
 # ---- oracles: calendar search matches the raw event text --------------------------------------
 
 
-
 @pytest.fixture
 def local(tmp_path: Any) -> Any:
     """The local calendar through a runner that knows the tripwire's secrets (as the app's)."""
@@ -310,21 +323,25 @@ def local(tmp_path: Any) -> Any:
     home.mkdir()
     store = Store(home / "deskhand.db")
     book = ReminderBook(store)
-    runner = ToolRunner(ToolRegistry.default(None, entry_points=False), secrets=TRIPWIRE.known)
+    runner = ToolRunner(ToolRegistry.default(None, entry_points=False), tripwire=TRIPWIRE)
     yield Harness(runner, ToolContext(home=home, services={"reminders": book}), book)
     runner.shutdown()
     store.close()
 
 
 def test_a_calendar_search_cannot_tell_the_characters_of_a_secret(
-    local: Any, secret: str  # noqa: F811
+    local: Any,
+    secret: str,
 ) -> None:
-    """MEDIUM: calendar_search_events (READ, no question) matches words as substrings of the
+    """Calendar_search_events (READ, no question) matches words as substrings of the
     raw title/location/description, so a key in an invitation (a dial-in PIN, a token the
     tripwire masks in every listing) is rebuilt by prefix guesses: right -> 1 event."""
     monday = next_monday()
     local.ok(
-        "calendar_create_event", title="Deploy sync", start=at(monday, "10:00"), tz="UTC",
+        "calendar_create_event",
+        title="Deploy sync",
+        start=at(monday, "10:00"),
+        tz="UTC",
         description=f"staging token {secret}",
     )
     listed = local.ok("calendar_list_events", start=at(monday, "00:00"), tz="UTC")
@@ -355,7 +372,7 @@ def _slow_page(args: Any, ctx: Any) -> Any:
 
 
 def test_a_stopped_calls_last_word_is_labelled_and_counts_as_read(tmp_path: Any) -> None:
-    """MEDIUM: a call stopped mid-way whose body finishes within its grace keeps its result
+    """A call stopped mid-way whose body finishes within its grace keeps its result
     for the history ("Cancelled. <result>"), but it skips the labelling and the taint: the
     outside words reach the model unlabelled, and the conversation is not marked as having
     read private or untrusted data (a later navigation carries the PIN out unasked)."""
@@ -392,9 +409,12 @@ def test_a_stopped_calls_last_word_is_labelled_and_counts_as_read(tmp_path: Any)
 
 
 def test_a_remembered_note_holding_a_known_secret_reaches_the_model_masked(
-    world, llm, capsys, secret: str  # noqa: F811
+    world,
+    llm,
+    capsys,
+    secret: str,
 ):
-    """HIGH: the memory note the agent puts in front of the history (`_request_messages`)
+    """The memory note the agent puts in front of the history (`_request_messages`)
     never passes the tripwire: a note the user saved with a key in it (Memory page, or
     saved before the key became known) goes to the provider raw in every new conversation."""
     import json
@@ -412,9 +432,12 @@ def test_a_remembered_note_holding_a_known_secret_reaches_the_model_masked(
 
 
 def test_a_conversation_continued_after_a_key_became_known_sends_it_masked(
-    world, llm, capsys, secret: str  # noqa: F811
+    world,
+    llm,
+    capsys,
+    secret: str,
 ):
-    """MEDIUM: messages are masked only when appended; a history stored before a value
+    """Messages are masked only when appended; a history stored before a value
     became a known secret (pasted in chat, later saved as an account's key) is sent to the
     provider raw when the conversation continues (`ask --conversation`, the window)."""
     import json
@@ -436,11 +459,11 @@ def test_a_conversation_continued_after_a_key_became_known_sends_it_masked(
     assert pieces_of(secret, sent) == [], "the key went to the provider"
 
 
-# ---- defences that held ------------------------------------------------------------------------
+# ---- streams, cuts and plain selectors ---------------------------------------------------------
 
 
 def test_a_stream_split_at_every_position_never_shows_more_than_three_characters() -> None:
-    """Held: every one- and two-cut split of a secret (raw, URL-encoded, base64, inside
+    """Every one- and two-cut split of a secret (raw, URL-encoded, base64, inside
     Basic, after a run that almost begins it) shows at most MIN_SECRET_LENGTH-1 characters
     of it, and the answer and reasoning streams interleaved do not disturb each other."""
     import base64
@@ -472,7 +495,7 @@ def test_a_stream_split_at_every_position_never_shows_more_than_three_characters
 
 
 def test_shorten_leaves_no_piece_of_a_secret_at_any_limit() -> None:
-    """Held: at every limit, from either end, a cut text shows no piece of a secret and no
+    """At every limit, from either end, a cut text shows no piece of a secret and no
     half marker."""
     value = make_secret()
     red = Redactor([value])
@@ -488,7 +511,7 @@ def test_shorten_leaves_no_piece_of_a_secret_at_any_limit() -> None:
 def test_waiting_for_a_plain_selector_still_works_and_text_probes_stay_blind(
     browser: Any, key_page: str
 ) -> None:
-    """Held: browser_wait(text=…) cannot probe the key (matched as redacted), and an
+    """Browser_wait(text=…) cannot probe the key (matched as redacted), and an
     ordinary CSS selector still waits for the element."""
     assert browser.call("browser_wait", selector="p#k", timeout_seconds=5).ok
     waited = browser.call("browser_wait", text=key_page[:9], timeout_seconds=1)
@@ -505,9 +528,9 @@ PLANTED_LINE = (
 
 
 def test_a_summary_of_a_searched_planted_note_stays_labelled_as_untrusted(
-    compaction_env,  # noqa: F811
+    compaction_env,
 ):
-    """MEDIUM: memory_search's result is not wrapped as untrusted (its note carries its
+    """Memory_search's result is not wrapped as untrusted (its note carries its
     origin in words only), and compaction labels a summary only for the untrusted/browser
     markers: the planted note's instruction comes back as an unlabelled "user" summary."""
     from app.core import compaction, untrusted
@@ -526,7 +549,7 @@ def test_a_summary_of_a_searched_planted_note_stays_labelled_as_untrusted(
 
 
 def test_a_secret_with_accents_is_masked_in_its_decomposed_form_too() -> None:
-    """LOW: the tripwire matches code points: a key with accents written decomposed (NFD:
+    """The tripwire matches code points: a key with accents written decomposed (NFD:
     macOS file names, many web pages) looks the same but is shown whole, raw and URL-encoded."""
     import unicodedata
 
@@ -538,9 +561,10 @@ def test_a_secret_with_accents_is_masked_in_its_decomposed_form_too() -> None:
 
 
 def test_a_regex_search_cannot_measure_a_secret_or_match_it_in_another_case(
-    env: FsEnv, secret: str  # noqa: F811
+    env: FsEnv,
+    secret: str,
 ) -> None:
-    """Held: fs_search runs on the redacted text, so a length probe (`KEY=.{N}$`) and a
+    """Fs_search runs on the redacted text, so a length probe (`KEY=.{N}$`) and a
     case-insensitive prefix probe both find nothing, while the marker itself is found."""
     from tools.fs.manifest import SearchFiles
     from tools.fs.ops import search_files

@@ -1,0 +1,140 @@
+"""`deskhand ask PROMPT`: one question, its answer streamed as text or JSON events."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+from app.cli.common import (
+    EXIT_OK,
+    EXIT_PROVIDER,
+    EXIT_USAGE,
+    can_ask,
+    elicitation,
+    folder_note,
+)
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from app.core.runtime import Runtime
+
+
+async def ask_command(args: argparse.Namespace) -> int:
+    try:
+        runtime = load_for_ask(args.home)
+    except Exception as exc:  # an unreadable home or database: say so plainly
+        print(f"deskhand: cannot open the home folder: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        from app.core.logging_setup import configure
+        from app.core.runtime import ConfigError
+
+        configure(runtime.secrets.known_values, log_dir=runtime.home / "logs")
+        try:
+            return await _ask(args, runtime)
+        except ConfigError as exc:
+            print(f"deskhand: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    finally:
+        runtime.close()
+
+
+def load_for_ask(home: str | Path | None) -> Runtime:
+    """The runtime with what a turn needs loaded (settings, store, tools, agent, client)."""
+    from app.core.runtime import Runtime
+
+    runtime = Runtime(home)
+    try:
+        runtime.warm_up()
+        _ = runtime.store
+    except BaseException:
+        runtime.close()
+        raise
+    return runtime
+
+
+async def _ask(args: argparse.Namespace, runtime: Runtime) -> int:
+    from app.cli.output import JsonPrinter, TextPrinter, interactive_approver
+    from app.core.approval import deny_all
+    from app.core.providers import make_provider
+    from app.core.providers.base import ProviderError
+
+    config = runtime.provider_config(args.provider, args.base_url, args.model)
+    # MCP servers' cached tool lists are offered at once; those with none start now and get
+    # a short head start, the others once the first request is on its way (no SDK import
+    # or server start ever competes with it).
+    uncached = runtime.offer_cached_mcp()
+    if uncached:
+        runtime.start_mcp()
+    provider = make_provider(config)
+    starter = _McpStarter(args, runtime)
+    if not uncached:
+        provider.on_sent = starter.start
+    printer = JsonPrinter() if args.json else TextPrinter()
+    try:
+        if not config.model:
+            try:
+                models = await provider.list_models()
+            except ProviderError as exc:
+                printer.error(f"no model given and the server's model list failed: {exc}")
+                return EXIT_PROVIDER
+            if not models:
+                printer.error("no model given (--model) and the server lists none")
+                return EXIT_USAGE
+            config.model = models[0]
+            print(f"deskhand: using model {config.model}", file=sys.stderr)
+        approver = interactive_approver if can_ask(args) else deny_all
+        folder_note(runtime)
+        elicitation(args, runtime)
+        conversation = runtime.open_conversation(args.conversation)
+        if not args.conversation and conversation.id:  # stored: it has its id
+            runtime.store.auto_title(conversation.id, args.prompt)
+        if uncached:
+            await _mcp_head_start(runtime, uncached)
+        agent = runtime.make_agent(provider, approver, auto_approve=args.yes)
+        async for event in agent.run(conversation, args.prompt):
+            printer.handle(event)
+        printer.close()
+        return EXIT_PROVIDER if printer.failed else EXIT_OK
+    finally:
+        await provider.aclose()
+        starter.join()  # then runtime.close() stops every server it started
+
+
+async def _mcp_head_start(runtime: Runtime, names: list[str]) -> None:
+    """A short, bounded wait so MCP servers with no cached tool list that start quickly are
+    in the first request; slower ones join later requests (a hung one never holds the
+    question up longer)."""
+    import asyncio
+
+    from app.core.runtime import MCP_ASK_WAIT
+
+    if runtime.started_mcp is not None:
+        await asyncio.to_thread(runtime.wait_mcp, MCP_ASK_WAIT, names)
+
+
+class _McpStarter:
+    """Starts the MCP servers once, on a thread of its own (the manager's import and
+    mcp.json's checks stay off the event loop), when the first request has been sent."""
+
+    def __init__(self, args: argparse.Namespace, runtime: Runtime) -> None:
+        self._args, self._runtime = args, runtime
+        self._thread: Any = None
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        import threading
+
+        self._thread = threading.Thread(target=self._run, name="deskhand-mcp-start", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        if self._runtime.start_mcp():
+            elicitation(self._args, self._runtime)
+
+    def join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()

@@ -1,0 +1,129 @@
+"""`deskhand ask`: what its request to the model may carry, and what it loads before it.
+
+The CLI runs as a real subprocess against the scripted model server over real HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakellm import ScriptedLLM, text
+
+REPO = Path(__file__).resolve().parents[1]
+GH_TOKEN = "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8"
+_CLIENT = {"clientId": "c", "clientSecret": "cs-77aa88bb", "issuer": "https://auth.example"}
+
+
+def _make_home(tmp_path: Path, llm: ScriptedLLM) -> Path:
+    home = tmp_path / "home"
+    (home / "work").mkdir(parents=True)
+    account = {"id": "acct01", "kind": "openai", "label": "t", "base_url": llm.openai_base_url}
+    settings = {
+        "providers": [account | {"model": "m"}],
+        "active_provider": "acct01",
+        "files": {"allowed_roots": [str(home / "work")], "folders_chosen": True},
+    }
+    (home / "settings.json").write_text(json.dumps(settings), "utf-8")
+    return home
+
+
+def _ask(home: Path, prompt: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.pop("DESKHAND_HOME", None)
+    env["PYTHON_KEYRING_BACKEND"] = "bench.file_keyring.FileKeyring"
+    env["DESKHAND_BENCH_KEYRING"] = str(home / "keyring.json")
+    env["PYTHONPATH"] = str(REPO)
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", "--home", str(home), "ask", prompt],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("entry", "secret"),
+    [
+        ({"args": [f"--token={GH_TOKEN}"]}, GH_TOKEN),
+        ({"env": {"GITHUB_TOKEN": GH_TOKEN}}, GH_TOKEN),
+        ({"env": {"DB_PASSWORD": "pw4711!"}}, "pw4711!"),
+        ({"env": {"DATABASE_URL": "postgres://bob:Sup3rS3cretPw@db/x"}}, "Sup3rS3cretPw"),
+        ({"url": "https://mcp.example/?api_key=Zx9Qw8Er7Ty6Ui5"}, "Zx9Qw8Er7Ty6Ui5"),
+        ({"url": "https://mcp.example/", "auth": _CLIENT}, "cs-77aa88bb"),
+    ],
+    ids=["token-argument", "env-token", "short-password", "url-password", "url-query-key",
+         "client-secret"],
+)  # fmt: skip
+def test_a_secret_part_of_mcp_json_in_the_prompt_never_reaches_the_model(
+    llm: ScriptedLLM, tmp_path: Path, entry: dict[str, Any], secret: str
+):
+    """The tripwire knows the secret *parts* of mcp.json (a `--token=` value, a URL's
+    password, a short password under a credential name) before the first request."""
+    home = _make_home(tmp_path, llm)
+    server = {"command": str(tmp_path / "no-such-server")} | entry
+    if "url" in entry:
+        server.pop("command")
+    (home / "mcp.json").write_text(json.dumps({"mcpServers": {"srv": server}}), "utf-8")
+    llm.add(text("checked"))
+    proc = _ask(home, f"is {secret} right?")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "checked"
+    assert llm.requests, "the model was asked"
+    assert [r for r in llm.requests if secret in json.dumps(r.body)] == []
+
+
+def test_the_prompt_is_redacted_only_once_every_stored_secret_is_known(make_runtime, llm):
+    """A secret still loading (a locked keyring the user is unlocking) when the turn begins
+    must not reach the history or the model in the user's own message."""
+    from app.core.approval import deny_all
+    from app.core.providers import make_provider
+    from app.core.secrets import remember_secret
+
+    secret = "tok-" + "late7loading8secret9value"
+    runtime = make_runtime()
+    llm.add(text("ok"))
+    provider = make_provider(runtime.provider_config())
+    agent = runtime.make_agent(provider, deny_all)
+
+    def secrets_ready() -> bool:
+        remember_secret(secret)  # the keyring answers now
+        return True
+
+    agent.pipeline.env.secrets_ready = secrets_ready
+    conversation = runtime.open_conversation(None)
+
+    async def go() -> None:
+        try:
+            [_ async for _ in agent.run(conversation, f"my token is {secret}")]
+        finally:
+            await provider.aclose()
+
+    asyncio.run(go())
+    stored = [m.content for m in runtime.store.load_messages(conversation.id)]
+    assert not any(secret in content for content in stored)
+    assert secret not in json.dumps(llm.requests[-1].body)
+
+
+def test_ask_does_not_wait_for_the_file_tools_places(llm: ScriptedLLM, tmp_path: Path):
+    """Resolving the protected places (~30 ms) is the window's first-keystroke work; `ask`'s
+    first request must not wait for it (the first file call makes them)."""
+    from app.cli.ask import load_for_ask
+    from tools.fs import protected
+
+    protected._cached.cache_clear()
+    runtime = load_for_ask(_make_home(tmp_path, llm))
+    try:
+        assert protected._cached.cache_info().currsize == 0
+        runtime.warm_file_places()  # what the window's first keystroke does
+        assert protected._cached.cache_info().currsize == 1
+    finally:
+        runtime.close()
