@@ -6,13 +6,14 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
 
 from app.core.agent import Agent, Conversation, TurnSetup
-from app.core.approval import ApprovalPolicy, ApprovalRequest, Decision, allow_all, deny_all
+from app.core.approval import ApprovalRequest, Decision, allow_all, deny_all
 from app.core.events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -27,7 +28,7 @@ from app.core.events import (
 from app.core.pipeline import CallPipeline, ToolEnvironment
 from app.core.providers import make_provider
 from app.core.providers.base import ProviderConfig
-from app.core.rules import RuleBook, RuleDecision, rule_from_legacy_pattern
+from app.core.rules import Rule, RuleBook, RuleDecision
 from app.core.settings import Settings
 from app.core.sources import TrustStore
 from app.core.store import Store
@@ -105,16 +106,12 @@ class Env:
     def run(self, coro):
         return self.loop.run_until_complete(coro)
 
-    def agent(self, approver=allow_all, policy: ApprovalPolicy | None = None, **kw) -> Agent:
-        """An agent whose pipeline holds `policy`'s per-tool lists as in-memory rules."""
-        policy = policy or ApprovalPolicy()
-        rules = [rule_from_legacy_pattern(p, RuleDecision.DENY) for p in policy.deny] + [
-            rule_from_legacy_pattern(p, RuleDecision.ALLOW) for p in policy.always_allow
-        ]
+    def agent(self, approver=allow_all, rules: Sequence[Rule] = (), **kw) -> Agent:
+        """An agent whose pipeline holds `rules` in memory (a RuleBook without a file)."""
         pipeline = CallPipeline(
             self.runner,
             ToolEnvironment(home=self.home, settings=self.settings),
-            rules=RuleBook(None, rules),
+            rules=RuleBook(None, list(rules)),
             trust=TrustStore(None),
             approver=approver,
             recorder=self.store,
@@ -221,12 +218,15 @@ def test_deny_rule_beats_always_allow_without_asking(env):
     target = env.root / "x.txt"
     env.llm.add(tool_calls(("c1", "fs_write_file", {"path": str(target), "content": "x"})))
     env.llm.add(text("ok"))
-    policy = ApprovalPolicy(always_allow=["fs_*"], deny=["fs_write_file"])
+    rules = [
+        Rule(tool="fs_*", decision=RuleDecision.ALLOW),
+        Rule(tool="fs_write_file", decision=RuleDecision.DENY),
+    ]
 
     async def must_not_ask(req: ApprovalRequest) -> Decision:
         raise AssertionError("a deny rule must not ask")
 
-    events = env.run(collect(env.agent(must_not_ask, policy), env.conversation(), "go"))
+    events = env.run(collect(env.agent(must_not_ask, rules), env.conversation(), "go"))
     assert not target.exists()
     assert "deny rule" in of(events, ToolCallFinished)[0].result.content
 
@@ -245,7 +245,7 @@ def test_always_allow_is_asked_once_and_persisted(env):
         asked.append(req.call_id)
         return Decision.ALWAYS_ALLOW
 
-    agent = env.agent(approver, ApprovalPolicy())
+    agent = env.agent(approver)
     conv = env.conversation()
     env.run(collect(agent, conv, "one"))
     env.run(collect(agent, conv, "two"))
@@ -446,7 +446,9 @@ def test_a_read_tool_can_escalate_one_call_to_ask(env):
 
     events = env.run(
         collect(
-            env.agent(approver, ApprovalPolicy(always_allow=["test_*"])), env.conversation(), "go"
+            env.agent(approver, [Rule(tool="test_*", decision=RuleDecision.ALLOW)]),
+            env.conversation(),
+            "go",
         )
     )
     assert asked == ["n"]

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from keyring.backends import fail
 
+from app.cli import keyring_prompts
 from app.core import keyring_fallback
 from app.core.keyring_fallback import (
     NO_PASSPHRASE,
@@ -25,7 +26,7 @@ from app.core.keyring_fallback import (
 from app.core.secrets import SecretStore, SecretStoreError, secret_key
 
 KEY = secret_key("caldav", "acc1", "password")
-CLI = Prompts(keyring_fallback.cli_passphrase, keyring_fallback.cli_consent)
+CLI = keyring_prompts.TERMINAL_PROMPTS
 
 
 def _value() -> str:
@@ -130,12 +131,48 @@ def test_cli_passphrase_comes_from_the_environment(
 def test_cli_without_env_or_terminal_refuses(
     no_dbus: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(keyring_fallback, "_interactive", lambda: False)
+    monkeypatch.setattr(keyring_prompts, "_interactive", lambda: False)
     store = SecretStore(mode="encrypted_file", home=tmp_path, prompts=CLI)
     with pytest.raises(SecretStoreError, match="DESKHAND_KEYRING_PASSPHRASE"):
         store.set(KEY, _value())
     with pytest.raises(SecretStoreError, match="no system keyring is available"):
         SecretStore(mode="auto", home=tmp_path, prompts=CLI).set(KEY, _value())
+
+
+def test_the_core_alone_asks_nobody_even_on_a_terminal(
+    no_dbus: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Terminal prompts are the command line's: until it (or the window) installs its
+    answers, only the environment variable answers."""
+
+    def must_not_ask(*_: object) -> str:
+        raise AssertionError("the core asked on the terminal")
+
+    class Terminal:
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    monkeypatch.setattr("builtins.input", must_not_ask)
+    monkeypatch.setattr("getpass.getpass", must_not_ask)
+    store = SecretStore(mode="encrypted_file", home=tmp_path, prompts=keyring_fallback.ENV_ONLY)
+    with pytest.raises(SecretStoreError, match="DESKHAND_KEYRING_PASSPHRASE"):
+        store.set(KEY, _value())
+    with pytest.raises(SecretStoreError, match="no system keyring is available"):
+        SecretStore(mode="auto", home=tmp_path, prompts=keyring_fallback.ENV_ONLY).set(
+            KEY, _value()
+        )
+
+
+def test_a_command_asks_for_the_passphrase_on_the_terminal(tmp_path: Path) -> None:
+    from app.cli import main
+
+    previous = keyring_fallback.install_prompts(keyring_fallback.ENV_ONLY)
+    try:
+        assert main(["--home", str(tmp_path), "rules", "list"]) == 0
+        assert keyring_fallback.current_prompts() is keyring_prompts.TERMINAL_PROMPTS
+    finally:
+        keyring_fallback.install_prompts(previous)
 
 
 def test_auto_without_consent_does_not_fall_back(no_dbus: None, tmp_path: Path) -> None:

@@ -478,7 +478,7 @@ def test_cli_import_names_the_entries_it_left_out(
     assert report["added"] == ["fs"] and [p["name"] for p in report["invalid"]] == ["web"]
 
 
-# ---- names and secrets the keyring cannot take (review 17b) ------------------------------------
+# ---- names and secrets the keyring cannot take -------------------------------------------------
 
 
 @pytest.mark.parametrize(

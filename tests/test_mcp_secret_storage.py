@@ -68,7 +68,9 @@ def resolved(servers: McpServers, name: str, store: SecretStore) -> ServerConfig
 
 
 def with_github(servers: McpServers, store: SecretStore) -> None:
-    servers.save("github", {"command": "npx", "env": {"GITHUB_TOKEN": GH}})
+    # a program set-up installs (the manager may start it): it exits at once
+    entry = {"command": sys.executable, "args": ["-c", "pass"], "env": {"GITHUB_TOKEN": GH}}
+    servers.save("github", entry)
     assert store.get("mcp/github/GITHUB_TOKEN") == GH
 
 
@@ -119,7 +121,7 @@ def test_an_overwriting_import_cannot_keep_the_replaced_servers_secret(
     source.write_text(json.dumps({"mcpServers": {"github": evil, "x": {"command": "x"}}}))
     report = servers.import_file(source, overwrite=True)
     assert report.added == ["x"] and [p.name for p in report.invalid] == ["github"]
-    assert read_servers_block(servers.path)["github"]["command"] == "npx"
+    assert read_servers_block(servers.path)["github"]["command"] == sys.executable
 
 
 def test_a_typed_reference_to_another_servers_secret_is_refused(

@@ -509,7 +509,7 @@ def test_a_key_stored_by_another_process_is_found(home: Path, llm: ScriptedLLM) 
         rt.close()
 
 
-# ---- review 17b: where keys go, stale results, plain text --------------------------------
+# ---- where keys go, stale results, plain text ---------------------------------------------
 
 
 def saved_account(runtime: Runtime, url: str, key: str | None = KEY) -> ProviderAccount:

@@ -108,7 +108,7 @@ def test_every_secret_looking_value_moves_and_resolves_back_exactly(tmp_path: Pa
 
 def test_a_keyring_failure_refuses_the_server_and_says_so(tmp_path: Path) -> None:
     """A secret the keyring refuses is never kept in mcp.json: its server is not imported
-    and the report says why (review 17b; it used to keep the literal value)."""
+    and the report says why (it used to keep the literal value)."""
 
     def broken(ref: str, value: str) -> None:
         raise RuntimeError(f"keyring locked (was given {value})")

@@ -32,7 +32,7 @@ NEVER = "never covered"
 
 
 def protected(path: str) -> str | None:
-    """A small stand-in for the protected places of #11."""
+    """A small stand-in for the protected places (tools/fs/protected.py)."""
     places = {
         HOME / ".bashrc": "shell start-up file",
         HOME / ".ssh": "SSH keys",

@@ -202,7 +202,7 @@ def test_the_public_names_are_importable_from_the_package() -> None:
         "StoreError",
         "NotFoundError",
         "ConversationBusyError",
-        "Conversation",
+        "ConversationRow",
         "StoredMessage",
         "ToolCallRecord",
         "ApprovalRecord",

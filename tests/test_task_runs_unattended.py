@@ -1,4 +1,4 @@
-"""Scheduled task runs that nobody watches (issue 16) hold against a prompt-injected model, a
+"""Scheduled task runs that nobody watches hold against a prompt-injected model, a
 hostile MCP server or another process on the machine: each test names one attempt and what
 must happen instead. A scripted model over real HTTP, the real runtime, pipeline, files and
 (where it matters) a real notification server; time is the runner's clock, moved by the

@@ -102,6 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         return _gui(args)
+    from app.cli.keyring_prompts import install_terminal_prompts
+
+    install_terminal_prompts()  # an encrypted-file keyring asks for its passphrase here
     if args.command == "ask":
         from app.cli.ask import ask_command
 

@@ -109,16 +109,3 @@ async def allow_all(_: ApprovalRequest) -> Decision:
     """--yes: the user approved everything up front (the pipeline never lets it cover what
     no rule may cover)."""
     return Decision.ALLOW_ONCE
-
-
-# ---- the per-tool lists of earlier versions ------------------------------------------------
-
-
-@dataclass
-class ApprovalPolicy:
-    """Per-tool allow and deny lists, as earlier versions kept them (and as tests and
-    embedders still pass them to `Agent`). The agent turns them into rules
-    (`rules.rule_from_legacy_pattern`); only `RuleBook.evaluate` interprets them."""
-
-    always_allow: list[str] = field(default_factory=list)
-    deny: list[str] = field(default_factory=list)

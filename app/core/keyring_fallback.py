@@ -9,8 +9,9 @@
   told once and asked whether to use the encrypted file instead. Without that consent the
   error stands: secrets are never stored in plain text.
 
-Who answers the questions is pluggable: the GUI installs dialogs (app/ui/passphrase.py),
-the command line uses `DESKHAND_KEYRING_PASSPHRASE` or a prompt on a terminal.
+Who answers the questions is pluggable (`install_prompts`): the GUI installs dialogs
+(app/ui/passphrase.py), the command line prompts on a terminal (app/cli/keyring_prompts.py);
+until one does, only `DESKHAND_KEYRING_PASSPHRASE` answers (`ENV_ONLY`).
 Every function here may block (Argon2, file I/O, prompts): call it from a worker thread.
 
 The passphrase never reaches a child process: `DESKHAND_KEYRING_PASSPHRASE` is taken out
@@ -21,7 +22,6 @@ kept in this module only. A new store's passphrase must be strong enough
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
 import sys
@@ -221,42 +221,28 @@ def check_new_passphrase(passphrase: str) -> None:
         )
 
 
-def cli_passphrase(creating: bool) -> str | None:
-    """`$DESKHAND_KEYRING_PASSPHRASE`, else a prompt on a terminal, else None."""
-    value = env_passphrase()
-    if value:
-        return value
-    if not _interactive():
-        return None
-    first = getpass.getpass("Passphrase for Deskhand's encrypted secret store: ")
-    if creating and first:
-        check_new_passphrase(first)  # before asking to repeat a passphrase we will refuse
-        if getpass.getpass("Repeat the passphrase: ") != first:
-            raise FallbackError("the two passphrases differ; nothing was set up")
-    return first or None
+def env_only_passphrase(creating: bool) -> str | None:
+    """`$DESKHAND_KEYRING_PASSPHRASE`, else None: nobody is asked (the default until the
+    window or the command line installs its prompts)."""
+    return env_passphrase()
 
 
-def cli_consent(explanation: str) -> bool:
-    """Setting the passphrase variable is consent; on a terminal the user is asked."""
-    if env_passphrase():
-        return True
-    if not _interactive():
-        return False
-    print(explanation, file=sys.stderr)
-    answer = input("Use an encrypted file for Deskhand's secrets? [y/N] ")
-    return answer.strip().lower() in {"y", "yes"}
+def env_only_consent(explanation: str) -> bool:
+    """Setting the passphrase variable is consent; without it nobody is asked."""
+    return bool(env_passphrase())
 
 
-def _interactive() -> bool:
-    return sys.stdin is not None and sys.stdin.isatty()
+#: Answers that ask nobody: what runs before (or without) the window's or the terminal's.
+ENV_ONLY = Prompts(env_only_passphrase, env_only_consent)
 
 
-_prompts = Prompts(cli_passphrase, cli_consent)
+_prompts = ENV_ONLY
 _prompts_lock = threading.Lock()
 
 
 def install_prompts(prompts: Prompts) -> Prompts:
-    """Replace who is asked (the GUI does at start-up); returns the previous prompts."""
+    """Replace who is asked (the GUI and the command line do at start-up); returns the
+    previous prompts."""
     global _prompts
     with _prompts_lock:
         previous, _prompts = _prompts, prompts

@@ -424,7 +424,7 @@ class RuleBook:
             return []
 
     def _save(self) -> None:
-        from app.core.settings import atomic_write
+        from app.core.atomic_file import atomic_write
 
         if self.path is None:
             return

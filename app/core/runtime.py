@@ -37,9 +37,11 @@ if TYPE_CHECKING:  # imported where used: the window is ready before the agent l
     from app.core.sources import TrustStore
     from app.core.store import Store
     from app.core.tasks import TaskBook
+    from integrations.spec import Account
     from tools.registry import ToolRegistry
     from tools.runner import ToolRunner
     from tools.session import ToolSession
+    from tools.spec import ToolContext, ToolResult
 
 log = logging.getLogger(__name__)
 
@@ -321,8 +323,8 @@ class Runtime:
         definition: str,
         fingerprint: str,
         arguments: dict[str, Any],
-        ctx: Any,
-    ) -> Any:
+        ctx: ToolContext,
+    ) -> ToolResult:
         """(a runner thread) A cached MCP tool was called: its server is waited for."""
         return self.mcp.call_cached_tool(server, tool, definition, fingerprint, arguments, ctx)
 
@@ -412,7 +414,7 @@ class Runtime:
         """What tools reach through `ctx.service(name)`; built lazily on first use."""
         return _LazyServices(self)
 
-    def resolve_account(self, integration: str) -> Any:
+    def resolve_account(self, integration: str) -> Account:
         """`ctx.account()` for tools: the active account of `integration`, with secrets."""
         from app.core.accounts import AccountError
         from tools.spec import ToolError

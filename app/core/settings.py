@@ -11,7 +11,6 @@ import glob
 import json
 import logging
 import os
-import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -30,6 +29,7 @@ from pydantic import (
     model_validator,
 )
 
+from app.core.atomic_file import atomic_write
 from app.core.providers.kinds import KindName
 from app.core.settings_file import SendKey, ThemeMode
 from tools.redact import is_credential_key
@@ -539,27 +539,3 @@ def _candidates(first: Path) -> Iterator[Path]:
 
 def _first_line(exc: Exception) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-
-
-def atomic_write(path: Path, payload: bytes, *, mode: int) -> None:
-    """Readers see either the old file or the new one, never a torn write."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            if hasattr(os, "fchmod"):  # mkstemp already uses 0o600; be explicit anyway
-                os.fchmod(fh.fileno(), mode)
-            fh.write(payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
-        raise
-    if os.name == "posix":  # make the rename itself durable
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)

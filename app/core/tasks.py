@@ -415,7 +415,7 @@ class TaskBook:
             return []
 
     def _write(self, tasks: list[Task]) -> None:
-        from app.core.settings import atomic_write
+        from app.core.atomic_file import atomic_write
 
         text = _TaskFile(tasks=tasks).model_dump_json(indent=2) + "\n"
         try:

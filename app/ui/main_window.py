@@ -8,8 +8,8 @@ import contextlib
 import functools
 import logging
 from collections.abc import Callable, Generator, Iterator
-from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from concurrent.futures import Future, wait
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import QByteArray, QSize, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
@@ -65,6 +65,9 @@ log = logging.getLogger(__name__)
 #: Link schemes a click in the conversation hands to the system (the text is untrusted).
 SAFE_LINK_SCHEMES = frozenset({"http", "https", "mailto"})
 UNDO_SECONDS = 10
+#: The longest closing waits for a worker still reading the runtime (a slow kubeconfig).
+WORKERS_WAIT = 5.0
+T = TypeVar("T")
 #: The smallest window in which nothing is clipped (sidebar shown).
 MIN_WIDTH, MIN_HEIGHT = 720, 500
 SIDEBAR_DEFAULT, SIDEBAR_MAX = 260, 480
@@ -273,6 +276,9 @@ class MainWindow(QMainWindow):
         self._warmed = False  # `_warm_up_once` ran
         self._sized = False  # the first show placed the splitter (no saved state)
         self._detect_task: asyncio.Future[None] | None = None
+        #: Work this window started on workers that reads the runtime: waited for at close,
+        #: so nothing reads a closed store after the window is gone.
+        self._workers: set[Future[Any]] = set()
         self.reminders_view: RemindersView | None = None  # built on first use
         self.tasks_view: TasksView | None = None  # built on first use
         #: The notice for a link the conversation did not open (for tests).
@@ -636,7 +642,12 @@ class MainWindow(QMainWindow):
             return None
         self._warmed = True
         runtime = self.runtime
-        return run_off_gui(lambda: _warm_up(runtime))
+        return self._tracked(run_off_gui(lambda: _warm_up(runtime)))
+
+    def _tracked(self, future: Future[T]) -> Future[T]:
+        self._workers.add(future)
+        future.add_done_callback(self._workers.discard)
+        return future
 
     # ---- state ---------------------------------------------------------------------------
 
@@ -737,7 +748,7 @@ class MainWindow(QMainWindow):
                 self.accounts_label.setVisible(bool(text))
             shown.set_result(None)
 
-        run_off_gui(self._read_active_accounts, show)
+        self._tracked(run_off_gui(self._read_active_accounts, show))
         return shown
 
     def _read_active_accounts(self) -> list[tuple[str, str]]:
@@ -1271,6 +1282,9 @@ class MainWindow(QMainWindow):
             self.reminders_view.close()
         if self.tasks_view is not None:
             self.tasks_view.close()
+        for future in list(self._workers):
+            future.cancel()  # not started yet: never will
+        wait(list(self._workers), timeout=WORKERS_WAIT)
 
     def quit_now(self) -> None:
         self._quitting = True

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from app.core.atomic_file import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +48,6 @@ class UiState:
 
     def save(self, path: Path) -> None:
         try:
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".ui_state-")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(asdict(self), f)
-            os.replace(tmp, path)
+            atomic_write(path, json.dumps(asdict(self)).encode("utf-8"), mode=0o600)
         except OSError as exc:  # a full disk must not crash closing the window
             log.warning("could not save the window state: %s", exc)

@@ -17,7 +17,7 @@ from app.core.store.branches import LEASE_STALE_SECONDS, Branches, ConversationB
 from app.core.store.conversations import (
     DEFAULT_TITLE,
     TITLE_MAX,
-    Conversation,
+    ConversationRow,
     Conversations,
     StoredMessage,
     make_title,
@@ -45,8 +45,8 @@ __all__ = [
     "AccountRow",
     "ApprovalDecision",
     "ApprovalRecord",
-    "Conversation",
     "ConversationBusyError",
+    "ConversationRow",
     "Database",
     "NewReminder",
     "NotFoundError",

@@ -30,7 +30,10 @@ _SETTABLE = frozenset({"title", "deleted_at", "private", "provider_account", "mo
 
 
 @dataclass(frozen=True)
-class Conversation:
+class ConversationRow:
+    """A stored conversation as listed (its messages are not loaded); the live state of an
+    open conversation is `app.core.agent.Conversation`."""
+
     id: str
     title: str
     created_at: datetime
@@ -87,7 +90,7 @@ class Conversations(Database):
 
     def list_conversations(
         self, limit: int = 100, offset: int = 0, include_deleted: bool = False
-    ) -> list[Conversation]:
+    ) -> list[ConversationRow]:
         """Most recently active first."""
         where = "" if include_deleted else "WHERE c.deleted_at IS NULL"
         rows = self._read(
@@ -99,7 +102,7 @@ class Conversations(Database):
         )
         return [_conversation(r) for r in rows]
 
-    def get_conversation(self, conv_id: str) -> Conversation | None:
+    def get_conversation(self, conv_id: str) -> ConversationRow | None:
         """The conversation, deleted or not; None if it does not exist."""
         rows = self._read(
             """SELECT c.*, (SELECT count(*) FROM messages m WHERE m.conversation_id = c.id)
@@ -254,8 +257,8 @@ def make_title(text: str) -> str:
     return cut.rstrip() + "…"
 
 
-def _conversation(r: sqlite3.Row) -> Conversation:
-    return Conversation(
+def _conversation(r: sqlite3.Row) -> ConversationRow:
+    return ConversationRow(
         id=r["id"],
         title=r["title"],
         created_at=utc(r["created_at"]),

@@ -30,6 +30,7 @@ from qasync import asyncSlot
 
 from app.core.local_servers import DEFAULTS as LOCAL_CANDIDATES
 from app.core.local_servers import Candidate, detect_local_servers
+from app.core.provider_keys import save_key_changes, stored_key
 from app.core.providers.base import ProviderConfig
 from app.core.providers.kinds import PROVIDER_KINDS, default_preset, provider_kind
 from app.core.providers.urls import (
@@ -40,7 +41,7 @@ from app.core.providers.urls import (
     origin,
 )
 from app.core.runtime import Runtime
-from app.core.secrets import SecretStoreError, env_api_key, secret_key
+from app.core.secrets import SecretStoreError, env_api_key
 from app.core.settings import ProviderAccount, Settings
 from app.core.visible import one_line
 from app.ui.plain_text import plain_tooltip
@@ -110,18 +111,6 @@ def local_names(candidates: tuple[Candidate, ...], joiner: str) -> str:
     """ "Ollama and LM Studio": the local servers Deskhand looks for."""
     names = [c.name for c in candidates]
     return f" {joiner} ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
-
-
-def api_key_name(account_id: str) -> str:
-    """Where an account's API key lives in the keyring."""
-    return secret_key("provider", account_id, "api_key")
-
-
-def stored_key(runtime: Runtime, account_id: str) -> str | None:
-    """(blocking) The account's stored key; an account with no key in the index of names
-    — a local server — is answered without asking the keyring."""
-    name = api_key_name(account_id)
-    return runtime.secrets.get(name) if runtime.secrets.might_hold(name) else None
 
 
 class _Failed(Exception):
@@ -721,7 +710,7 @@ class ProvidersPage(SettingsPage):
         with self._busy():
             for account in list(self.accounts):
                 try:
-                    value = await in_thread(stored_key, self.runtime, account.id)
+                    value = await in_thread(stored_key, self.runtime.secrets, account.id)
                 except SecretStoreError as exc:
                     self._key_stored[account.id] = None
                     self._key_errors[account.id] = str(exc)
@@ -920,19 +909,17 @@ class ProvidersPage(SettingsPage):
 
     async def store_keys(self) -> None:
         """Write pending key changes to the keyring (in a thread). Raises SecretStoreError."""
-        secrets = self.runtime.secrets
-        for account_id in sorted(self._removed):
-            if self._key_stored.get(account_id):
-                try:  # best effort: the account is gone either way
-                    await in_thread(secrets.delete, api_key_name(account_id))
-                except SecretStoreError as exc:
-                    log.warning("could not remove the key of a deleted provider: %s", exc)
-        for account_id in sorted(self._forget_keys):
-            await in_thread(secrets.delete, api_key_name(account_id))
-            self._key_stored[account_id] = False
-        for account_id, value in list(self._new_keys.items()):
-            await in_thread(secrets.set, api_key_name(account_id), value)
-            self._key_stored[account_id] = True
+        removed = [a for a in self._removed if self._key_stored.get(a)]
+        stored = await in_thread(
+            partial(
+                save_key_changes,
+                self.runtime.secrets,
+                removed=removed,
+                cleared=set(self._forget_keys),
+                typed=dict(self._new_keys),
+            )
+        )
+        self._key_stored.update(stored)
 
     # -- saving --
 
