@@ -209,11 +209,14 @@ class MainWindow(QMainWindow):
             self.build_early(runtime.store)
             self.attach(runtime, tray)
 
-    def build_early(self, store: Store | None = None) -> Store:
+    def build_early(
+        self, store: Store | None = None, *, between: Callable[[], None] | None = None
+    ) -> Store:
         """The chat list and the message box over the store alone (opened here when not
         given), before the runtime: the user can read the list and type while the rest
         starts (Send waits for it). `attach` keeps both widgets. Returns the store, for
-        the runtime to adopt."""
+        the runtime to adopt. `between` runs once the chat list is in and before the
+        message box is made (start-up lets the window paint the list there)."""
         from app.core.paths import db_path
         from app.core.settings_file import read_general
         from app.core.store import Store
@@ -244,6 +247,8 @@ class MainWindow(QMainWindow):
         self.sidebar.refresh()
         # a chat picked while starting is the one `attach` opens (and a waiting Send goes to)
         self.sidebar.conversationSelected.connect(self._picked_while_starting)
+        if between is not None:
+            between()
         # the real message box under the placeholder: typing works at once, Send waits
         # for the rest of the window
         self.composer = Composer()
