@@ -284,6 +284,8 @@ class MainWindow(QMainWindow):
         #: Work this window started on workers that reads the runtime: waited for at close,
         #: so nothing reads a closed store after the window is gone.
         self._workers: set[Future[Any]] = set()
+        #: Set once the window stopped its background work (quitting): nothing new starts.
+        self._stopped = False
         self.reminders_view: RemindersView | None = None  # built on first use
         self.tasks_view: TasksView | None = None  # built on first use
         #: The notice for a link the conversation did not open (for tests).
@@ -745,6 +747,9 @@ class MainWindow(QMainWindow):
         Reading them parses kubeconfig YAML and Docker contexts, so it runs on a worker and
         the header follows when it is done; the future is done once the header shows them."""
         shown: Future[None] = Future()
+        if self._stopped:  # a timer that fired after quitting: the runtime may be closed
+            shown.set_result(None)
+            return shown
 
         def show(summary: list[tuple[str, str]]) -> None:
             if isValid(self.accounts_label):
@@ -1278,6 +1283,7 @@ class MainWindow(QMainWindow):
             self.ui_state.save(self.state_path)
 
     def stop_background_work(self) -> None:
+        self._stopped = True
         self.model_picker.cancel()
         self.elicitation.close_all()  # waiting MCP servers are told "declined"
         self.controller.stop()
