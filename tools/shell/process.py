@@ -220,9 +220,9 @@ class _PosixChild:
                 stdout=slave,
                 stderr=slave,
                 start_new_session=True,
-                # One ioctl between fork and exec: the only way to a controlling terminal
-                # without a helper program.
-                preexec_fn=_take_terminal if interactive else None,
+                # Between fork and exec: signals as a terminal gives them, and (one ioctl)
+                # the controlling terminal, which has no other way without a helper program.
+                preexec_fn=_interactive_child if interactive else _default_signals,
             )
         except BaseException:
             os.close(self.master)
@@ -320,11 +320,31 @@ def _configure_terminal(fd: int) -> None:
     termios.tcsetattr(fd, termios.TCSANOW, attrs)
 
 
-def _take_terminal() -> None:
-    """In the child, after setsid: stdin's terminal becomes the controlling terminal."""
+#: Signals a command gets its default handling of, whatever Deskhand inherited: started in
+#: the background of a shell, Deskhand ignores SIGINT and SIGQUIT, and a command that
+#: inherited that could not be stopped with Ctrl-C (nor trap it: a shell cannot trap a signal
+#: ignored when it started).
+CHILD_DEFAULT_SIGNALS = tuple(
+    getattr(signal, name)
+    for name in ("SIGINT", "SIGQUIT", "SIGHUP", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGCHLD")
+    if hasattr(signal, name)
+)
+
+
+def _default_signals() -> None:
+    """In the child, before exec: default signal handling and nothing blocked."""
+    for sig in CHILD_DEFAULT_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
+
+
+def _interactive_child() -> None:
+    """In the child, after setsid: default signals, and stdin's terminal becomes the
+    controlling terminal."""
     import fcntl
     import termios
 
+    _default_signals()
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
