@@ -7,17 +7,12 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from app.core.secrets import SecretStoreError, secret_key
+from app.core.secrets import SecretStoreError, api_key_name
 
 if TYPE_CHECKING:
     from app.core.secrets import SecretStore
 
 log = logging.getLogger(__name__)
-
-
-def api_key_name(account_id: str) -> str:
-    """Where an account's API key lives in the keyring."""
-    return secret_key("provider", account_id, "api_key")
 
 
 def stored_key(secrets: SecretStore, account_id: str) -> str | None:

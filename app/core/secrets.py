@@ -143,6 +143,11 @@ def secret_key(integration: str, account_id: str, field: str) -> str:
     return key
 
 
+def api_key_name(account_id: str) -> str:
+    """Where a provider account's API key lives in the keyring."""
+    return secret_key("provider", account_id, "api_key")
+
+
 def _valid_key(key: str) -> bool:
     parts = key.split("/")
     return len(parts) == 3 and all(p.strip() for p in parts)
@@ -394,7 +399,7 @@ class SecretStore:
         """
         failure: SecretStoreError | None = None
         value: str | None = None
-        key = secret_key("provider", account.id, "api_key")
+        key = api_key_name(account.id)
         try:
             if recheck or self.might_hold(key):
                 value = self.get(key)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, available_timezones
 
-from PySide6.QtCore import QDateTime, Qt, QTime, Signal
+from PySide6.QtCore import Qt, QTime, Signal
 from PySide6.QtGui import QAction, QKeyEvent, QKeySequence, QResizeEvent, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -656,7 +656,7 @@ class TaskEditor(QDialog):
         self.zone.setCurrentText(zone_name)
         tz = ZoneInfo(zone_name)
         start = (now + timedelta(hours=1)).astimezone(tz).replace(minute=0, second=0)
-        self.at.setDateTime(_qt_time(start))
+        self.at.setDateTime(to_qdatetime(start))
         self.time.setTime(QTime(8, 0))
         budget = task.budget if task else Budget()
         self.minutes.setValue(max(1, budget.max_seconds // 60))
@@ -669,7 +669,7 @@ class TaskEditor(QDialog):
             self._load_account(task.provider)
             self.model_name.setText(task.model or "")
             if task.schedule.at is not None:
-                self.at.setDateTime(_qt_time(task.schedule.at.astimezone(tz)))
+                self.at.setDateTime(to_qdatetime(task.schedule.at.astimezone(tz)))
             else:
                 mode = self._load_cron(task.schedule.cron or "")
         self.repeat.setCurrentIndex(list(REPEATS).index(mode))
@@ -886,9 +886,6 @@ def _text_box(lines: int, *, fixed: bool = False) -> QPlainTextEdit:
     box.setStyleSheet(f"QPlainTextEdit {{ min-height: {height}px;{limit} }}")
     return box
 
-
-def _qt_time(moment: datetime) -> QDateTime:
-    return to_qdatetime(moment)
 
 
 # ---- the window --------------------------------------------------------------------------------
