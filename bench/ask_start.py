@@ -15,8 +15,8 @@ Deskhand sent, run alternately with each case. Medians of RUNS runs after one wa
   when installed in .cache/conformance, else tests/mcp_servers.py), after one run that let
   them list their tools.
 
-Nothing is sent before Deskhand has loaded and nothing is cached between runs: the ratio is
-what import discipline alone gives (the README's target: ≤ 3× the floor).
+Nothing is sent before Deskhand has loaded and nothing is cached between runs (the README's
+target: ≤ 3× the floor).
 
 Run: .venv/bin/python bench/ask_start.py [--cryptfile]
 """

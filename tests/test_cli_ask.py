@@ -127,3 +127,69 @@ def test_ask_does_not_wait_for_the_file_tools_places(llm: ScriptedLLM, tmp_path:
         assert protected._cached.cache_info().currsize == 1
     finally:
         runtime.close()
+
+
+def test_ask_knows_every_stored_secret_before_it_builds_the_turn(
+    llm: ScriptedLLM, tmp_path: Path, keyring_env: dict[str, str]
+):
+    """`ask` reads the stored secrets after its imports, not beside them: once its runtime
+    is loaded, every stored value is known to the tripwire (no turn waits on a thread)."""
+    from app.cli.ask import load_for_ask
+    from app.core.secrets import SecretStore, known_secret_values, secret_key
+
+    home = _make_home(tmp_path, llm)
+    value = "sk-" + "stored4before5the6turn7"
+    SecretStore(mode="system", home=home).set(secret_key("provider", "acct01", "api_key"), value)
+    runtime = load_for_ask(home)
+    try:
+        assert runtime.secrets.loaded
+        assert runtime.secrets.load_error is None
+        assert value in known_secret_values()
+    finally:
+        runtime.close()
+
+
+def test_the_collector_pauses_while_ask_starts_and_runs_again_for_the_turn():
+    """Start-up's objects are frozen when the turn begins (full collections never walk them
+    again) and collection resumes; a collector the caller had turned off stays off."""
+    import gc
+
+    from app.cli.collector import StartUpPause
+
+    gc.enable()  # as in a fresh process (the tests' own fixture turns it off)
+    frozen = gc.get_freeze_count()
+    try:
+        with StartUpPause() as pause:
+            assert not gc.isenabled()
+            kept = [[] for _ in range(50)]
+            pause.over()
+            assert gc.isenabled()
+            assert gc.get_freeze_count() >= frozen + len(kept)
+        assert gc.isenabled()
+        with StartUpPause():
+            assert not gc.isenabled()
+        assert gc.isenabled(), "a start that ends early (an error) resumes collection too"
+        gc.disable()
+        with StartUpPause() as pause:
+            pause.over()
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.disable()
+
+
+def test_ask_leaves_the_collector_running_after_its_turn(llm: ScriptedLLM, tmp_path: Path):
+    import gc
+
+    from app.cli import main
+
+    home = _make_home(tmp_path, llm)
+    llm.add(text("fine"))
+    gc.enable()  # as in a fresh process (the tests' own fixture turns it off)
+    frozen = gc.get_freeze_count()
+    try:
+        assert main(["--home", str(home), "ask", "hi"]) == 0
+        assert gc.isenabled()
+        assert gc.get_freeze_count() > frozen
+    finally:
+        gc.disable()

@@ -107,8 +107,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     install_terminal_prompts()  # an encrypted-file keyring asks for its passphrase here
     if args.command == "ask":
         from app.cli.ask import ask_command
+        from app.cli.collector import StartUpPause
 
-        return run_async(ask_command(args))
+        with StartUpPause() as pause:
+            return run_async(ask_command(args, pause))
     from app.core.logging_setup import configure
     from app.core.runtime import ConfigError, Runtime
 
