@@ -205,6 +205,8 @@ class ToolRunner:
     ) -> ToolResult:
         loop = asyncio.get_running_loop()
         limit = timeout if timeout is not None else manifest.timeout
+        if manifest.on_loop:
+            return self.finish(await self._run_on_loop(manifest, params, ctx, limit))
         future = loop.run_in_executor(
             self.executor_for(manifest), self._call_sync, manifest, params, ctx
         )
@@ -225,6 +227,34 @@ class ToolRunner:
                 ctx.late_result = self.finish(late)
             raise
         return self.finish(result)
+
+    async def _run_on_loop(
+        self, manifest: ToolManifest, params: Any, ctx: ToolContext, limit: float
+    ) -> ToolResult:
+        """A coroutine body (`ToolManifest.on_loop`), with the pool's outcomes: a timeout, a
+        ToolError or a crash each become a failed result; a Stop cancels it."""
+        try:
+            fn = self.registry.resolve(manifest.name)
+        except Exception as exc:
+            log.warning("cannot load %s: %s", manifest.name, exc)
+            return ToolResult.failure(f"{manifest.name} could not be loaded: {exc}")
+        try:
+            return wrap_return(await asyncio.wait_for(fn(params, ctx), timeout=limit))
+        except TimeoutError:
+            ctx.cancel_event.set()
+            return ToolResult.failure(
+                f"{manifest.name} did not finish within {limit:g} s and was stopped"
+            )
+        except asyncio.CancelledError:
+            ctx.cancel_event.set()
+            raise
+        except ToolCancelled:
+            return ToolResult.failure("cancelled")
+        except ToolError as exc:
+            return ToolResult.failure(str(exc))
+        except Exception as exc:
+            log.exception("tool %s crashed", manifest.name)
+            return ToolResult.failure(f"{manifest.name} failed: {type(exc).__name__}: {exc}")
 
     def _call_sync(self, manifest: ToolManifest, params: Any, ctx: ToolContext) -> ToolResult:
         try:

@@ -33,6 +33,8 @@ class ToolSession:
     #: pages, MCP results, files, logs, a saved note taken from such content): where the
     #: latest such content came from.
     last_untrusted_origin: str | None = None
+    #: A sub-agent's session: only these tools exist for it (None: every enabled tool).
+    only: frozenset[str] | None = None
     # Both are kept with the conversation in the store (app/core/store/taint.py) and given
     # back to any session of a stored conversation (`untrusted.restore`): opening it, and
     # before each call. Only the visited sites in `notes` live in this process alone (a
@@ -41,6 +43,8 @@ class ToolSession:
     def enabled(self, name: str) -> bool:
         manifest = self.registry.get(name)
         if manifest is None or name in self.disabled or manifest.category in self.disabled:
+            return False
+        if self.only is not None and name not in self.only:
             return False
         return self.registry.unavailable_reason(manifest) is None
 

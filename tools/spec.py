@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -144,6 +144,11 @@ class ToolManifest:
     timeout: float = 60.0
     #: Run on a dedicated thread instead of the shared pool (e.g. "browser").
     thread: str | None = None
+    #: The body is a coroutine function awaited on the agent's own loop instead of a pool
+    #: thread: for a tool that drives other async work and mostly waits (`delegate_agent`
+    #: runs a whole agent loop; a pool thread held that long could starve its own calls).
+    #: It must never block the loop.
+    on_loop: bool = False
     #: After Stop, how long the body may take to end what it started elsewhere (a command
     #: in a container) and say how that went; the turn waits that long at most.
     stop_grace: float = 0.5
@@ -240,6 +245,7 @@ class ToolContext:
         egress_deny: Callable[[str], bool] | None = None,
         secret_values: Callable[[], Iterable[str]] = lambda: (),
         headless: bool = True,
+        delegate: Callable[[str, str], Awaitable[ToolResult]] | None = None,
     ) -> None:
         """`confirm`, `egress_rule` (site → an allow rule naming it covers this tool) and
         `egress_deny` (site → a deny rule for this tool names it) come from the call
@@ -268,6 +274,9 @@ class ToolContext:
         #: Every secret value Deskhand knows (the tripwire's), for tools that must keep them
         #: out of what they start (the terminal's child environment).
         self.secret_values = secret_values
+        #: (agent name, task) → the sub-agent's result: given by the pipeline to Deskhand's
+        #: own `delegate_agent` in a conversation that may delegate (never to a sub-agent).
+        self.delegate = delegate
 
     @property
     def cancelled(self) -> bool:

@@ -1,5 +1,5 @@
 """The command line: the GUI by default, or headless commands (`ask`, `tools`, `accounts`,
-`mcp`, `rules`, `sources`, `tasks`).
+`mcp`, `rules`, `sources`, `tasks`, `agents`).
 
 Imports stay inside the commands so `deskhand tools list` loads no provider, Qt or
 tool implementation.
@@ -94,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     from app.cli.tasks import add_parsers as add_tasks_parsers
 
     add_tasks_parsers(sub)
+    from app.cli.agents import add_parsers as add_agents_parsers
+
+    add_agents_parsers(sub)
     return parser
 
 
@@ -144,6 +147,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 runner=lambda task_id: run_task_now(runtime, task_id),
                 serve=lambda: serve(runtime),
             )
+        if args.command == "agents":
+            from app.cli.agents import run_agents
+
+            return run_agents(args, runtime)
         from app.cli.tool_commands import tools_call, tools_list
 
         if args.tools_command == "list":

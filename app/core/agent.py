@@ -100,6 +100,9 @@ class TurnSetup:
 
     system_prompt: str | None = None
     max_steps: int = 25
+    #: Tokens (in and out, all steps) after which the turn ends once its round of calls is
+    #: done (a sub-agent's budget); None: no limit.
+    max_tokens: int | None = None
     #: The memory injection and compaction budgets (`memory`, `conversation`).
     settings: SettingsView | None = None
     #: The app services; "memory" chooses the note the model is told.
@@ -126,6 +129,7 @@ class Agent:
         self.settings = setup.settings
         self.system_prompt = setup.system_prompt
         self.max_steps = setup.max_steps
+        self.max_tokens = setup.max_tokens
         self.services = setup.services
         #: Calls of the current round whose start reached the store.
         self._started_rows: set[str] = set()
@@ -280,6 +284,9 @@ class Agent:
                 yield call_event
             if warning := self._save_warning():
                 yield warning
+            if self.max_tokens is not None and usage.total >= self.max_tokens:
+                yield TurnFinished(usage, "max_tokens", step)
+                return
             invalid_rounds = invalid_rounds + 1 if outcome.all_invalid(len(calls)) else 0
             if invalid_rounds >= MAX_INVALID_ROUNDS:
                 yield Error(

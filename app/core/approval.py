@@ -79,10 +79,13 @@ class ApprovalRequest:
     #: The full arguments as JSON, control characters made visible.
     arguments_text: str = ""
     conversation_id: str | None = None
+    #: The sub-agent whose call this is ("Researcher"); None for the conversation's own.
+    #: Its question is answered once: no rule, trust or conversation grant comes of it.
+    agent: str | None = None
 
     def choices(self) -> list[Decision]:
         """What the user may answer to this request, in the order cards show them."""
-        if self.never_covered:
+        if self.never_covered or self.agent:
             return [Decision.ALLOW_ONCE, Decision.DENY]
         if not self.trusted:
             return [Decision.ALLOW_ONCE, Decision.TRUST_SOURCE, Decision.DENY]

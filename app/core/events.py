@@ -29,6 +29,10 @@ class ToolCallStarted:
     arguments: dict[str, Any] | str
     category: str = ""
     operations: list[str] = field(default_factory=list)
+    #: The sub-agent making the call ("Researcher"); "" for the conversation's own.
+    agent: str = ""
+    #: For a sub-agent's call: the `delegate_agent` call it belongs to.
+    parent_call_id: str = ""
 
 
 @dataclass

@@ -17,7 +17,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -74,6 +74,21 @@ class ToolEnvironment:
     headless: bool = True
 
 
+@dataclass(frozen=True)
+class ChildBounds:
+    """A sub-agent's pipeline (app/core/delegation.py): the only tools it has, its profile
+    (allow rules, in memory), and its parent. Each of its calls is decided twice — by the
+    parent's rules, in the parent's conversation, and by the profile — and the stricter
+    answer counts, so a child never gets more than both allow."""
+
+    agent: str
+    tools: frozenset[str]
+    profile: RuleBook
+    parent_conversation_id: str | None
+    #: What the child reads counts for the parent at once (its taint flows up, §5.8).
+    parent_session: ToolSession
+
+
 @dataclass
 class CallFacts:
     """What Deskhand worked out about one call before deciding."""
@@ -85,6 +100,8 @@ class CallFacts:
     subject: Subject
     escalation: Escalation | None
     evaluation: Evaluation = field(default_factory=lambda: Evaluation(None))
+    #: A sub-agent's call: what its agent's profile says (ChildBounds).
+    profile_evaluation: Evaluation = field(default_factory=lambda: Evaluation(None))
     #: The card's words from the tool's own hooks (only for a call that asks).
     summary: str | None = None
     preview: str | None = None
@@ -118,7 +135,11 @@ class CallPipeline:
         recorder: Any = None,
         task_id: str | None = None,
         tripwire: Tripwire = TRIPWIRE,
+        bounds: ChildBounds | None = None,
+        delegate: Delegate | None = None,
     ) -> None:
+        """`bounds`: a sub-agent's pipeline. `delegate`: how `delegate_agent` hands a task
+        to a sub-agent (None: this conversation cannot delegate; never given with bounds)."""
         self.runner = runner
         self.registry: ToolRegistry = runner.registry
         self.tripwire = tripwire
@@ -133,6 +154,8 @@ class CallPipeline:
         self.task_id = task_id
         #: call id → what a tool said after Stop (e.g. "the command may still be running").
         self.stopped_results: dict[str, ToolResult] = {}
+        self.bounds = bounds
+        self.delegate = None if bounds is not None else delegate
 
     # ---- the pipeline --------------------------------------------------------------------
 
@@ -179,11 +202,11 @@ class CallPipeline:
                     # kept for the history ("Cancelled. <its words>"): labelled and counted
                     # as read like any other result
                     late = await self._stopped_result(late, facts, session, for_model)
-                    self._keep_taint(conversation_id, call_id, self._taint_of(late, facts))
+                    self.keep_taint(conversation_id, call_id, self._taint_of(late, facts))
                     self.stopped_results[call_id] = late
             raise
         result = await self._after_run(result, facts, session, for_model)
-        self._keep_taint(conversation_id, call_id, self._taint_of(result, facts))
+        self.keep_taint(conversation_id, call_id, self._taint_of(result, facts))
         return CallOutcome(result, "ok" if result.ok else "error", manifest)
 
     # ---- 1. validate -----------------------------------------------------------------------
@@ -191,6 +214,15 @@ class CallPipeline:
     def validate(
         self, name: str, arguments: str | dict[str, Any] | None, session: ToolSession
     ) -> tuple[ToolManifest, Any]:
+        if self.bounds is not None and name not in self.bounds.tools:
+            from app.core.agents import FORBIDDEN_WHY, forbidden_for_children
+
+            if forbidden_for_children(name):
+                raise InvalidCall(
+                    f"{name} cannot be used here: {FORBIDDEN_WHY}. Do the work with your "
+                    "own tools, or say in your answer what is left to do."
+                )
+            raise InvalidCall(f"{name} is not among the tools of the agent {self.bounds.agent}")
         if name in self.registry and not session.enabled(name):
             raise InvalidCall(f"{name} is turned off in Deskhand's settings")
         source = self.registry.source_of(name)
@@ -217,8 +249,13 @@ class CallPipeline:
         def asks(escalation: Escalation | None, subject: Subject) -> bool:
             facts.escalation, facts.subject = escalation, subject
             facts.evaluation = self.rules.evaluate(
-                manifest.name, source.id, subject, conversation_id, self.task_id
+                manifest.name, source.id, subject, self._rules_conversation(conversation_id),
+                self.task_id,
             )
+            if self.bounds is not None:
+                facts.profile_evaluation = self.bounds.profile.evaluate(
+                    manifest.name, source.id, subject
+                )
             verdict = self.decide(facts)  # --yes answers what it covers without a card
             yes = self.auto_approve and not verdict.never_covered
             return verdict.verdict is Verdict.ASK and not yes
@@ -245,7 +282,24 @@ class CallPipeline:
     # ---- 3. decide -------------------------------------------------------------------------
 
     def decide(self, facts: CallFacts) -> _Verdict:
-        ev, esc = facts.evaluation, facts.escalation
+        """What the rules say; for a sub-agent, the stricter of what the parent's rules and
+        its agent's profile say (deny > ask > allow)."""
+        verdict = self._decide_by(facts, facts.evaluation)
+        if self.bounds is None:
+            return verdict
+        bound = self._decide_by(facts, facts.profile_evaluation)
+        if bound.verdict is Verdict.ASK and verdict.verdict is Verdict.ALLOW:
+            why = f"the agent {self.bounds.agent}'s profile does not cover it"
+            bound = replace(bound, reason=f"{why} ({bound.reason})" if bound.reason else why)
+        return _stricter(verdict, bound)
+
+    def _rules_conversation(self, conversation_id: str | None) -> str | None:
+        """Whose conversation rules count: a sub-agent's are its parent's (a grant "in this
+        conversation" reaches it only where its profile allows the same)."""
+        return self.bounds.parent_conversation_id if self.bounds is not None else conversation_id
+
+    def _decide_by(self, facts: CallFacts, ev: Evaluation) -> _Verdict:
+        esc = facts.escalation
         if ev.decision is RuleDecision.DENY:
             return _Verdict(Verdict.DENY, DENY_RULE)
         if esc is not None and esc.never_covered:
@@ -324,6 +378,7 @@ class CallPipeline:
             never_covered=verdict.never_covered,
             arguments_text=visible(json.dumps(arguments, indent=2, ensure_ascii=False)),
             conversation_id=conversation_id,
+            agent=self.bounds.agent if self.bounds is not None else None,
         )
 
     def _remember(self, decision: Decision, request: ApprovalRequest, facts: CallFacts) -> None:
@@ -395,13 +450,37 @@ class CallPipeline:
             egress_deny=lambda site: self._site_denied(manifest, source, site, conversation_id),
             secret_values=tripwire.known,
             headless=self.env.headless,
+            delegate=self._delegation(call_id, manifest, session, conversation_id, emit),
         )
+
+    def _delegation(
+        self,
+        call_id: str,
+        manifest: ToolManifest,
+        session: ToolSession,
+        conversation_id: str | None,
+        emit: Emit,
+    ) -> Callable[[str, str], Awaitable[ToolResult]] | None:
+        """`ctx.delegate` for Deskhand's own `delegate_agent` in a pipeline that may
+        delegate; None for anything else (a sub-agent's pipeline has no `delegate`)."""
+        delegate = self.delegate
+        if delegate is None or not self.registry.source_of(manifest.name).builtin:
+            return None
+
+        def run(agent: str, task: str) -> Awaitable[ToolResult]:
+            return delegate(self, ParentCall(call_id, session, conversation_id, emit), agent, task)
+
+        return run
 
     def _site_denied(
         self, manifest: ToolManifest, source: ToolSource, site: str, conversation_id: str | None
     ) -> bool:
         ev = self.rules.evaluate(
-            manifest.name, source.id, Subject(site=site), conversation_id, self.task_id
+            manifest.name,
+            source.id,
+            Subject(site=site),
+            self._rules_conversation(conversation_id),
+            self.task_id,
         )
         return ev.decision is RuleDecision.DENY
 
@@ -411,14 +490,16 @@ class CallPipeline:
         """A deny or ask rule for the site wins; only a narrow allow rule naming it covers."""
         if not self.trust.is_trusted(source, manifest.name):
             return False
-        ev = self.rules.evaluate(
-            manifest.name, source.id, Subject(site=site), conversation_id, self.task_id
-        )
-        return (
-            ev.decision is RuleDecision.ALLOW
-            and ev.rule is not None
-            and ev.rule.matcher.kind == "site"
-        )
+        subject = Subject(site=site)
+        books = [(self.rules, self._rules_conversation(conversation_id), self.task_id)]
+        if self.bounds is not None:  # a sub-agent: its profile must name the site too
+            books.append((self.bounds.profile, None, None))
+        for book, conversation, task in books:
+            ev = book.evaluate(manifest.name, source.id, subject, conversation, task)
+            named = ev.rule is not None and ev.rule.matcher.kind == "site"
+            if ev.decision is not RuleDecision.ALLOW or not named:
+                return False
+        return True
 
     async def confirm_from_tool(
         self,
@@ -452,6 +533,7 @@ class CallPipeline:
             reason="the tool asks before going on",
             conversation_id=conversation_id,
             never_covered=never_covered,
+            agent=self.bounds.agent if self.bounds is not None else None,
         )
         emit(ApprovalRequested(request))
         decision = Decision(await self.approver(request))
@@ -508,11 +590,15 @@ class CallPipeline:
             labelled, origin = untrusted.label(result.content, note), note
         if origin is not None and for_model:  # failed results too: an error text can carry
             result.content = labelled  # a page's words
+        sessions = [session]
+        if self.bounds is not None:  # what a sub-agent reads, its parent has read (§5.8)
+            sessions.append(self.bounds.parent_session)
         for taint_kind, what in self._taint_of(result, facts):
-            if taint_kind == untrusted.PRIVATE:
-                session.private_data_read = what
-            else:
-                session.last_untrusted_origin = what  # it stays in the model's context
+            for reader in sessions:
+                if taint_kind == untrusted.PRIVATE:
+                    reader.private_data_read = what
+                else:
+                    reader.last_untrusted_origin = what  # it stays in the model's context
         return result
 
     # ---- what the conversation read, kept with it (app/core/store/taint.py) -------------
@@ -551,7 +637,7 @@ class CallPipeline:
         except Exception:
             log.exception("could not read what this conversation read before")
 
-    def _keep_taint(
+    def keep_taint(
         self, conversation_id: str | None, call_id: str, found: list[tuple[str, str]]
     ) -> None:
         """Stores what a call's result brought into the conversation, under its call id."""
@@ -563,6 +649,31 @@ class CallPipeline:
                 add(conversation_id, taint_kind, what, call_id)
             except Exception:  # this session still knows; a later process would not
                 log.exception("could not keep what this conversation read")
+
+
+@dataclass(frozen=True)
+class ParentCall:
+    """The `delegate_agent` call a sub-agent works for: where its events and taint go."""
+
+    call_id: str
+    session: ToolSession
+    conversation_id: str | None
+    emit: Emit
+
+
+#: (the parent's pipeline, its call, agent name, task) → the sub-agent's result.
+Delegate = Callable[[CallPipeline, ParentCall, str, str], Awaitable[ToolResult]]
+
+
+def _stricter(a: _Verdict, b: _Verdict) -> _Verdict:
+    """deny > ask > allow; between two questions, one no rule may cover wins."""
+    rank = {Verdict.DENY: 2, Verdict.ASK: 1, Verdict.ALLOW: 0}
+    if rank[a.verdict] != rank[b.verdict]:
+        return a if rank[a.verdict] > rank[b.verdict] else b
+    if a.verdict is Verdict.ASK:
+        first = a if a.never_covered or not b.never_covered else b
+        return replace(first, never_covered=a.never_covered or b.never_covered)
+    return a
 
 
 class _Confirmer:

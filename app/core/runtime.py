@@ -25,6 +25,7 @@ from tools.redact import TRIPWIRE, Tripwire
 if TYPE_CHECKING:  # imported where used: the window is ready before the agent loads
     from app.core.accounts import AccountDirectory
     from app.core.agent import Agent, Conversation
+    from app.core.agent_book import AgentBook
     from app.core.approval import Approver
     from app.core.mcp.manager import McpManager
     from app.core.mcp.servers import McpServers
@@ -224,6 +225,14 @@ class Runtime:
         from app.core.tasks import TaskBook
 
         return TaskBook(self.home, rules=self.rules)
+
+    @cached_property
+    def agents(self) -> AgentBook:
+        """Named sub-agents (app.core.agent_book.AgentBook): Deskhand's and the user's own,
+        kept in settings `agents`."""
+        from app.core.agent_book import AgentBook
+
+        return AgentBook(self)
 
     @cached_property
     def memory(self) -> MemoryService:
@@ -508,10 +517,18 @@ class Runtime:
         auto_approve: bool = False,
         record: bool = True,
         task_id: str | None = None,
+        provider: Any = None,
     ) -> CallPipeline:
         """The one way tool calls run (app.core.pipeline.CallPipeline); `task_id` makes it a
-        scheduled task's run, where that task's profile rules count."""
+        scheduled task's run, where that task's profile rules count. With the conversation's
+        `provider`, `delegate_agent` may hand tasks to sub-agents (app/core/delegation.py)."""
         from app.core.pipeline import CallPipeline
+
+        delegate = None
+        if provider is not None:
+            from app.core.delegation import Delegator
+
+            delegate = Delegator(self, provider)
 
         return CallPipeline(
             self.runner,
@@ -523,6 +540,7 @@ class Runtime:
             recorder=self.store if record else None,
             task_id=task_id,
             tripwire=self.tripwire,
+            delegate=delegate,
         )
 
     # ---- conversations ----------------------------------------------------------------
@@ -662,8 +680,17 @@ class Runtime:
             f"{base}\nTool categories you can browse: {', '.join(categories)}.\n"
             f"{current_time_line()}"
         )
-        skills = self._skills_section()
-        return f"{prompt}\n\n{skills}" if skills else prompt
+        sections = [prompt, self._agents_section(session), self._skills_section()]
+        return "\n\n".join(s for s in sections if s)
+
+    def _agents_section(self, session: ToolSession) -> str:
+        """The sub-agents `delegate_agent` may hand a task to, when it is on."""
+        if not session.enabled("delegate_agent"):
+            return ""
+        from app.core.agents import all_agents
+
+        lines = [f"- {a.name}: {a.description}" for a in all_agents(self.settings.agents)]
+        return "Agents you can hand a task to with delegate_agent:\n" + "\n".join(lines)
 
     def _skills_section(self) -> str:
         """Names and descriptions of the skills (progressive disclosure: bodies on demand)."""
@@ -715,7 +742,13 @@ class Runtime:
 
         return Agent(
             provider,
-            self.make_pipeline(approver, auto_approve=auto_approve, record=record, task_id=task_id),
+            self.make_pipeline(
+                approver,
+                auto_approve=auto_approve,
+                record=record,
+                task_id=task_id,
+                provider=provider,
+            ),
             tripwire=self.tripwire,
             recorder=self.store if record else None,
             setup=TurnSetup(

@@ -149,7 +149,8 @@ def _why(error: Any, inner: tuple[Any, ...]) -> str:
 def _describe_item(item: Any) -> str:
     """A list item as the user would recognise it: a provider account by label and id."""
     if isinstance(item, dict):
-        named = [f"{k} {item[k]!r}" for k in ("label", "id") if isinstance(item.get(k), str)]
+        keys = ("label", "name", "id")
+        named = [f"{k} {item[k]!r}" for k in keys if isinstance(item.get(k), str)]
         return f"({', '.join(named)})" if named else "(an object)"
     shown = repr(item)
     return f"({shown if len(shown) <= 40 else shown[:39] + '…'})"
@@ -172,6 +173,42 @@ class ProviderAccount(_Model):
     @classmethod
     def _place(cls, data: dict[str, Any]) -> str:
         return f"the provider account {_describe_item(data)}: "
+
+
+#: A sub-agent's tool entry meaning "every built-in tool that only reads".
+READ_ONLY_TOOLS = "read-only"
+
+
+class AgentDefinition(_Model):
+    """A named sub-agent the model may hand a task to (`delegate_agent`). What it may do
+    is always bounded by the parent's rules as well (app/core/delegation.py); this only
+    narrows. Checked against the tools there are by `app.core.agents.problems`."""
+
+    _unforgiving = frozenset({"id", "name"})
+
+    id: str = Field(default_factory=_short_id)
+    #: What the model and the user call it ("Researcher"); unique, ignoring case.
+    name: str = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9][A-Za-z0-9 _.-]*$")
+    #: What the model reads when choosing an agent.
+    description: str = Field(min_length=1, max_length=400)
+    #: What the agent is told before its task (its system prompt).
+    instructions: str = Field("", max_length=20_000)
+    #: A provider account id and a model; None: the parent conversation's.
+    provider: str | None = None
+    model: str | None = None
+    #: Tool names, globs (`fs_read_*`), `category:<name>` (Deskhand's own tools of that
+    #: category) or "read-only" (every built-in tool that only reads).
+    tools: list[str] = Field(default_factory=lambda: [READ_ONLY_TOOLS])
+    #: Calls it may make without asking, as a task's profile lines (`fs_write_file,
+    #: folder=/home/me/notes`): still only where the parent's rules allow them too.
+    allow: list[str] = Field(default_factory=list)
+    max_steps: int = Field(15, ge=1, le=200)
+    max_seconds: int = Field(600, ge=5, le=24 * 3600)
+    max_tokens: int = Field(200_000, ge=1_000, le=50_000_000)
+
+    @classmethod
+    def _place(cls, data: dict[str, Any]) -> str:
+        return f"the agent {_describe_item(data)}: "
 
 
 class FileSettings(_Model):
@@ -378,6 +415,8 @@ class Settings(_Model):
     conversation: ConversationSettings = Field(default_factory=ConversationSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
     shell: ShellSettings = Field(default_factory=ShellSettings)
+    #: The user's own sub-agents (Deskhand's built-in ones are in app/core/agents.py).
+    agents: list[AgentDefinition] = Field(default_factory=list, json_schema_extra={UI: False})
     max_steps: int = Field(
         25,
         ge=1,

@@ -150,6 +150,9 @@ BUILTIN: dict[str, Reads] = {
     # discovery: Deskhand's own catalogue
     "browse_tools": _MINE,
     "get_tool_details": _MINE,
+    # a sub-agent's report: what it read is counted and labelled by app/core/delegation.py
+    # (the parent learns exactly what the child read, no more)
+    "delegate_agent": _MINE,
     # files: contents, names and diffs of what a file held
     "fs_list_dir": Reads("file names in folder {path}", "the file names in folder {path}"),
     "fs_read_file": Reads("file {path}", "file {path}"),

@@ -51,6 +51,10 @@ class Usage:
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
 
+    @property
+    def total(self) -> int:
+        return self.input_tokens + self.output_tokens
+
 
 # ---- streamed events -------------------------------------------------------
 

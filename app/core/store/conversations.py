@@ -1,5 +1,9 @@
 """Conversations and their live messages: create, rename, soft delete, list, title, the
-private flag and the model each talks to; append (one commit per message), load and page."""
+private flag and the model each talks to; append (one commit per message), load and page.
+
+A child conversation is a sub-agent's run, linked to the conversation that delegated it
+(`parent_id`, `agent`): left out of lists unless asked for, private when its parent is,
+and deleted, restored and purged with its parent."""
 
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ DEFAULT_TITLE = "New chat"
 TITLE_MAX = 60
 
 #: The columns of `conversations` that methods here change (never a caller's string).
-_SETTABLE = frozenset({"title", "deleted_at", "private", "provider_account", "model"})
+_SETTABLE = frozenset({"title", "provider_account", "model"})
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,10 @@ class ConversationRow:
     updated_at: datetime
     deleted_at: datetime | None
     message_count: int
+    #: The conversation that delegated this one to a sub-agent (None: an ordinary one).
+    parent_id: str | None = None
+    #: That sub-agent's name, e.g. "Researcher" (None for an ordinary conversation).
+    agent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -58,13 +66,35 @@ class Conversations(Database):
 
     # ---- conversations --------------------------------------------------------------
 
-    def create_conversation(self, title: str = DEFAULT_TITLE) -> str:
+    def create_conversation(
+        self, title: str = DEFAULT_TITLE, *, parent_id: str | None = None, agent: str | None = None
+    ) -> str:
+        """A new conversation; with `parent_id`, a sub-agent's run under that conversation
+        (private when the parent is, so nothing the child reads is remembered either)."""
         conv_id = str(uuid.uuid4())
         now = self._clock()
+        # Only the columns set are named, so an ordinary conversation is written the same
+        # way under every schema version (tests build histories at older ones).
+        values: dict[str, SqlValue] = {
+            "id": conv_id,
+            "title": title,
+            "created_at": now,
+            "updated_at": now,
+        }
+        if agent is not None:
+            values["agent"] = agent
         with self._write() as db:
+            if parent_id is not None:
+                parent = db.execute(
+                    "SELECT private FROM conversations WHERE id = ?", (parent_id,)
+                ).fetchone()
+                if parent is None:
+                    raise NotFoundError(f"no conversation {parent_id} to be the parent")
+                values |= {"parent_id": parent_id, "private": parent[0]}
             db.execute(
-                "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (?,?,?,?)",
-                (conv_id, title, now, now),
+                f"INSERT INTO conversations ({', '.join(values)}) "
+                f"VALUES ({', '.join('?' * len(values))})",
+                tuple(values.values()),
             )
         return conv_id
 
@@ -72,33 +102,74 @@ class Conversations(Database):
         self._update_conversation(conv_id, title=title)
 
     def delete_conversation(self, conv_id: str) -> None:
-        """Soft delete: hidden from lists and search until restored or purged."""
-        self._update_conversation(conv_id, deleted_at=self._clock())
+        """Soft delete: hidden from lists and search until restored or purged. Its children
+        are deleted with it, at the same moment (that is how a restore knows them)."""
+        self._set_deleted(conv_id, self._clock())
 
     def restore_conversation(self, conv_id: str) -> None:
-        self._update_conversation(conv_id, deleted_at=None)
+        """Undo a soft delete, with the children deleted with it (not ones deleted before)."""
+        self._set_deleted(conv_id, None)
+
+    def _set_deleted(self, conv_id: str, stamp: float | None) -> None:
+        """Set `deleted_at` of the conversation and of its children that share its current
+        one (NULL: the live ones), so they stay deleted and restored together."""
+        with self._write() as db:
+            row = db.execute(
+                "SELECT deleted_at FROM conversations WHERE id = ?", (conv_id,)
+            ).fetchone()
+            if row is None:
+                raise NotFoundError(f"no conversation {conv_id}")
+            db.execute(
+                "UPDATE conversations SET deleted_at = ? WHERE id = ? OR "
+                "(parent_id = ? AND deleted_at IS ?)",
+                (stamp, conv_id, conv_id, row[0]),
+            )
 
     def purge_deleted(self, older_than: timedelta) -> int:
-        """Permanently remove conversations soft-deleted more than `older_than` ago."""
+        """Permanently remove conversations soft-deleted more than `older_than` ago, with
+        their children (deleted with the parent, they are as old; the schema cascades to any
+        other). Returns how many conversations went, children included."""
         cutoff = self._clock() - older_than.total_seconds()
+        count = "SELECT count(*) FROM conversations"
         with self._write() as db:
-            cur = db.execute(
+            before = int(db.execute(count).fetchone()[0])
+            db.execute(
                 "DELETE FROM conversations WHERE deleted_at IS NOT NULL AND deleted_at <= ?",
                 (cutoff,),
             )
-            return cur.rowcount
+            return before - int(db.execute(count).fetchone()[0])
 
     def list_conversations(
-        self, limit: int = 100, offset: int = 0, include_deleted: bool = False
+        self,
+        limit: int = 100,
+        offset: int = 0,
+        include_deleted: bool = False,
+        *,
+        include_children: bool = False,
     ) -> list[ConversationRow]:
-        """Most recently active first."""
-        where = "" if include_deleted else "WHERE c.deleted_at IS NULL"
+        """Most recently active first; sub-agents' runs only with `include_children` (the
+        chat list must not fill up with them)."""
+        conditions = [] if include_deleted else ["c.deleted_at IS NULL"]
+        if not include_children:
+            conditions.append("c.parent_id IS NULL")
+        where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
         rows = self._read(
             f"""SELECT c.*, (SELECT count(*) FROM messages m WHERE m.conversation_id = c.id)
                        AS message_count
                 FROM conversations c {where}
                 ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ? OFFSET ?""",
             (limit, offset),
+        )
+        return [_conversation(r) for r in rows]
+
+    def child_conversations(self, parent_id: str) -> list[ConversationRow]:
+        """The sub-agent runs of a conversation that are not deleted, oldest first."""
+        rows = self._read(
+            """SELECT c.*, (SELECT count(*) FROM messages m WHERE m.conversation_id = c.id)
+                      AS message_count
+               FROM conversations c WHERE c.parent_id = ? AND c.deleted_at IS NULL
+               ORDER BY c.created_at, c.rowid""",
+            (parent_id,),
         )
         return [_conversation(r) for r in rows]
 
@@ -121,8 +192,15 @@ class Conversations(Database):
     # ---- privacy ----------------------------------------------------------------------
 
     def set_private(self, conv_id: str, private: bool) -> None:
-        """A private conversation is never a source of memories."""
-        self._update_conversation(conv_id, private=int(private))
+        """A private conversation is never a source of memories; its sub-agents' runs
+        follow it."""
+        with self._write() as db:
+            cur = db.execute(
+                "UPDATE conversations SET private = ? WHERE id = ? OR parent_id = ?",
+                (int(private), conv_id, conv_id),
+            )
+            if cur.rowcount == 0:
+                raise NotFoundError(f"no conversation {conv_id}")
 
     def is_private(self, conv_id: str) -> bool:
         rows = self._read("SELECT private FROM conversations WHERE id = ?", (conv_id,))
@@ -265,6 +343,8 @@ def _conversation(r: sqlite3.Row) -> ConversationRow:
         updated_at=utc(r["updated_at"]),
         deleted_at=utc(r["deleted_at"]) if r["deleted_at"] is not None else None,
         message_count=r["message_count"],
+        parent_id=r["parent_id"],
+        agent=r["agent"],
     )
 
 

@@ -238,8 +238,18 @@ CREATE INDEX conversation_taint_by_conversation ON conversation_taint (conversat
 CREATE INDEX messages_by_tool_call ON messages (conversation_id, tool_call_id);
 """
 
+# Child conversations: a sub-agent's run (delegate_agent) is a conversation of its own,
+# linked to the conversation that delegated it and named after the agent (both NULL for an
+# ordinary conversation). Purging a parent removes its children with it.
+_V10 = """
+ALTER TABLE conversations ADD COLUMN parent_id TEXT
+    REFERENCES conversations (id) ON DELETE CASCADE;
+ALTER TABLE conversations ADD COLUMN agent TEXT;
+CREATE INDEX conversations_by_parent ON conversations (parent_id);
+"""
+
 #: MIGRATIONS[i] takes the schema from version i to i + 1. Append only.
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9]
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10]
 
 
 class StoreError(Exception):

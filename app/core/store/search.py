@@ -27,8 +27,11 @@ class SearchHit:
 class Search(Database):
     """Reads `messages_fts` (kept up to date by triggers on `messages`)."""
 
-    def search(self, query: str, limit: int = 50) -> list[SearchHit]:
-        """Full-text search over messages of conversations that are not deleted.
+    def search(
+        self, query: str, limit: int = 50, *, include_children: bool = False
+    ) -> list[SearchHit]:
+        """Full-text search over messages of conversations that are not deleted, sub-agents'
+        runs only with `include_children` (like the chat list, which they are not in).
 
         Every word the user typed must occur (the last one as a prefix, for search as you
         type). Any text is safe: words are quoted, FTS5 syntax has no effect.
@@ -36,14 +39,15 @@ class Search(Database):
         match = fts_query(query)
         if match is None:
             return []
+        children = "" if include_children else "AND c.parent_id IS NULL"
         rows = self._read(
-            """SELECT m.conversation_id, c.title, m.id, m.role,
+            f"""SELECT m.conversation_id, c.title, m.id, m.role,
                       snippet(messages_fts, 0, ?, ?, '…', 12) AS snippet,
                       snippet(messages_fts, 0, '', '', '…', 12) AS plain
                FROM messages_fts
                JOIN messages m ON m.id = messages_fts.rowid
                JOIN conversations c ON c.id = m.conversation_id
-               WHERE messages_fts MATCH ? AND c.deleted_at IS NULL
+               WHERE messages_fts MATCH ? AND c.deleted_at IS NULL {children}
                ORDER BY rank, m.id DESC LIMIT ?""",
             (HIGHLIGHT_START, HIGHLIGHT_END, match, limit),
         )

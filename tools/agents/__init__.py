@@ -1,0 +1,1 @@
+"""Sub-agents: hand one task to a named agent with its own, narrower tools."""
