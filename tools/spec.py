@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # types only: spec.py is imported at start-up and imports not
     from tools.registry import ToolRegistry
     from tools.session import ToolSession
     from tools.views import (
+        JobsView,
         MemoryServiceView,
         ReminderBookView,
         SettingsView,
@@ -246,6 +247,7 @@ class ToolContext:
         secret_values: Callable[[], Iterable[str]] = lambda: (),
         headless: bool = True,
         delegate: Callable[[str, str], Awaitable[ToolResult]] | None = None,
+        jobs: JobsView | None = None,
     ) -> None:
         """`confirm`, `egress_rule` (site → an allow rule naming it covers this tool) and
         `egress_deny` (site → a deny rule for this tool names it) come from the call
@@ -277,6 +279,8 @@ class ToolContext:
         #: (agent name, task) → the sub-agent's result: given by the pipeline to Deskhand's
         #: own `delegate_agent` in a conversation that may delegate (never to a sub-agent).
         self.delegate = delegate
+        #: The conversation's background jobs (None in a sub-agent, or where there are none).
+        self.jobs = jobs
 
     @property
     def cancelled(self) -> bool:

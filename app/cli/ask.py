@@ -102,13 +102,25 @@ async def _ask(args: argparse.Namespace, runtime: Runtime, pause: StartUpPause |
         agent = runtime.make_agent(provider, approver, auto_approve=args.yes)
         if pause is not None:
             pause.over()
+        if conversation.id is not None:  # background jobs report here, also after the turn
+            runtime.jobs.listen(conversation.id, printer.handle)
         async for event in agent.run(conversation, args.prompt):
             printer.handle(event)
+        await _wait_for_jobs(runtime, conversation.id)
         printer.close()
         return EXIT_PROVIDER if printer.failed else EXIT_OK
     finally:
         await provider.aclose()
         starter.join()  # then runtime.close() stops every server it started
+
+
+async def _wait_for_jobs(runtime: Runtime, conversation_id: str | None) -> None:
+    """Jobs the turn left running end before the command does (Ctrl-C stops them)."""
+    running = runtime.jobs.active(conversation_id)
+    if running:
+        names = ", ".join(f"{job.id} ({job.tool})" for job in running)
+        print(f"deskhand: waiting for {names}; Ctrl-C stops them", file=sys.stderr)
+        await runtime.jobs.wait(running)
 
 
 async def _mcp_head_start(runtime: Runtime, names: list[str]) -> None:

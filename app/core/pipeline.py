@@ -20,7 +20,7 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.core import untrusted
 from app.core.approval import ApprovalRequest, Approver, Decision, Proposal, Verdict
@@ -42,7 +42,10 @@ from tools.spec import (
     ToolManifest,
     ToolResult,
 )
-from tools.views import SettingsView
+from tools.views import JobsView, SettingsView
+
+if TYPE_CHECKING:
+    from app.core.jobs import JobBook
 
 log = logging.getLogger(__name__)
 
@@ -137,9 +140,11 @@ class CallPipeline:
         tripwire: Tripwire = TRIPWIRE,
         bounds: ChildBounds | None = None,
         delegate: Delegate | None = None,
+        jobs: JobBook | None = None,
     ) -> None:
         """`bounds`: a sub-agent's pipeline. `delegate`: how `delegate_agent` hands a task
-        to a sub-agent (None: this conversation cannot delegate; never given with bounds)."""
+        to a sub-agent (None: this conversation cannot delegate). `jobs`: where the job
+        tools start background calls (none for a sub-agent: neither is given with bounds)."""
         self.runner = runner
         self.registry: ToolRegistry = runner.registry
         self.tripwire = tripwire
@@ -156,6 +161,7 @@ class CallPipeline:
         self.stopped_results: dict[str, ToolResult] = {}
         self.bounds = bounds
         self.delegate = None if bounds is not None else delegate
+        self.jobs = None if bounds is not None else jobs
 
     # ---- the pipeline --------------------------------------------------------------------
 
@@ -451,6 +457,7 @@ class CallPipeline:
             secret_values=tripwire.known,
             headless=self.env.headless,
             delegate=self._delegation(call_id, manifest, session, conversation_id, emit),
+            jobs=self._jobs(call_id, manifest, session, conversation_id, emit),
         )
 
     def _delegation(
@@ -471,6 +478,21 @@ class CallPipeline:
             return delegate(self, ParentCall(call_id, session, conversation_id, emit), agent, task)
 
         return run
+
+    def _jobs(
+        self,
+        call_id: str,
+        manifest: ToolManifest,
+        session: ToolSession,
+        conversation_id: str | None,
+        emit: Emit,
+    ) -> JobsView | None:
+        """`ctx.jobs` for Deskhand's own job tools in a pipeline that has jobs."""
+        if self.jobs is None or not self.registry.source_of(manifest.name).builtin:
+            return None
+        from app.core.jobs import JobControl
+
+        return JobControl(self.jobs, self, ParentCall(call_id, session, conversation_id, emit))
 
     def _site_denied(
         self, manifest: ToolManifest, source: ToolSource, site: str, conversation_id: str | None

@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # imported where used: the window is ready before the agent l
     from app.core.agent import Agent, Conversation
     from app.core.agent_book import AgentBook
     from app.core.approval import Approver
+    from app.core.jobs import JobBook
     from app.core.mcp.manager import McpManager
     from app.core.mcp.servers import McpServers
     from app.core.memory import MemoryService
@@ -510,6 +511,13 @@ class Runtime:
             headless=self.headless,
         )
 
+    @cached_property
+    def jobs(self) -> JobBook:
+        """This process's background jobs (app/core/jobs.py)."""
+        from app.core.jobs import JobBook
+
+        return JobBook(lambda: self.settings.max_parallel_jobs)
+
     def make_pipeline(
         self,
         approver: Approver,
@@ -541,6 +549,7 @@ class Runtime:
             task_id=task_id,
             tripwire=self.tripwire,
             delegate=delegate,
+            jobs=self.jobs,
         )
 
     # ---- conversations ----------------------------------------------------------------

@@ -424,6 +424,13 @@ class Settings(_Model):
         title="Max steps",
         description="Model calls per answer before the assistant stops.",
     )
+    max_parallel_jobs: int = Field(
+        4,
+        ge=1,
+        le=32,
+        title="Parallel jobs",
+        description="Background jobs of one conversation that run at the same time.",
+    )
     #: Replaces the built-in instructions (resources/system_prompt.md) when set.
     system_prompt: str | None = Field(
         None,

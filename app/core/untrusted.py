@@ -153,6 +153,15 @@ BUILTIN: dict[str, Reads] = {
     # a sub-agent's report: what it read is counted and labelled by app/core/delegation.py
     # (the parent learns exactly what the child read, no more)
     "delegate_agent": _MINE,
+    # jobs: starting, listing and stopping say only what the call itself said; a job's
+    # result is another tool's (labelled when it ran) and counts as read from that job
+    "submit_job": _MINE,
+    "list_active_jobs": _MINE,
+    "stop_job": _MINE,
+    "get_job": Reads("the result of background job {job_id}", "the result of job {job_id}"),
+    "submit_parallel_jobs": Reads(
+        "the results of background jobs", "the results of background jobs"
+    ),
     # files: contents, names and diffs of what a file held
     "fs_list_dir": Reads("file names in folder {path}", "the file names in folder {path}"),
     "fs_read_file": Reads("file {path}", "file {path}"),

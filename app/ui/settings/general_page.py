@@ -48,7 +48,9 @@ class GeneralPage(FormPage):
         self.behaviour = self.add_form(
             layout, "Behaviour", _general, ["send_key", "start_minimized", "start_at_login"]
         )
-        self.limits = self.add_form(layout, "Conversations", _root, ["max_steps"])
+        self.limits = self.add_form(
+            layout, "Conversations", _root, ["max_steps", "max_parallel_jobs"]
+        )
         group = self.limits.parentWidget()
         assert isinstance(group, QGroupBox)
         self.conversations = self.add_form(layout, group, _conversation, ["compact_after_chars"])
