@@ -360,3 +360,48 @@ def test_an_unreachable_child_provider_fails_the_delegation_not_the_parent(
     assert "the agent Remote failed" in finished[0].result.content
     answer = "".join(e.text for e in events if isinstance(e, TextDelta))
     assert answer == "The agent failed; here is what I know."
+
+
+def _task_turn(
+    runtime: Runtime, prompt: str, approver: Approver, task_id: str
+) -> list[AgentEvent]:
+    """A scheduled task's run of one turn (its profile rules count)."""
+    provider = make_provider(runtime.provider_config())
+    agent = runtime.make_agent(provider, approver, task_id=task_id)
+    conversation = runtime.open_conversation(None)
+
+    async def go() -> list[AgentEvent]:
+        try:
+            return [event async for event in agent.run(conversation, prompt)]
+        finally:
+            await provider.aclose()
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("granted", [True, False], ids=["task-grants", "task-does-not"])
+def test_a_task_runs_delegation_bounded_by_its_profile(
+    make_runtime: RuntimeFactory, llm: ScriptedLLM, work: Path, granted: bool
+):
+    """In a scheduled run the task's profile is the parent's grant: a child writes unasked
+    only where the task's profile and the agent's profile both allow it; otherwise the
+    question goes to the run's (unattended) approver, naming the agent."""
+    runtime = make_runtime(roots=[work])
+    writer = WRITER.model_copy(update={"allow": [f"fs_write_file,folder={work}"]})
+    runtime.settings = runtime.settings_store.update(lambda s: setattr(s, "agents", [writer]))
+    if granted:
+        grant = Rule(tool="fs_write_file", decision=RuleDecision.ALLOW)
+        runtime.rules.replace_task_rules("task01", [grant])
+    target = work / "out.txt"
+    llm.add(_delegate("Writer", "write hi"))
+    llm.add(tool_calls(("w1", "fs_write_file", {"path": str(target), "content": "hi"})))
+    llm.add(text("finished"))
+    llm.add(text("done"))
+    asked = Asked(Decision.DENY)
+
+    _task_turn(runtime, "the task's prompt", asked, "task01")
+
+    if granted:
+        assert asked.requests == [] and target.read_text("utf-8") == "hi"
+    else:
+        assert [r.agent for r in asked.requests] == ["Writer"] and not target.exists()
