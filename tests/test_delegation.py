@@ -112,7 +112,7 @@ def test_a_delegation_runs_the_agent_in_a_child_conversation_and_returns_its_rep
     assert "moved to Thursday" in report
     child_calls = [e for e in events if isinstance(e, ToolCallStarted) and e.agent]
     assert [(e.call_id, e.name, e.agent, e.parent_call_id) for e in child_calls] == [
-        ("d1/c1", "fs_read_file", "Researcher", "d1")
+        ("d1/1", "fs_read_file", "Researcher", "d1")
     ]
     children = runtime.store.child_conversations(parent_id)
     assert [(c.agent, c.parent_id) for c in children] == [("Researcher", parent_id)]
@@ -170,7 +170,7 @@ def test_a_grant_for_the_parent_conversation_does_not_reach_the_child(
     assert not target.exists()
     [request] = asked.requests
     assert request.agent == "Writer"
-    assert request.call_id == "d1/w1"
+    assert request.call_id == "d1/1"
     assert request.choices() == [Decision.ALLOW_ONCE, Decision.DENY]
     assert "Writer's profile does not cover it" in (request.reason or "")
 
@@ -230,7 +230,7 @@ def test_a_deny_rule_wins_over_the_agents_profile(
     asked = Asked(Decision.ALLOW_ONCE)
     _, events = _turn(runtime, "go", asked)
     assert asked.requests == [] and not target.exists()
-    finished = [e for e in events if isinstance(e, ToolCallFinished) and e.call_id == "d1/w1"]
+    finished = [e for e in events if isinstance(e, ToolCallFinished) and e.call_id == "d1/1"]
     assert "deny rule" in finished[0].result.content
 
 
@@ -267,7 +267,7 @@ def test_a_child_cannot_call_what_its_agent_does_not_have(
     llm.add(text("done"))
     asked = Asked(Decision.ALLOW_ONCE)
     _, events = _turn(runtime, "go", asked)
-    finished = [e for e in events if isinstance(e, ToolCallFinished) and e.call_id == "d1/x1"]
+    finished = [e for e in events if isinstance(e, ToolCallFinished) and e.call_id == "d1/1"]
     assert said in finished[0].result.content
     assert asked.requests == []
     assert "I cannot do that." in _result_of(events)

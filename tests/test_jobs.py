@@ -107,8 +107,8 @@ def test_parallel_jobs_run_side_by_side_and_all_results_come_back(
     assert "alpha" in said and "beta" in said
     started = [e for e in events if isinstance(e, ToolCallStarted) and e.parent_call_id == "p1"]
     assert [(e.call_id, e.name) for e in started] == [
-        ("job-1", "fs_read_file"),
-        ("job-2", "fs_read_file"),
+        ("jobs/job-1", "fs_read_file"),
+        ("jobs/job-2", "fs_read_file"),
     ]
 
 
@@ -137,7 +137,7 @@ def test_a_job_outlives_its_turn_and_is_collected_later(
 
     conversation_id, collected = _run(runtime, body)
     assert '"status": "ok"' in collected and "thinking" in collected
-    assert any(isinstance(e, ToolCallFinished) and e.call_id == "job-1" for e in heard)
+    assert any(isinstance(e, ToolCallFinished) and e.call_id == "jobs/job-1" for e in heard)
     assert runtime.jobs.active(conversation_id) == []
 
 
@@ -288,5 +288,5 @@ def test_a_sub_agent_cannot_start_jobs(
     llm2.add(text("I cannot."))
     llm.add(text("ok"))
     _, events = _run(runtime, lambda: _turn(runtime, "go"))
-    assert "cannot delegate further, start jobs" in _result(events, "d1/c1")
+    assert "cannot delegate further, start jobs" in _result(events, "d1/1")
     assert runtime.jobs.active(None) == []

@@ -578,13 +578,17 @@ async def _signal_when_done(tasks: Iterable[asyncio.Task[None]], queue: asyncio.
 
 def _unique_ids(calls: list[ToolCallRequest]) -> list[ToolCallRequest]:
     """Each call of a round gets its own id (some servers repeat one): an approval, a card
-    and a result must never be shared by two calls. Renamed in the history too."""
+    and a result must never be shared by two calls. Renamed in the history too; a model's
+    id never holds "/" or "~" (see below)."""
     seen: set[str] = set()
     out = []
     for call in calls:
-        new_id, n = call.id or "call", 2
+        # "/" and "~" are Deskhand's own in ids outside a conversation (a sub-agent's call
+        # `<delegation>/<n>`, a job's `jobs/<id>`, a tool's question `<call>~<n>`)
+        base = (call.id or "call").replace("/", "_").replace("~", "_")
+        new_id, n = base, 2
         while new_id in seen:
-            new_id, n = f"{call.id or 'call'}_{n}", n + 1
+            new_id, n = f"{base}_{n}", n + 1
         seen.add(new_id)
         out.append(call if new_id == call.id else replace(call, id=new_id))
     return out

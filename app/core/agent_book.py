@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from app.core.agents import BUILTIN_AGENTS, find, problems
+from app.core.agents import BUILTIN_AGENTS, all_agents, find, is_builtin, problems
 from app.core.settings import STRICT, AgentDefinition, Settings
 
 if TYPE_CHECKING:
@@ -53,9 +53,11 @@ class AgentBook:
     # ---- reading ------------------------------------------------------------------------
 
     def list(self) -> builtins.list[ListedAgent]:
-        """Deskhand's agents first, then the user's, in the order they were added."""
-        return [ListedAgent(a.model_copy(deep=True), True) for a in BUILTIN_AGENTS] + [
-            ListedAgent(a.model_copy(deep=True), False) for a in self._runtime.settings.agents
+        """Deskhand's agents first, then the user's, in the order they were added (none that
+        a hand edit gave a built-in's name: it is never reachable)."""
+        return [
+            ListedAgent(a.model_copy(deep=True), is_builtin(a))
+            for a in all_agents(self._runtime.settings.agents)
         ]
 
     def get(self, name: str) -> AgentDefinition | None:

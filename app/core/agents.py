@@ -156,15 +156,22 @@ def problems(
 
 
 def find(name: str, own: Iterable[AgentDefinition]) -> AgentDefinition | None:
-    """The agent called `name` (ignoring case and surrounding spaces): the user's first, then
-    Deskhand's."""
+    """The agent called `name` (ignoring case and surrounding spaces): Deskhand's first, so a
+    hand-edited entry under a built-in's name can never pose as it."""
     wanted = name.strip().casefold()
-    for definition in [*own, *BUILTIN_AGENTS]:
+    for definition in all_agents(own):
         if definition.name.strip().casefold() == wanted:
             return definition
     return None
 
 
+def is_builtin(definition: AgentDefinition) -> bool:
+    return any(definition is builtin for builtin in BUILTIN_AGENTS)
+
+
 def all_agents(own: Iterable[AgentDefinition]) -> list[AgentDefinition]:
-    """Deskhand's agents, then the user's."""
-    return [*BUILTIN_AGENTS, *own]
+    """Deskhand's agents, then the user's (leaving out any that takes a built-in's name: the
+    settings form refuses it, a hand edit must not make it reachable)."""
+    taken = {a.name.strip().casefold() for a in BUILTIN_AGENTS}
+    mine = [a for a in own if a.name.strip().casefold() not in taken]
+    return [*BUILTIN_AGENTS, *mine]

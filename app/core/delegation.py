@@ -55,10 +55,30 @@ PREAMBLE = (
 )
 
 
-def child_call_id(parent_call_id: str, call_id: str) -> str:
-    """How a sub-agent's call is known outside it (cards, approvals, events): unique across
-    parallel delegations whose models reuse the same ids."""
-    return f"{parent_call_id}/{call_id}"
+class OutsideIds:
+    """How a sub-agent's calls are known outside it (cards, approvals, events):
+    `<delegation>/<n>`, n counting this delegation's calls, a tool's question keeping its
+    `~<k>`. Never the child model's own ids: the parent's ids hold no "/" (Agent's
+    `_unique_ids`), so none can collide with them or with another delegation's, whatever
+    either model names its calls."""
+
+    def __init__(self, parent_call_id: str) -> None:
+        self._parent = parent_call_id
+        self._ids: dict[str, str] = {}
+        self._count = 0
+
+    def of(self, call_id: str) -> str:
+        base, mark, question = call_id.partition("~")
+        if base not in self._ids:
+            self._count += 1
+            self._ids[base] = f"{self._parent}/{self._count}"
+        return self._ids[base] + mark + question
+
+    def finished(self, call_id: str) -> str:
+        """The call's outside id, for the last time (a later round may reuse its id)."""
+        outside = self.of(call_id)
+        del self._ids[call_id.partition("~")[0]]
+        return outside
 
 
 @dataclass
@@ -112,7 +132,11 @@ class Delegator:
         runtime = self._runtime
         registry = runtime.registry
         ids = [p.id for p in runtime.settings.providers]
-        found = [p for p in problems(definition, registry, ids) if p[0] != "name"]
+        from app.core.agents import is_builtin
+
+        found = problems(definition, registry, ids)
+        if is_builtin(definition):  # its own name is no problem
+            found = [p for p in found if p[0] != "name"]
         if found:
             said = "; ".join(f"{where}: {why}" for where, why in found)
             raise ValueError(
@@ -161,18 +185,22 @@ class Delegator:
                 parent_id=call.conversation_id,
                 agent=definition.name,
             )
+            # its task may carry what the parent read: kept with it, for a later reopening
+            for kind, what in _taint_of(call.session):
+                store.add_taint(conversation_id, kind, what)
         session = runtime.new_session()
         session.only = bounds.tools
         session.active.intersection_update(bounds.tools)
         # the task may carry what the parent read: the child starts as tainted as it
         session.private_data_read = call.session.private_data_read
         session.last_untrusted_origin = call.session.last_untrusted_origin
+        ids = OutsideIds(call.call_id)
         pipeline = CallPipeline(
             parent.runner,
             parent.env,
             rules=parent.rules,
             trust=parent.trust,
-            approver=_tagged_approver(parent, call.call_id),
+            approver=_tagged_approver(parent, ids),
             auto_approve=parent.auto_approve,
             recorder=store,
             task_id=parent.task_id,
@@ -197,7 +225,7 @@ class Delegator:
         events = agent.run(Conversation(session, conversation_id), task)
         try:
             async with asyncio.timeout(definition.max_seconds):
-                await self._follow(events, call, definition.name, report)
+                await self._follow(events, call, definition.name, report, ids)
         except TimeoutError:
             report.stop_reason = "max_seconds"
         finally:
@@ -211,6 +239,7 @@ class Delegator:
         call: ParentCall,
         name: str,
         report: _Report,
+        ids: OutsideIds,
     ) -> None:
         """The child's events, told to the parent's consumers with its calls' ids made
         unique and tagged with the agent; its answer kept for the report."""
@@ -228,24 +257,16 @@ class Delegator:
                 shown = event.arguments
                 text = shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False)
                 report.calls[event.call_id] = (event.name, list(event.operations), text)
-                call.emit(
-                    replace(
-                        event,
-                        call_id=child_call_id(call.call_id, event.call_id),
-                        agent=name,
-                        parent_call_id=call.call_id,
-                    )
-                )
+                outside = ids.of(event.call_id)
+                call.emit(replace(event, call_id=outside, agent=name, parent_call_id=call.call_id))
             elif isinstance(event, ToolCallFinished):
                 self._note_change(report, event)
-                call.emit(replace(event, call_id=child_call_id(call.call_id, event.call_id)))
+                call.emit(replace(event, call_id=ids.finished(event.call_id)))
             elif isinstance(event, ApprovalRequested):
-                request = replace(
-                    event.request, call_id=child_call_id(call.call_id, event.request.call_id)
-                )
+                request = replace(event.request, call_id=ids.of(event.request.call_id))
                 call.emit(ApprovalRequested(request))
             elif isinstance(event, ApprovalDecided | ToolProgress):
-                call.emit(replace(event, call_id=child_call_id(call.call_id, event.call_id)))
+                call.emit(replace(event, call_id=ids.of(event.call_id)))
             elif isinstance(event, Notice):
                 call.emit(ToolProgress(call.call_id, f"{name}: {event.message}"))
             elif isinstance(event, Error):
@@ -266,20 +287,23 @@ class Delegator:
     def _taint_up(parent: CallPipeline, call: ParentCall, child: Any) -> None:
         """What the child read is kept with the parent conversation too, under the
         `delegate_agent` call (the live parent session learnt it as each call finished)."""
-        found = []
-        if child.private_data_read:
-            found.append((untrusted.PRIVATE, child.private_data_read))
-        if child.last_untrusted_origin:
-            found.append((untrusted.UNTRUSTED, child.last_untrusted_origin))
-        parent.keep_taint(call.conversation_id, call.call_id, found)
+        parent.keep_taint(call.conversation_id, call.call_id, _taint_of(child))
 
 
-def _tagged_approver(parent: CallPipeline, parent_call_id: str) -> Any:
+def _taint_of(session: Any) -> list[tuple[str, str]]:
+    found = []
+    if session.private_data_read:
+        found.append((untrusted.PRIVATE, session.private_data_read))
+    if session.last_untrusted_origin:
+        found.append((untrusted.UNTRUSTED, session.last_untrusted_origin))
+    return found
+
+
+def _tagged_approver(parent: CallPipeline, ids: OutsideIds) -> Any:
     """The parent's approver, asked about a child's call under its outside id."""
 
     async def ask(request: ApprovalRequest) -> Decision:
-        outside = replace(request, call_id=child_call_id(parent_call_id, request.call_id))
-        return Decision(await parent.approver(outside))
+        return Decision(await parent.approver(replace(request, call_id=ids.of(request.call_id))))
 
     return ask
 
@@ -309,7 +333,8 @@ def _result(
     seconds: float,
     conversation_id: str | None,
 ) -> ToolResult:
-    answer = "".join(report.answer).strip()
+    """The report: what the child wrote (its answer, and the arguments of what it changed),
+    labelled as data when it had read untrusted content, then Deskhand's own notes."""
     data = {
         "agent": definition.name,
         "conversation_id": conversation_id,
@@ -317,13 +342,19 @@ def _result(
         "seconds": round(seconds, 1),
         "changed": report.changed,
     }
+    parts = ["".join(report.answer).strip()]
+    if report.changed:
+        parts.append("What it changed:\n" + "\n".join(f"- {c}" for c in report.changed))
+    written = "\n\n".join(p for p in parts if p)
+    origin = session.last_untrusted_origin
+    if written and origin:  # it may repeat what a page or a file said: data, not orders
+        written = untrusted.label(written, f"the agent {definition.name}, after reading {origin}")
     if report.error is not None:
+        said = f"the agent {definition.name} failed: {report.error}"
         return ToolResult.failure(
-            f"the agent {definition.name} failed: {report.error}"
-            + (f"\nWhat it wrote before: {answer}" if answer else ""),
-            data=data,
+            f"{said}\nWhat it wrote before:\n{written}" if written else said, data=data
         )
-    lines = [answer or f"({definition.name} gave no answer.)"]
+    lines = [written or f"({definition.name} gave no answer.)"]
     if report.stop_reason in _STOPS:
         why = _STOPS[report.stop_reason].format(
             steps=definition.max_steps,
@@ -331,13 +362,7 @@ def _result(
             seconds=definition.max_seconds,
         )
         lines.append(f"[{definition.name} was stopped before it finished: {why}.]")
-    if report.changed:
-        lines.append("What it changed:\n" + "\n".join(f"- {c}" for c in report.changed))
-    content = "\n\n".join(lines)
-    origin = session.last_untrusted_origin
-    if origin:  # its answer may repeat what a page or a file said: data, not instructions
-        content = untrusted.label(content, f"the agent {definition.name}, after reading {origin}")
-    return ToolResult(ok=True, content=content, data=data)
+    return ToolResult(ok=True, content="\n\n".join(lines), data=data)
 
 
 def _unknown_agent(name: str, runtime: Runtime) -> str:

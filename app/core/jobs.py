@@ -52,6 +52,12 @@ class Job:
     task: asyncio.Task[None] | None = None
 
     @property
+    def call_id(self) -> str:
+        """Its call's id outside the model's words (cards, questions, events): a model's
+        own ids never hold "/" (Agent's `_unique_ids`), so none can be taken for a job's."""
+        return f"jobs/{self.id}"
+
+    @property
     def done(self) -> bool:
         return self.status not in ("waiting", "running")
 
@@ -117,13 +123,13 @@ class JobBook:
         gate = self._gates.setdefault(
             job.conversation_id, asyncio.Semaphore(max(1, self._max_parallel()))
         )
-        emit(ToolCallStarted(job.id, job.tool, job.arguments, parent_call_id=call.call_id))
+        emit(ToolCallStarted(job.call_id, job.tool, job.arguments, parent_call_id=call.call_id))
         try:
             async with gate:
                 job.status = "running"
                 job.started = time.monotonic()
                 outcome = await pipeline.call(
-                    job.id,
+                    job.call_id,
                     job.tool,
                     job.arguments,
                     session=call.session,
@@ -135,7 +141,7 @@ class JobBook:
                 "denied" if outcome.status == "denied" else "error"
             )
         except asyncio.CancelledError:
-            said = pipeline.stopped_results.pop(job.id, None)
+            said = pipeline.stopped_results.pop(job.call_id, None)
             detail = (said.error or said.content) if said is not None else ""
             job.result = ToolResult.failure(f"{STOPPED} {detail}".strip())
             job.status = "stopped"
@@ -146,7 +152,7 @@ class JobBook:
         finally:
             job.finished = time.monotonic()
             if job.result is not None:
-                emit(ToolCallFinished(job.id, job.tool, job.result, job.seconds()))
+                emit(ToolCallFinished(job.call_id, job.tool, job.result, job.seconds()))
 
     def _emitter(self, job: Job, call: ParentCall) -> Listener:
         """The window's listener for the conversation when there is one, else the

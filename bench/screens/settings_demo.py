@@ -4,7 +4,8 @@ A scripted model server (tests/fakellm.py) stands in for Ollama, so "Test connec
 runs its real code path before the picture is taken. Keys go to an in-memory keyring.
 
 Run: QT_QPA_PLATFORM=offscreen .venv/bin/python bench/screens/settings_demo.py \
-         --page providers|tools|rules|sources|general [--dark] [--out FILE.png] [--account OpenAI]
+         --page providers|tools|rules|sources|agents|general [--dark] [--out FILE.png] \
+         [--account OpenAI]
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ class MemoryKeyring(KeyringBackend):
 
 
 def example_settings(runtime: object, llm_url: str) -> None:
-    """Three providers (the first one active and answering), some rules and folders."""
+    """Three providers (the first one active and answering), some rules and folders, and
+    an agent of the user's beside Deskhand's own."""
     from app.core.runtime import Runtime
     from app.core.secrets import secret_key
     from app.core.settings import ProviderAccount, Settings
@@ -105,6 +107,18 @@ def example_settings(runtime: object, llm_url: str) -> None:
         ]
     )
     runtime.secrets.set(secret_key("provider", cloud.id, "api_key"), "sk-demo-not-a-real-key")
+    runtime.agents.add(
+        {
+            "name": "Note taker",
+            "description": "Keeps the notes folder tidy: files meeting notes and to-do lists.",
+            "instructions": "Write short Markdown notes. Never delete a note; move it instead.",
+            "provider": cloud.id,
+            "model": "gpt-4.1-mini",
+            "tools": ["read-only", "fs_write_file", "fs_move"],
+            "allow": [f"fs_write_file,folder={Path.home() / 'Notes'}"],
+            "max_steps": 25,
+        }
+    )
 
 
 async def wait_for(predicate: object, timeout: float = 10.0) -> None:

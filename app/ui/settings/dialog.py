@@ -52,6 +52,7 @@ from app.ui.settings.widgets import muted_label, role_label
 
 if TYPE_CHECKING:
     from app.ui.settings.about_page import AboutPage
+    from app.ui.settings.agents_page import AgentsPage
     from app.ui.settings.general_page import (
         BrowserPage,
         GeneralPage,
@@ -78,6 +79,7 @@ PageKey = Literal[
     "mcp",
     "sources",
     "skills",
+    "agents",
     "memory",
     "general",
     "instructions",
@@ -94,6 +96,7 @@ PAGE_KEYS: tuple[PageKey, ...] = (
     "mcp",
     "sources",
     "skills",
+    "agents",
     "memory",
     "general",
     "instructions",
@@ -110,6 +113,7 @@ NAV_TITLES = {
     "mcp": "MCP servers",
     "sources": "Sources",
     "skills": "Skills",
+    "agents": "Agents",
     "memory": "Memory",
     "general": "General",
     "instructions": "Instructions",
@@ -129,6 +133,7 @@ PAGE_CLASSES: dict[PageKey, tuple[str, str]] = {
     "mcp": ("app.ui.settings.mcp_page", "McpPage"),
     "sources": ("app.ui.settings.sources_page", "SourcesPage"),
     "skills": ("app.ui.settings.skills_page", "SkillsPage"),
+    "agents": ("app.ui.settings.agents_page", "AgentsPage"),
     "memory": ("app.ui.settings.memory_page", "MemoryPage"),
     "general": ("app.ui.settings.general_page", "GeneralPage"),
     "instructions": ("app.ui.settings.general_page", "InstructionsPage"),
@@ -197,6 +202,7 @@ class SettingsDialog(QDialog):
     mcp: _Page[McpPage] = _Page("mcp")
     sources: _Page[SourcesPage] = _Page("sources")
     skills: _Page[SkillsPage] = _Page("skills")
+    agents: _Page[AgentsPage] = _Page("agents")
     memory: _Page[MemoryPage] = _Page("memory")
     general: _Page[GeneralPage] = _Page("general")
     instructions: _Page[InstructionsPage] = _Page("instructions")
