@@ -1,9 +1,14 @@
-"""How `deskhand ask` shows agent events: plain streamed text, or one JSON object per line."""
+"""How `deskhand ask` shows agent events: plain streamed text, or one JSON object per line.
+
+A sub-agent's calls (`delegate_agent`) say whose they are: "[Researcher] fs_read_file …" on
+stderr, `agent` and `parent_call_id` in `--json`, and its questions on the terminal
+"Researcher wants to: …"."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 from dataclasses import asdict
 from typing import Any, TextIO
@@ -22,7 +27,16 @@ from app.core.events import (
     ToolProgress,
     TurnFinished,
 )
+from app.core.untrusted import MARKER
 from app.core.visible import one_line, visible
+
+
+def _whose(agent: str, parent_call_id: str) -> dict[str, str]:
+    """The fields a call made under another one adds — a sub-agent's, under its
+    `delegate_agent` call — (none for the conversation's own calls)."""
+    if not agent and not parent_call_id:
+        return {}
+    return {"agent": agent, "parent_call_id": parent_call_id}
 
 
 def event_to_json(event: AgentEvent) -> dict[str, Any] | None:
@@ -38,7 +52,7 @@ def event_to_json(event: AgentEvent) -> dict[str, Any] | None:
                 "id": event.call_id,
                 "name": event.name,
                 "arguments": event.arguments,
-            }
+            } | _whose(event.agent, event.parent_call_id)
         case ToolProgress():
             return {"type": "progress", "id": event.call_id, "message": event.message}
         case ApprovalRequested(request=req):
@@ -53,7 +67,7 @@ def event_to_json(event: AgentEvent) -> dict[str, Any] | None:
                 "trusted": req.trusted,
                 "reason": req.reason,
                 "choices": [c.value for c in req.choices()],
-            }
+            } | ({"agent": req.agent} if req.agent else {})
         case ApprovalDecided():
             return {
                 "type": "approval",
@@ -83,11 +97,18 @@ class JsonPrinter:
     def __init__(self, out: TextIO | None = None) -> None:
         self.out = out or sys.stdout
         self.failed = False
+        #: call id → the `agent` and `parent_call_id` of a call made under another one:
+        #: its question, progress, answer and result carry them too.
+        self._whose: dict[str, dict[str, str]] = {}
 
     def handle(self, event: AgentEvent) -> None:
         if isinstance(event, Error):
             self.failed = True
         line = event_to_json(event)
+        if line is not None and "id" in line:
+            if isinstance(event, ToolCallStarted) and "parent_call_id" in line:
+                self._whose[event.call_id] = _whose(event.agent, event.parent_call_id)
+            line.update(self._whose.get(str(line["id"]), {}))
         if line is not None:
             self.out.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
             self.out.flush()
@@ -107,6 +128,8 @@ class TextPrinter:
         self.err = err or sys.stderr
         self.failed = False
         self._line_open = False
+        #: call id → "[Researcher] ": a sub-agent's calls say whose they are.
+        self._tags: dict[str, str] = {}
 
     def handle(self, event: AgentEvent) -> None:
         match event:
@@ -119,15 +142,21 @@ class TextPrinter:
             case ToolCallStarted():
                 self._break_line()
                 args = json.dumps(event.arguments, ensure_ascii=False)
-                self.err.write(f"→ {one_line(event.name, 80)} {one_line(args, 160)}\n")
+                if event.agent:
+                    self._tags[event.call_id] = f"[{one_line(event.agent, 40)}] "
+                who = self._tags.get(event.call_id, "")
+                self.err.write(f"→ {who}{one_line(event.name, 80)} {one_line(args, 160)}\n")
             case ToolProgress():
-                self.err.write(f"  … {one_line(event.message, 300)}\n")
+                who = self._tags.get(event.call_id, "")
+                self.err.write(f"  … {who}{one_line(event.message, 300)}\n")
             case ApprovalDecided(decision=Decision.DENY):
-                self.err.write(f"  ✗ {one_line(event.tool, 80)} not approved\n")
+                who = self._tags.get(event.call_id, "")
+                self.err.write(f"  ✗ {who}{one_line(event.tool, 80)} not approved\n")
             case ToolCallFinished(result=result):
                 mark = "✓" if result.ok else "✗"
-                first_line = result.content.splitlines()[0] if result.content else ""
-                self.err.write(f"  {mark} {one_line(first_line, 160)}\n")
+                first_line = _first_line(result.content)
+                who = self._tags.pop(event.call_id, "")
+                self.err.write(f"  {mark} {who}{one_line(first_line, 160)}\n")
             case TurnFinished():
                 self._break_line()
             case Error(message=message):
@@ -153,6 +182,18 @@ class TextPrinter:
             self._line_open = False
 
 
+#: A result wrapped as untrusted data for the model (`untrusted.label`): its first lines
+#: say so to the model; a person reads what is inside.
+_LABELLED = re.compile(rf"\[Untrusted data from [^\n]*\]\n<{MARKER} [^\n]*>\n(.*)", re.DOTALL)
+
+
+def _first_line(content: str) -> str:
+    """The line of a result worth showing: its first, or the first inside the label."""
+    found = _LABELLED.match(content)
+    body = found.group(1) if found is not None else content
+    return body.splitlines()[0] if body else ""
+
+
 _prompt_lock = asyncio.Lock()
 
 
@@ -170,7 +211,10 @@ def approval_text(request: ApprovalRequest) -> str:
     """What the terminal shows: a summary line, where the call acts, why it asks, then
     everything that will happen — every part with control characters made visible, so
     nothing in it can move the cursor, erase a line or hide the question."""
-    lines = ["\n" + one_line(request.summary or request.tool, 400)]
+    summary = one_line(request.summary or request.tool, 400)
+    if request.agent:  # a sub-agent's call: who asks comes first
+        summary = f"{one_line(request.agent, 40)} wants to: {summary}"
+    lines = ["\n" + summary]
     where = f" · acts on {one_line(request.target)}" if request.target else ""
     lines.append(f"  {one_line(request.tool)} from {one_line(request.source)}{where}")
     if request.reason:

@@ -35,6 +35,14 @@ JOB_TOOLS = frozenset(
     {"submit_job", "submit_parallel_jobs", "get_job", "list_active_jobs", "stop_job"}
 )
 STOPPED = "Stopped before it finished."
+#: How a job's call is known outside the model's words (`Job.call_id`).
+JOB_CALL_PREFIX = "jobs/"
+
+
+def is_job_call(call_id: str) -> bool:
+    """A job's call, or a call of a sub-agent a job runs: it outlives the turn that
+    started it."""
+    return call_id.startswith(JOB_CALL_PREFIX)
 
 
 @dataclass
@@ -55,7 +63,7 @@ class Job:
     def call_id(self) -> str:
         """Its call's id outside the model's words (cards, questions, events): a model's
         own ids never hold "/" (Agent's `_unique_ids`), so none can be taken for a job's."""
-        return f"jobs/{self.id}"
+        return f"{JOB_CALL_PREFIX}{self.id}"
 
     @property
     def done(self) -> bool:

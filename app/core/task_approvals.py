@@ -177,8 +177,12 @@ class UnattendedApprovals:
 
     @staticmethod
     def _head(request: ApprovalRequest) -> list[str]:
-        """What the call is and where its tool comes from, each on one visible line."""
-        lines = [one_line(request.summary or request.tool)]
+        """What the call is and where its tool comes from, each on one visible line; a
+        sub-agent's call says who asks ("Researcher wants to: …")."""
+        summary = request.summary or request.tool
+        if request.agent:
+            summary = f"{one_line(request.agent, 40)} wants to: {summary}"
+        lines = [one_line(summary)]
         if request.target:
             lines.append(one_line(request.target))
         if request.source_id != BUILTIN:

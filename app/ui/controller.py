@@ -20,8 +20,15 @@ from PySide6.QtCore import QObject, Signal
 from app.core import compaction
 from app.core.approval import ApprovalRequest, Decision
 from app.core.attachments import build_user_message
-from app.core.events import AgentEvent, ApprovalRequested, Error
+from app.core.events import (
+    AgentEvent,
+    ApprovalRequested,
+    Error,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from app.core.history_marks import BranchInfo, Marker, MarkerKind
+from app.core.jobs import is_job_call
 from app.core.providers.base import ChatMessage, ProviderConfig
 from app.core.runtime import ConfigError, Runtime
 from app.ui.off_gui import run_off_gui
@@ -68,6 +75,8 @@ class ChatController(QObject):
     waiting = Signal(bool)
     #: The conversation's provider account or model changed (`model_choice()`).
     modelChanged = Signal()
+    #: How many background jobs of the conversation shown still run.
+    jobsChanged = Signal(int)
 
     def __init__(self, runtime: Runtime, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -81,6 +90,9 @@ class ChatController(QObject):
         self._turn = _Turn()
         #: A model chosen for a new chat before it is stored.
         self._unsaved_model: tuple[str | None, str] | None = None
+        #: The conversation whose background jobs report to this window.
+        self._jobs_of = ""
+        self.conversationOpened.connect(self._listen_to_jobs)
 
     # ---- state ----------------------------------------------------------------------------
 
@@ -320,6 +332,32 @@ class ChatController(QObject):
     def _redacted(self, message: ChatMessage) -> ChatMessage:
         """As the agent keeps a message: with every known secret redacted."""
         return replace(message, content=self.runtime.tripwire.text(message.content))
+
+    def stop_all(self) -> None:
+        """Stop (Esc): the turn, and the conversation's background jobs."""
+        self.stop()
+        if self._jobs_of:
+            self.runtime.jobs.stop_conversation(self._jobs_of)
+
+    def running_jobs(self) -> int:
+        return len(self.runtime.jobs.active(self._jobs_of)) if self._jobs_of else 0
+
+    def _listen_to_jobs(self, conversation_id: str) -> None:
+        """The shown conversation's jobs report here, also after the turn that started
+        them (their cards, their questions); the one shown before goes back to its turn."""
+        if self._jobs_of:
+            self.runtime.jobs.listen(self._jobs_of, None)
+        self._jobs_of = conversation_id
+        if conversation_id:
+            self.runtime.jobs.listen(conversation_id, self._job_event)
+        self.jobsChanged.emit(self.running_jobs())
+
+    def _job_event(self, event: AgentEvent) -> None:
+        if isinstance(event, ApprovalRequested):
+            self.approvalPending.emit(event.request.call_id, event.request.tool)
+        self.agentEvent.emit(event)
+        if isinstance(event, ToolCallStarted | ToolCallFinished) and is_job_call(event.call_id):
+            self.jobsChanged.emit(self.running_jobs())
 
     def stop(self) -> None:
         for future in self._pending.values():

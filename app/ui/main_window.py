@@ -583,8 +583,9 @@ class MainWindow(QMainWindow):
         )
         self.sidebar_action.setCheckable(True)
         self.sidebar_action.setChecked(True)
-        self.stop_action = self._action(chat_menu, "Stop", "Esc", self.controller.stop)
+        self.stop_action = self._action(chat_menu, "Stop", "Esc", self.controller.stop_all)
         self.stop_action.setEnabled(False)
+        self.controller.jobsChanged.connect(lambda _n: self._update_stop_action())
         self.rename_action = self._action(chat_menu, "Rename", "F2", self.rename_current)
         self.delete_action = self._action(chat_menu, "Delete", None, self.delete_current)
         chat_menu.addSeparator()
@@ -609,6 +610,7 @@ class MainWindow(QMainWindow):
         self.chat_view.approvalDecided.connect(c.decide)
         self.chat_view.retryRequested.connect(c.retry)
         self.chat_view.linkActivated.connect(self._open_link)
+        self.chat_view.conversationRequested.connect(self._open_requested_conversation)
         self.chat_view.submit_edit = c.edit_and_resend
         self.chat_view.connectRequested.connect(lambda: self.settingsRequested.emit("providers"))
         self.chat_view.regenerateRequested.connect(c.regenerate)
@@ -855,6 +857,16 @@ class MainWindow(QMainWindow):
         self.controller.new_chat()
         self.focus_composer()
 
+    def _update_stop_action(self) -> None:
+        """Esc stops a turn, and the conversation's jobs that outlived theirs."""
+        self.stop_action.setEnabled(self.controller.busy or self.controller.running_jobs() > 0)
+
+    def _open_requested_conversation(self, conversation_id: str) -> None:
+        """A card's link to another conversation (a sub-agent's run); not while a turn runs
+        here (opening would stop it)."""
+        if not self.controller.busy:
+            self.open_conversation(conversation_id)
+
     def open_conversation(self, conversation_id: str) -> None:
         self._stash_draft()
         messages = self.controller.open(conversation_id)
@@ -1030,7 +1042,7 @@ class MainWindow(QMainWindow):
     def _on_busy(self, busy: bool) -> None:
         self.composer.set_busy(busy)
         self.chat_view.set_busy(busy)
-        self.stop_action.setEnabled(busy)
+        self._update_stop_action()
         self._update_starters()
         if busy:
             self.attach_mcp()  # the servers may have started since (their tools run now)

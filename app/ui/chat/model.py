@@ -7,8 +7,9 @@ theme), so an unchanged item is never rendered twice and an unseen one never at 
 
 from __future__ import annotations
 
+import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
@@ -17,6 +18,7 @@ from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, QPersistent
 from app.core.approval import ApprovalRequest
 from app.core.history_marks import BranchInfo
 from app.core.tool_names import category_title, tool_title
+from app.core.visible import one_line
 from app.ui.chat.terminal import TerminalOutput
 
 ITEM_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -170,6 +172,10 @@ class ToolCard(ChatItem):
     result_open: bool = False
     #: A built-in terminal tool's output (app/ui/chat/terminal.py), shown as a terminal.
     terminal: TerminalOutput | None = None
+    #: The sub-agent making this call ("Researcher"); "" for the conversation's own.
+    agent: str = ""
+    #: For a sub-agent's call: the `delegate_agent` call it belongs to (shown under it).
+    parent_call_id: str = ""
 
     @property
     def finished(self) -> bool:
@@ -177,8 +183,10 @@ class ToolCard(ChatItem):
 
     @property
     def title(self) -> str:
-        """The plain name shown on the card ("Write file"); `name` stays the identity."""
-        return tool_title(self.name) if self.name else "Tool"
+        """The plain name shown on the card ("Write file"); `name` stays the identity. A
+        sub-agent's call says whose it is ("Researcher · Read file")."""
+        plain = tool_title(self.name) if self.name else "Tool"
+        return f"{one_line(self.agent, 40)} · {plain}" if self.agent else plain
 
     @property
     def category_label(self) -> str:
@@ -199,6 +207,77 @@ class ToolCard(ChatItem):
         if self.result:
             parts.append(self.result)
         return "\n".join(p for p in parts if p)
+
+
+#: The tool that hands a task to a sub-agent: its card is a `DelegationCard`.
+DELEGATE_TOOL = "delegate_agent"
+
+
+@dataclass(eq=False)
+class DelegationCard(ToolCard):
+    """A `delegate_agent` call: the agent at work on a task; its own calls are cards of
+    their own, placed right after this one (`steps`) and hidden with it (`collapsed`)."""
+
+    #: The agent it was handed to ("Researcher") and the task, from the call's arguments.
+    sub_agent: str = ""
+    task: str = ""
+    #: The child conversation (once the call finished), for "Open Researcher's conversation".
+    conversation_id: str | None = None
+    #: The agent's calls, in the order they started (live only: a stored delegation's
+    #: calls are in its agent's conversation).
+    steps: list[ToolCard] = field(default_factory=list, repr=False)
+    collapsed: bool = False
+
+    @property
+    def title(self) -> str:
+        return one_line(self.sub_agent, 40) or "Sub-agent"
+
+    def spoken_role(self) -> str:
+        return f"Sub-agent {self.title} — {STATUS_WORDS[self.status].lower()}"
+
+    def task_line(self) -> str:
+        """The task's first line (the card shows it under the agent's name)."""
+        first = next((line for line in self.task.splitlines() if line.strip()), "")
+        return one_line(first.strip(), 300)
+
+    def set_arguments(self, arguments: dict[str, Any] | str) -> None:
+        """The agent and task from the call's arguments (a dict, or the model's JSON)."""
+        value: Any = arguments
+        if isinstance(arguments, str):
+            try:
+                value = json.loads(arguments) if arguments.strip() else {}
+            except ValueError:
+                value = {}
+        if isinstance(value, dict):
+            agent, task = value.get("agent"), value.get("task")
+            self.sub_agent = agent.strip() if isinstance(agent, str) else self.sub_agent
+            self.task = task if isinstance(task, str) else self.task
+
+    def set_data(self, data: Any) -> None:
+        """What the finished call's `result.data` says (its child conversation)."""
+        if not isinstance(data, dict):
+            return
+        conversation, agent = data.get("conversation_id"), data.get("agent")
+        self.conversation_id = conversation if isinstance(conversation, str) else None
+        if isinstance(agent, str) and agent:
+            self.sub_agent = agent
+
+    def plain_text(self) -> str:
+        head = f"{self.title} ({STATUS_WORDS[self.status].lower()})"
+        parts = [head, self.task]
+        if self.status == ToolStatus.DENIED:
+            return "\n".join(p for p in (*parts, self.decision) if p)
+        parts += [f"Error: {self.error}" if self.error else "", self.result]
+        return "\n".join(p for p in parts if p)
+
+
+def delegation_card(card: ToolCard, data: Any = None) -> DelegationCard:
+    """`card` (a stored `delegate_agent` call from the history) as a delegation card."""
+    values = {f.name: getattr(card, f.name) for f in fields(ToolCard) if f.init}
+    found = DelegationCard(**values)
+    found.set_arguments(card.arguments)
+    found.set_data(data)
+    return found
 
 
 @dataclass(eq=False)
@@ -261,7 +340,8 @@ class PendingItem(ChatItem):
 
 
 class ChatModel(QAbstractListModel):
-    """A flat list of items. Rows only grow (or everything is replaced)."""
+    """A flat list of items. Rows only grow (or everything is replaced); only a sub-agent's
+    call is inserted (after its delegation), moving the rows below it."""
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -294,6 +374,16 @@ class ChatModel(QAbstractListModel):
         self.items.append(item)
         self.endInsertRows()
         return row
+
+    def insert(self, row: int, item: ChatItem) -> None:
+        """Puts `item` at `row` (a sub-agent's call after its delegation's rows); the rows
+        after it move down one."""
+        row = max(0, min(row, len(self.items)))
+        self.beginInsertRows(QModelIndex(), row, row)
+        self.items.insert(row, item)
+        for at in range(row, len(self.items)):
+            self.items[at].row = at
+        self.endInsertRows()
 
     def remove_last(self) -> ChatItem:
         """Removes the last row (the pending indicator; no other row ever moves)."""

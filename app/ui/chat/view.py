@@ -22,11 +22,19 @@ the current answer). While a turn runs (`set_busy`) those that change the conver
 are shown disabled.
 
 Links in model text only ever go out as `linkActivated(url)`: the window must never read
-one as an action of its own. The app's own action ("Connect a model") is a signal.
+one as an action of its own. The app's own actions ("Connect a model", "Open Researcher's
+conversation") are signals.
+
+Sub-agents: a `delegate_agent` call is a `DelegationCard`; the agent's own calls (events
+with `parent_call_id`) are cards placed in the rows right after it — inserted there when
+another delegation's rows came since — indented under it and hidden with its "N steps".
+A question of the agent's says who asks ("Researcher wants to: …"). When the delegation
+ends, a call of its agent still open is shown stopped.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Sequence
 
@@ -65,7 +73,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.approval import Decision
+from app.core.approval import ApprovalRequest, Decision
 from app.core.events import (
     AgentEvent,
     ApprovalDecided,
@@ -80,8 +88,11 @@ from app.core.events import (
     TurnFinished,
 )
 from app.core.history_marks import BranchInfo, Marker
+from app.core.jobs import is_job_call
 from app.core.providers.base import ChatMessage
 from app.core.store import ToolCallRecord
+from app.core.tool_names import tool_title
+from app.core.visible import one_line
 from app.ui.chat.approval_bar import ApprovalBar
 from app.ui.chat.delegate import ChatDelegate
 from app.ui.chat.history import (
@@ -106,9 +117,11 @@ from app.ui.chat.layouts import (
 )
 from app.ui.chat.message_editor import MessageEditor
 from app.ui.chat.model import (
+    DELEGATE_TOOL,
     AssistantMessage,
     ChatItem,
     ChatModel,
+    DelegationCard,
     ErrorItem,
     MarkerItem,
     MessageItem,
@@ -118,6 +131,7 @@ from app.ui.chat.model import (
     ToolCard,
     ToolStatus,
     UserMessage,
+    delegation_card,
 )
 from app.ui.chat.render import doc_text, message_plain
 from app.ui.chat.terminal import terminal_output
@@ -129,6 +143,8 @@ REGENERATE_KEY = "Ctrl+Shift+R"
 EDIT_NOT_SENT = "Could not send the edit now."
 #: The end of the last block of the last row (select all without laying anything out).
 _END = 1 << 30
+#: Actions offered only while no turn runs (opening another conversation would stop it).
+_BUSY_ACTIONS = BUSY_ACTIONS | {"open_conversation"}
 
 FRAME_MS = 16
 _DECISION_WORDS = {
@@ -156,6 +172,9 @@ class ChatView(QTreeView):
     regenerateRequested = Signal(int)
     #: Show branch `wanted` (1-based) of the branches at message `index`.
     branchRequested = Signal(int, int)
+    #: "Open Researcher's conversation" on a finished delegation: show that conversation
+    #: (a sub-agent's child conversation, by id).
+    conversationRequested = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -273,7 +292,9 @@ class ChatView(QTreeView):
         "‹ 2/3 ›" on the message where the versions differ."""
         self._reset()
         self.chat_delegate.forget_all()
-        items = history_items(messages, tool_calls, markers, branches)
+        items = _with_delegations(
+            history_items(messages, tool_calls, markers, branches), tool_calls
+        )
         # the bottom of the conversation is shown first: render those rows exactly at once
         budget = 2 * max(self.viewport().height(), 400)
         for item in reversed(items):
@@ -331,7 +352,7 @@ class ChatView(QTreeView):
         self._busy = busy
         state = self.chat_delegate.state
         state.busy = busy
-        if busy and state.hover is not None and state.hover.action in BUSY_ACTIONS:
+        if busy and state.hover is not None and state.hover.action in _BUSY_ACTIONS:
             state.hover = None
         editor = self.editor()
         if editor is not None:
@@ -401,7 +422,7 @@ class ChatView(QTreeView):
         self._drop_pending()
         self._close_assistant(stopped=True)
         for card in self._cards.values():
-            if not card.finished:
+            if not card.finished and not is_job_call(card.call_id):  # jobs outlive turns
                 stopped = True
                 self._detach_bar(card.call_id)
                 card.approval = None
@@ -531,18 +552,78 @@ class ChatView(QTreeView):
 
     def _tool_started(self, event: ToolCallStarted) -> None:
         self._flush()
-        self._close_assistant()
-        card = ToolCard(
+        parent = self._cards.get(event.parent_call_id) if event.parent_call_id else None
+        under = parent if isinstance(parent, DelegationCard) and parent.row >= 0 else None
+        if under is None:  # (a step goes above an answer streaming meanwhile: it stays open)
+            self._close_assistant()
+        kind = DelegationCard if event.name == DELEGATE_TOOL and not event.agent else ToolCard
+        card = kind(
             call_id=event.call_id,
             name=event.name,
             category=event.category,
             operations=list(event.operations),
             arguments=pretty_arguments(event.arguments),
+            agent=event.agent,
         )
+        if isinstance(card, DelegationCard):
+            card.set_arguments(event.arguments)
         self._cards[event.call_id] = card
-        self._append(card)
+        if under is not None:
+            self._add_step(under, card)
+        else:
+            self._append(card)
         if not self._tick.isActive():
             self._tick.start()
+
+    def _add_step(self, parent: DelegationCard, card: ToolCard) -> None:
+        """A sub-agent's call: right after its delegation's rows (hidden if they are)."""
+        card.parent_call_id = parent.call_id
+        last = parent.steps[-1] if parent.steps else parent
+        parent.steps.append(card)
+        row = last.row + 1
+        if row >= len(self.chat_model.items):
+            self._append(card)
+            self._update_row(last.row)  # its rail goes on down to the new step
+        else:
+            self._insert(row, card)
+        if parent.collapsed:
+            self.setRowHidden(card.row, QModelIndex(), True)
+        self.chat_model.changed(parent)
+
+    def _insert(self, row: int, item: ChatItem) -> None:
+        """Puts `item` at `row`, keeping the selection on the text it covered."""
+        item.eager = True
+        self.chat_model.insert(row, item)
+        state = self.chat_delegate.state
+        selection = state.selection
+        if selection is not None:
+            start, end = (_shifted(pos, row) for pos in (selection.start, selection.end))
+            state.selection = Selection(start, end)
+        current = self.currentIndex()
+        state.current_row = current.row() if current.isValid() else -1
+        state.hover_row = -1
+        self.viewport().update()
+        if not self._stick:
+            self._show_new_button()
+
+    def toggle_steps(self, card: DelegationCard) -> None:
+        """Hides or shows a delegation's own calls (the rows under it)."""
+        card.collapsed = not card.collapsed
+        for step in card.steps:
+            if step.row >= 0:
+                self.setRowHidden(step.row, QModelIndex(), card.collapsed)
+        self.chat_model.changed(card)
+        self._schedule_settle()
+
+    def _end_steps(self, card: DelegationCard) -> None:
+        """The delegation ended: a call of its agent still open never will; shown stopped."""
+        for step in card.steps:
+            if not step.finished:
+                self._detach_bar(step.call_id)
+                step.approval = None
+                step.status = ToolStatus.CANCELLED
+                step.seconds = step.elapsed()
+                self.chat_model.changed(step)
 
     def _card(self, call_id: str, name: str) -> ToolCard:
         card = self._cards.get(call_id)
@@ -560,11 +641,14 @@ class ChatView(QTreeView):
             card.question = True
             card.arguments = ""
         card.status = ToolStatus.AWAITING
-        card.approval = request
+        card.approval = _asked_by(request)
         card.category = card.category or request.category
         card.operations = list(request.operations)
         if not card.question:
             card.arguments = pretty_arguments(request.arguments) or card.arguments
+        parent = self._cards.get(card.parent_call_id)
+        if isinstance(parent, DelegationCard) and parent.collapsed:
+            self.toggle_steps(parent)  # its question must be seen
         self._attach_bar(card)
         self.chat_model.changed(card)
 
@@ -602,6 +686,9 @@ class ChatView(QTreeView):
         card.attachments = list(result.attachments)
         card.seconds = event.seconds or card.elapsed()
         card.progress, card.fraction = "", None
+        if isinstance(card, DelegationCard):
+            card.set_data(result.data)
+            self._end_steps(card)
         self.chat_model.changed(card)
 
     def _attach_bar(self, card: ToolCard) -> None:
@@ -610,7 +697,7 @@ class ChatView(QTreeView):
         bar = ApprovalBar(card.approval, self.chat_delegate.theme)
         bar.decided.connect(lambda value, cid=card.call_id: self._decide(cid, value))
         bar.heightChanged.connect(lambda h, c=card: self._bar_height(c, h))
-        _, column_w = column(self.chat_delegate.width())
+        _, column_w = column(self.chat_delegate.item_width(card))
         card.panel_height = bar.wanted_height(int(column_w - 2 * CARD_PAD))
         self.setIndexWidget(self.chat_model.index(card.row, 0), bar)
         self._bars[card.call_id] = bar
@@ -703,6 +790,8 @@ class ChatView(QTreeView):
         changed = False
         for row in range(top.row(), len(items)):
             index = self.chat_model.index(row, 0)
+            if self.isRowHidden(row, QModelIndex()):
+                continue
             rect = self.visualRect(index)
             if rect.top() > bottom:
                 break
@@ -889,7 +978,7 @@ class ChatView(QTreeView):
             return (last, _END, 0) if inside.y() > 0 else (0, 0, 0)
         item = items[index.row()]
         layout = self.chat_delegate.layout(item)
-        local = QPointF(pos) - self.chat_delegate.origin(self.visualRect(index))
+        local = QPointF(pos) - self.chat_delegate.origin(self.visualRect(index), item)
         block, char = layout.position_at(local)
         return (index.row(), block, char)
 
@@ -909,8 +998,10 @@ class ChatView(QTreeView):
         index = self.indexAt(pos)
         if not index.isValid():
             return None
-        layout = self.chat_delegate.layout(self.chat_model.items[index.row()])
-        return index.row(), layout, QPointF(pos) - self.chat_delegate.origin(self.visualRect(index))
+        item = self.chat_model.items[index.row()]
+        layout = self.chat_delegate.layout(item)
+        local = QPointF(pos) - self.chat_delegate.origin(self.visualRect(index), item)
+        return index.row(), layout, local
 
     def _drag_to(self, pos: QPoint) -> None:
         self._drag_pos = pos
@@ -944,11 +1035,12 @@ class ChatView(QTreeView):
         item = self.chat_model.items[index.row()]
         rect = self.visualRect(index)
         layout = self.chat_delegate.layout(item)
-        return item, self._offered(layout.hit(QPointF(pos) - self.chat_delegate.origin(rect)))
+        local = QPointF(pos) - self.chat_delegate.origin(rect, item)
+        return item, self._offered(layout.hit(local))
 
     def _offered(self, hit: Hit | None) -> Hit | None:
         """`hit`, unless it changes the conversation while a turn runs."""
-        if hit is not None and self._busy and hit.action in BUSY_ACTIONS:
+        if hit is not None and self._busy and hit.action in _BUSY_ACTIONS:
             return None
         return hit
 
@@ -1086,6 +1178,10 @@ class ChatView(QTreeView):
             self.retryRequested.emit()
         elif isinstance(item, ThinkingItem) and hit.action == "toggle_thinking":
             self.toggle_thinking(item)
+        elif isinstance(item, DelegationCard) and hit.action == "toggle_steps":
+            self.toggle_steps(item)
+        elif hit.action == "open_conversation":
+            self.conversationRequested.emit(str(hit.payload))
         elif isinstance(item, ToolCard) and hit.action in ("toggle_args", "toggle_result"):
             if hit.action == "toggle_args":
                 item.args_open = not item.args_open
@@ -1213,7 +1309,7 @@ class ChatView(QTreeView):
             pos = self._menu_point(index)
         item = self.chat_model.items[index.row()]
         layout = self.chat_delegate.layout(item)
-        local = QPointF(pos) - self.chat_delegate.origin(self.visualRect(index))
+        local = QPointF(pos) - self.chat_delegate.origin(self.visualRect(index), item)
         if keyboard:
             local = QPointF(-1, -1)  # no code block or link under a key
         menu = QMenu(self)
@@ -1233,6 +1329,8 @@ class ChatView(QTreeView):
             )
             menu.addAction("Copy thinking", lambda: clipboard.setText(item.text))
         elif isinstance(item, ToolCard):
+            if isinstance(item, DelegationCard):
+                self._add_delegation_actions(menu, item)
             if item.arguments:
                 menu.addAction("Copy arguments", lambda: clipboard.setText(item.arguments))
             if (item.result or item.error) and item.status != ToolStatus.DENIED:
@@ -1248,6 +1346,20 @@ class ChatView(QTreeView):
         menu.addAction("Select all", self.selectAll)
         where = self.viewport().mapToGlobal(pos) if keyboard else event.globalPos()
         menu.exec(where)
+
+    def _add_delegation_actions(self, menu: QMenu, item: DelegationCard) -> None:
+        """The card's own actions, for the keyboard: its steps, its agent's conversation."""
+        if item.steps:
+            words = "Show the agent's steps" if item.collapsed else "Hide the agent's steps"
+            menu.addAction(words, lambda: self.toggle_steps(item))
+        conversation = item.conversation_id
+        if conversation and item.finished:
+            action = menu.addAction(
+                f"Open {item.title}’s conversation",
+                lambda: self.conversationRequested.emit(conversation),
+            )
+            action.setEnabled(not self._busy)
+        menu.addSeparator()
 
     def _add_turn_actions(self, menu: QMenu, item: ChatItem) -> None:
         """Edit and resend, Regenerate and the versions: the keyboard's way to the buttons
@@ -1341,6 +1453,36 @@ class ChatView(QTreeView):
 
 #: Rows that can carry the version switch.
 _SWITCHABLE = (MessageItem, MarkerItem, ErrorItem)
+
+
+def _asked_by(request: ApprovalRequest) -> ApprovalRequest:
+    """A sub-agent's question as its card shows it: "Researcher wants to: …" (the
+    request's answers stay what it allows: only Allow once and Deny)."""
+    if not request.agent:
+        return request
+    summary = request.summary or tool_title(request.tool)
+    return dataclasses.replace(
+        request, summary=f"{one_line(request.agent, 40)} wants to: {summary}"
+    )
+
+
+def _with_delegations(
+    items: list[ChatItem], tool_calls: Sequence[ToolCallRecord] | None
+) -> list[ChatItem]:
+    """Stored `delegate_agent` calls as delegation cards (their agent's conversation from
+    the stored result)."""
+    data = {r.call_id: r.data for r in tool_calls or ()}
+    return [
+        delegation_card(i, data.get(i.call_id))
+        if type(i) is ToolCard and i.name == DELEGATE_TOOL
+        else i
+        for i in items
+    ]
+
+
+def _shifted(pos: TextPos, inserted: int) -> TextPos:
+    """A place in the text after a row was inserted at `inserted`."""
+    return (pos[0] + 1, pos[1], pos[2]) if pos[0] >= inserted else pos
 
 
 def _whole_text(item: ChatItem) -> str:
