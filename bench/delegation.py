@@ -3,8 +3,11 @@
 * parallel: 8 sub-agents at once, each making 3 file-tool calls (the model waits 0.2 s
   before each) and streaming a 40-token answer (20 ms a token), against the slowest of
   3 runs of one sub-agent alone doing the same (target: wall time <= 1.25x). The agent's
-  event loop is watched meanwhile: its longest gap (target <= 16 ms; the window runs the
-  agent on its GUI loop, so a gap here is a frozen window there);
+  event loop is watched meanwhile: its longest gap;
+* window: the same 8 sub-agents asked for in the real window (bench/stall_child.py: the
+  App started as `deskhand` starts, the message typed and sent: the first turn of a fresh
+  window), the GUI loop's longest gap while they run and their cards update (target
+  <= 16 ms; median of 3 runs);
 * overhead: one delegation to an agent whose model answers at once without tools, against
   a plain turn answered the same way (target: <= 20 ms more; medians of 30);
 * memory: 100 delegations in one conversation; resident memory after them against after
@@ -22,6 +25,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -34,6 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bench.pyc_cache import compile_project  # noqa: E402
 from bench.scripted import configure_home, make_files, no_proxy_for_loopback, rss_mib  # noqa: E402
 
 PARALLEL = 8
@@ -61,8 +66,15 @@ def served(root: Path, mode: str) -> Iterator[str]:
 
 
 def make_runtime(home: Path, url: str, root: Path):  # type: ignore[no-untyped-def]
-    from app.core.paths import settings_path
     from app.core.runtime import Runtime
+
+    configure(home, url, root)
+    return Runtime(home, entry_points=False)
+
+
+def configure(home: Path, url: str, root: Path) -> None:
+    """A home on the model server at `url`, `root` allowed, the Lister agent."""
+    from app.core.paths import settings_path
     from app.core.settings import AgentDefinition, SettingsStore
 
     configure_home(home, url, root)
@@ -73,7 +85,27 @@ def make_runtime(home: Path, url: str, root: Path):  # type: ignore[no-untyped-d
         settings.max_parallel_jobs = PARALLEL  # type: ignore[attr-defined]
 
     SettingsStore(settings_path(home)).update(change)
-    return Runtime(home, entry_points=False)
+
+
+def in_the_window(home: Path) -> list[float]:
+    """The GUI loop's longest gap while 8 sub-agents run, per run (ms)."""
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(REPO),
+        PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring",
+        DESKHAND_STALL_MESSAGE=f"delegate {PARALLEL}",
+        QT_QPA_PLATFORM=os.environ.get("QT_QPA_PLATFORM", "offscreen"),
+    )
+    child = [sys.executable, str(Path(__file__).with_name("stall_child.py")), "app", str(home)]
+    gaps = []
+    for run in range(RUNS + 1):  # the first warms the caches
+        done = subprocess.run([*child, "1"], capture_output=True, text=True, env=env, timeout=180)
+        if done.returncode != 0:
+            raise SystemExit(f"the window run failed:\n{done.stderr[-3000:]}")
+        if run:
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+            gaps.append(max(result["phases"]["turn"]["gaps"]))
+    return gaps
 
 
 class LoopWatch:
@@ -161,7 +193,7 @@ async def memory(runtime) -> tuple[float, float]:  # type: ignore[no-untyped-def
 
 
 def main() -> None:
-    results = {}
+    compile_project()
     with tempfile.TemporaryDirectory(prefix="deskhand-bench-") as tmp:
         root = Path(tmp) / "work"
         make_files(root)
@@ -171,6 +203,9 @@ def main() -> None:
                 alone, wall, gap = asyncio.run(parallel(runtime))
             finally:
                 runtime.close()
+            window_home = Path(tmp) / "window"
+            configure(window_home, url, root)
+            window_gaps = in_the_window(window_home)
         with served(root, "instant") as url:
             runtime = make_runtime(Path(tmp) / "instant", url, root)
             try:
@@ -183,6 +218,7 @@ def main() -> None:
         "parallel_wall_s": wall,
         "ratio": wall / alone,
         "longest_loop_gap_ms": gap * 1000,
+        "window_longest_gap_ms": window_gaps,
         "plain_turn_ms": plain * 1000,
         "delegation_ms": delegated * 1000,
         "overhead_ms": (delegated - plain) * 1000,
@@ -192,7 +228,13 @@ def main() -> None:
     }
     print(
         f"{PARALLEL} sub-agents at once: {wall:.2f} s against {alone:.2f} s for the slowest "
-        f"one alone ({wall / alone:.2f}x; target <= 1.25x); longest loop gap {gap * 1000:.1f} ms"
+        f"one alone ({wall / alone:.2f}x; target <= 1.25x); this process's own loop (no window, "
+        f"its collector on) longest gap {gap * 1000:.1f} ms"
+    )
+    print(
+        f"in the window: the GUI loop's longest gap while they run "
+        f"{statistics.median(window_gaps):.1f} ms (median of {RUNS}; worst "
+        f"{max(window_gaps):.1f} ms; target <= 16 ms)"
     )
     print(
         f"one delegation {delegated * 1000:.1f} ms against a plain turn's {plain * 1000:.1f} ms "

@@ -3,7 +3,8 @@
 `stall_child.py bare SETTLE_S TURN_S`: an empty window, gaps for SETTLE_S after the loop
 starts (phase "startup"), then TURN_S more (phase "turn").
 `stall_child.py app HOME TURNS`: the real App on HOME; phase "startup" is the 3 s after the
-loop starts; then TURNS messages sent through the composer (phase "turn").
+loop starts; then TURNS messages sent through the composer (phase "turn"), the text of
+`DESKHAND_STALL_MESSAGE` when set (`{n}`: the turn's number).
 Prints one JSON line: the gaps of each phase (ms), the time before the loop ran, and every
 gap over 16 ms with the GUI thread's stack samples taken during it.
 """
@@ -224,6 +225,8 @@ def real_app(home: str, turns: int) -> None:
     import asyncio
 
     start = time.perf_counter()
+    #: What each turn types (bench/delegation.py sends its own).
+    message = os.environ.get("DESKHAND_STALL_MESSAGE", "What is in my folder? ({n})")
     app = QApplication(sys.argv[:1])
     probe = Probe(start)
     from app.ui import startup_timeline
@@ -238,7 +241,7 @@ def real_app(home: str, turns: int) -> None:
             before = tool_results(window.runtime)
             probe.enter("turn")
             for n in range(turns):
-                await one_turn(window, f"What is in my folder? ({n})")
+                await one_turn(window, message.format(n=n))
             probe.enter("done")  # counting the results below is not part of a turn
             probe.extra["tool_results"] = tool_results(window.runtime) - before
         finish(probe, lambda: cleanup(window))

@@ -408,6 +408,28 @@ def test_the_first_keystroke_loads_the_first_turn_off_the_gui_thread(window, qtb
     assert "app.core.agent" in sys.modules
 
 
+def test_the_first_keystroke_loads_the_http_clients_async_backend_off_the_gui_thread():
+    """httpx's first request takes an anyio lock, which imports anyio's asyncio backend: the
+    window loads it on a worker at the first keystroke, so the first turn does not (a fresh
+    process: this one has it already)."""
+    code = (
+        "import sys, threading\n"
+        "from app.core.runtime import Runtime\n"
+        "import tempfile\n"
+        "rt = Runtime(tempfile.mkdtemp(), entry_points=False, load_secrets=False)\n"
+        "before = 'anyio._backends._asyncio' in sys.modules\n"
+        "t = threading.Thread(target=rt.warm_http, name='deskhand-off-gui_x')\n"
+        "t.start(); t.join()\n"
+        "print(before, 'anyio._backends._asyncio' in sys.modules)\n"
+    )
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.split() == ["False", "True"]
+
+
 def test_warm_up_refuses_the_gui_thread(window):
     with pytest.raises(GuiThreadError):
         window.runtime.warm_up()

@@ -723,6 +723,23 @@ class Runtime:
         _ = self.registry
 
     @off_gui_thread
+    def warm_http(self) -> None:
+        """The HTTP client's first request takes an anyio lock, and anyio imports its
+        asyncio backend then (~15 ms of module and dataclass creation): in the window that
+        ran on the GUI thread, inside the first turn (a 17–23 ms gap when a first
+        delegation opened eight streams). Taking one lock here loads it first. `ask` does
+        not: its request pays the same import either way."""
+        import asyncio
+
+        import anyio
+
+        async def take_a_lock() -> None:
+            async with anyio.Lock():
+                pass
+
+        asyncio.run(take_a_lock())
+
+    @off_gui_thread
     def warm_file_places(self) -> None:
         """The file tools' catalogue of protected places (a few hundred paths resolved on
         disk, then cached): the window makes it on its first keystroke rather than inside

@@ -90,6 +90,7 @@ def _warm_up(runtime: Runtime) -> None:
     from app.ui.chat.render import warm_lexers
 
     runtime.warm_up()
+    runtime.warm_http()
     runtime.warm_file_places()
     warm_lexers()
 
