@@ -31,7 +31,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,7 +38,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench.pyc_cache import compile_project  # noqa: E402
-from bench.scripted import configure_home, make_files, no_proxy_for_loopback, rss_mib  # noqa: E402
+from bench.scripted import configure_home, make_files, rss_mib, serving  # noqa: E402
 
 PARALLEL = 8
 RUNS = 3
@@ -48,21 +47,8 @@ MEMORY_RUNS = 100
 WARM = 10
 
 
-@contextlib.contextmanager
-def served(root: Path, mode: str) -> Iterator[str]:
-    no_proxy_for_loopback()
-    server = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("agents_server.py")), str(root), mode],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert server.stdout is not None and server.stdin is not None
-    try:
-        yield server.stdout.readline().strip()
-    finally:
-        server.stdin.close()
-        server.wait(timeout=10)
+def served(root: Path, mode: str) -> contextlib.AbstractContextManager[str]:
+    return serving(Path(__file__).with_name("agents_server.py"), str(root), mode)
 
 
 def make_runtime(home: Path, url: str, root: Path):  # type: ignore[no-untyped-def]

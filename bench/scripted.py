@@ -99,15 +99,17 @@ def rss_mib() -> float:
 @contextlib.contextmanager
 def served(kind: str, root: Path, turns: int) -> Iterator[str]:
     """bench/llm_server.py in its own process with the `kind` script; yields its base URL."""
+    with serving(Path(__file__).with_name("llm_server.py"), kind, str(root), str(turns)) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def serving(script: Path, *args: str) -> Iterator[str]:
+    """A model server `script` in its own process (it prints its base URL, then serves
+    until its stdin closes); yields that URL."""
     no_proxy_for_loopback()
     server = subprocess.Popen(
-        [
-            sys.executable,
-            str(Path(__file__).with_name("llm_server.py")),
-            kind,
-            str(root),
-            str(turns),
-        ],
+        [sys.executable, str(script), *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,

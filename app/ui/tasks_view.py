@@ -26,7 +26,6 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
-    QMessageBox,
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
@@ -57,6 +56,7 @@ from app.core.tasks import (
 from app.core.visible import one_line, visible
 from app.ui.qt_values import to_qdatetime, top_level_items, wall_clock
 from app.ui.reminders_view import when_text
+from app.ui.removal import confirm_removal
 from app.ui.settings.widgets import (
     form_label,
     muted_label,
@@ -887,7 +887,6 @@ def _text_box(lines: int, *, fixed: bool = False) -> QPlainTextEdit:
     return box
 
 
-
 # ---- the window --------------------------------------------------------------------------------
 
 
@@ -1214,13 +1213,6 @@ class TasksView(QDialog):
 
 def confirm_remove(parent: QWidget, task: Task) -> bool:
     """Asks before a task goes (its rules go with it). The title is shown as plain text."""
-    box = QMessageBox(parent)
-    box.setIcon(QMessageBox.Icon.Question)
-    box.setWindowTitle("Remove task — Deskhand")
-    box.setTextFormat(Qt.TextFormat.PlainText)
-    box.setText(f"Remove the task “{one_line(task.title, 80)}”?")
-    box.setInformativeText("Its schedule, history and permission rules are deleted.")
-    box.setStandardButtons(QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel)
-    box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-    box.button(QMessageBox.StandardButton.Yes).setText("Remove")
-    return box.exec() == QMessageBox.StandardButton.Yes
+    return confirm_removal(
+        parent, "task", task.title, "Its schedule, history and permission rules are deleted."
+    )

@@ -18,15 +18,11 @@ from collections.abc import Callable, Coroutine, Sequence
 from functools import partial
 from typing import Any, Literal
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QSize, Qt, Signal
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSize, Qt, Signal
 from PySide6.QtGui import (
-    QColor,
     QFont,
-    QFontMetrics,
     QKeyEvent,
     QKeySequence,
-    QPainter,
-    QPalette,
     QResizeEvent,
     QShortcut,
     QShowEvent,
@@ -42,15 +38,11 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QListWidgetItem,
-    QMessageBox,
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
     QSizePolicy,
     QSpinBox,
-    QStyle,
-    QStyledItemDelegate,
-    QStyleOptionViewItem,
     QVBoxLayout,
     QWidget,
 )
@@ -62,6 +54,8 @@ from app.core.runtime import Runtime
 from app.core.settings import READ_ONLY_TOOLS, AgentDefinition, ProviderAccount, Settings
 from app.core.visible import one_line, visible
 from app.ui.off_gui import off_gui
+from app.ui.removal import confirm_removal
+from app.ui.settings.account_list import DETAIL_ROLE, TwoLineDelegate
 from app.ui.settings.dialog import file_reason
 from app.ui.settings.page import Patch, SettingsPage
 from app.ui.settings.widgets import (
@@ -77,7 +71,6 @@ Starter = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any] | None"]
 Mode = Literal["add", "edit", "duplicate"]
 
 LIST_WIDTH, NARROW_LIST_WIDTH = 250, 170
-DETAIL_ROLE = Qt.ItemDataRole.UserRole + 1
 BUILTIN_ROLE = Qt.ItemDataRole.UserRole + 2
 BUILTIN_TAG = "Built in"
 SAME_AS_CONVERSATION = "Same as the conversation"
@@ -220,100 +213,18 @@ def tool_categories(runtime: Runtime) -> tuple[str, ...]:
 
 def confirm_remove(parent: QWidget, name: str) -> bool:
     """Asks before an agent goes (tests replace this). The name is shown as plain text."""
-    box = QMessageBox(parent)
-    box.setIcon(QMessageBox.Icon.Question)
-    box.setWindowTitle("Remove agent — Deskhand")
-    box.setTextFormat(Qt.TextFormat.PlainText)
-    box.setText(f"Remove the agent “{one_line(name, 80)}”?")
-    box.setInformativeText("The assistant can no longer hand tasks to it.")
-    box.setStandardButtons(QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel)
-    box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-    box.button(QMessageBox.StandardButton.Yes).setText("Remove")
-    return box.exec() == QMessageBox.StandardButton.Yes
+    return confirm_removal(parent, "agent", name, "The assistant can no longer hand tasks to it.")
 
 
 # ---- the list ------------------------------------------------------------------------------
 
 
-class AgentDelegate(QStyledItemDelegate):
+class AgentDelegate(TwoLineDelegate):
     """Two lines per agent (name, then its description in muted text) and a quiet
     "Built in" tag on Deskhand's own."""
 
-    HEIGHT = 54
-
-    def sizeHint(
-        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
-    ) -> QSize:
-        return QSize(option.rect.width(), self.HEIGHT)
-
-    def paint(
-        self,
-        painter: QPainter,
-        option: QStyleOptionViewItem,
-        index: QModelIndex | QPersistentModelIndex,
-    ) -> None:
-        pal = option.palette
-        rect = option.rect.adjusted(4, 2, -4, -2)
-        state = option.state
-        painter.save()
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        if state & QStyle.StateFlag.State_Selected:
-            fill = QColor(pal.color(QPalette.ColorRole.Highlight))
-            fill.setAlphaF(0.16)
-        elif state & QStyle.StateFlag.State_MouseOver:
-            fill = QColor(pal.color(QPalette.ColorRole.AlternateBase))
-        else:
-            fill = QColor(Qt.GlobalColor.transparent)
-        painter.setPen(Qt.PenStyle.NoPen)
-        painter.setBrush(fill)
-        painter.drawRoundedRect(rect, 6, 6)
-        if state & QStyle.StateFlag.State_HasFocus and state & QStyle.StateFlag.State_Selected:
-            painter.setPen(pal.color(QPalette.ColorRole.Highlight))
-            painter.setBrush(Qt.BrushStyle.NoBrush)
-            painter.drawRoundedRect(rect, 6, 6)
-
-        inner = rect.adjusted(10, 7, -10, -7)
-        tag_width = self._paint_tag(painter, option, inner) if index.data(BUILTIN_ROLE) else 0
-        half = inner.height() // 2
-        top = QRect(inner.left(), inner.top(), inner.width() - tag_width, half)
-        bottom = QRect(inner.left(), inner.top() + half, inner.width(), inner.height() - half)
-        name_font = QFont(option.font)
-        name_font.setWeight(QFont.Weight.DemiBold)
-        painter.setFont(name_font)
-        painter.setPen(pal.color(QPalette.ColorRole.Text))
-        name = QFontMetrics(name_font).elidedText(
-            str(index.data(Qt.ItemDataRole.DisplayRole) or ""),
-            Qt.TextElideMode.ElideRight,
-            top.width(),
-        )
-        painter.drawText(top, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, name)
-        painter.setFont(option.font)
-        painter.setPen(pal.color(QPalette.ColorRole.PlaceholderText))
-        detail = QFontMetrics(option.font).elidedText(
-            str(index.data(DETAIL_ROLE) or ""), Qt.TextElideMode.ElideRight, bottom.width()
-        )
-        painter.drawText(bottom, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, detail)
-        painter.restore()
-
-    @staticmethod
-    def _paint_tag(painter: QPainter, option: QStyleOptionViewItem, inner: QRect) -> int:
-        """The "Built in" tag at the top right, outlined (it marks, it does not call out);
-        returns the width it takes."""
-        pal = option.palette
-        font = QFont(option.font)
-        font.setPointSizeF(max(7.0, font.pointSizeF() - 1.5))
-        font.setWeight(QFont.Weight.DemiBold)
-        metrics = QFontMetrics(font)
-        width = metrics.horizontalAdvance(BUILTIN_TAG) + 14
-        tag = QRect(inner.right() - width, inner.top(), width, metrics.height() + 4)
-        painter.setPen(pal.color(QPalette.ColorRole.Dark))
-        painter.setBrush(Qt.BrushStyle.NoBrush)
-        radius = tag.height() / 2
-        painter.drawRoundedRect(tag.adjusted(0, 0, -1, -1), radius, radius)
-        painter.setFont(font)
-        painter.setPen(pal.color(QPalette.ColorRole.PlaceholderText))
-        painter.drawText(tag, Qt.AlignmentFlag.AlignCenter, BUILTIN_TAG)
-        return width + 8
+    def tag(self, index: QModelIndex | QPersistentModelIndex) -> tuple[str, bool] | None:
+        return (BUILTIN_TAG, False) if index.data(BUILTIN_ROLE) else None
 
 
 class AgentList(QListWidget):
