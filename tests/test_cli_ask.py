@@ -193,3 +193,48 @@ def test_ask_leaves_the_collector_running_after_its_turn(llm: ScriptedLLM, tmp_p
         assert gc.get_freeze_count() > frozen
     finally:
         gc.disable()
+
+
+def _ask_with(home: Path, prompt: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.pop("DESKHAND_HOME", None)
+    env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"
+    env["PYTHONPATH"] = str(REPO)
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", "--home", str(home), "ask", prompt, *extra],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=60,
+    )
+
+
+def test_ask_attaches_a_document_as_its_text(llm: ScriptedLLM, tmp_path: Path):
+    from openpyxl import Workbook
+
+    book = Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.title = "Budget"
+    sheet.append(["Item", "Cost"])
+    sheet.append(["Servers", 1200])
+    sheet_path = tmp_path / "budget.xlsx"
+    book.save(str(sheet_path))
+    home = _make_home(tmp_path, llm)
+    llm.add(text("It costs 1200."))
+
+    proc = _ask_with(home, "what do the servers cost?", "--attach", str(sheet_path))
+
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "It costs 1200."
+    sent = json.dumps(llm.requests[-1].body)
+    assert "sheet Budget" in sent and "| Servers | 1200 |" in sent
+
+
+def test_ask_sends_nothing_when_a_file_cannot_be_attached(llm: ScriptedLLM, tmp_path: Path):
+    home = _make_home(tmp_path, llm)
+    proc = _ask_with(home, "read it", "--attach", str(tmp_path / "missing.pdf"))
+    assert proc.returncode == 2
+    assert "cannot attach" in proc.stderr and "missing.pdf" in proc.stderr
+    assert llm.requests == []

@@ -249,9 +249,11 @@ def test_without_mcp_the_plus_button_picks_files_and_slash_offers_nothing(
     picked = tmp_path / "notes.txt"
     picked.write_text("x")
     asked: list[str] = []
+    filters: list[str] = []
 
-    def dialog(parent: Any, title: str) -> tuple[list[str], str]:
+    def dialog(parent: Any, title: str, folder: str, choices: str) -> tuple[list[str], str]:
         asked.append(title)
+        filters.append(choices)
         return [str(picked)], ""
 
     monkeypatch.setattr(QFileDialog, "getOpenFileNames", dialog)
@@ -262,6 +264,9 @@ def test_without_mcp_the_plus_button_picks_files_and_slash_offers_nothing(
     qtbot.mouseClick(composer.attach_button, Qt.MouseButton.LeftButton)
     assert asked == ["Attach files"] and composer.attach_menu is None
     assert composer.attachments == [str(picked)]
+    # documents and images first, any file still allowed
+    assert filters[0].startswith("Documents and images (*.pdf *.docx")
+    assert filters[0].endswith(";;All files (*)")
     qtbot.keyClicks(composer.edit, "/")
     assert composer.edit.completer is None
     assert composer.open_resource_picker() is None

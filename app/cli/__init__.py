@@ -49,6 +49,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ask.add_argument("--json", action="store_true", help="one JSON object per event and line")
     ask.add_argument("--conversation", help="continue this conversation (its id)")
+    ask.add_argument(
+        "--attach",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="attach a file: text, a document (PDF, Word, Excel, PowerPoint, OpenDocument, "
+        "HTML, EPUB) or an image; repeatable",
+    )
 
     tools = sub.add_parser("tools", help="list or call tools")
     tools_sub = tools.add_subparsers(dest="tools_command", required=True)

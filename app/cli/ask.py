@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from app.cli.collector import StartUpPause
+    from app.core.providers.base import ChatMessage
     from app.core.runtime import Runtime
 
 
@@ -91,6 +92,9 @@ async def _ask(args: argparse.Namespace, runtime: Runtime, pause: StartUpPause |
                 return EXIT_USAGE
             config.model = models[0]
             print(f"deskhand: using model {config.model}", file=sys.stderr)
+        message = _message(args)
+        if message is None:
+            return EXIT_USAGE
         approver = interactive_approver if can_ask(args) else deny_all
         folder_note(runtime)
         elicitation(args, runtime)
@@ -104,7 +108,7 @@ async def _ask(args: argparse.Namespace, runtime: Runtime, pause: StartUpPause |
             pause.over()
         if conversation.id is not None:  # background jobs report here, also after the turn
             runtime.jobs.listen(conversation.id, printer.handle)
-        async for event in agent.run(conversation, args.prompt):
+        async for event in agent.run(conversation, message):
             printer.handle(event)
         await _wait_for_jobs(runtime, conversation.id)
         printer.close()
@@ -112,6 +116,19 @@ async def _ask(args: argparse.Namespace, runtime: Runtime, pause: StartUpPause |
     finally:
         await provider.aclose()
         starter.join()  # then runtime.close() stops every server it started
+
+
+def _message(args: argparse.Namespace) -> str | ChatMessage | None:
+    """The prompt with its attached files; None (each problem said) when one cannot be
+    attached: nothing is sent half-attached."""
+    if not args.attach:
+        return str(args.prompt)
+    from app.core.attachments import build_user_message
+
+    message, problems = build_user_message(args.prompt, list(args.attach))
+    for problem in problems:
+        print(f"deskhand: cannot attach {problem.path}: {problem.reason}", file=sys.stderr)
+    return None if problems else message
 
 
 async def _wait_for_jobs(runtime: Runtime, conversation_id: str | None) -> None:

@@ -319,7 +319,7 @@ class Composer(QFrame):
         menu.popup(self.attach_button.mapToGlobal(QPoint(0, -menu.sizeHint().height() - 4)))
 
     def _pick_files(self) -> None:
-        files, _ = QFileDialog.getOpenFileNames(self, "Attach files")
+        files, _ = QFileDialog.getOpenFileNames(self, "Attach files", "", attach_filter())
         self.add_attachments(files)
 
     def add_attachments(self, files: list[str]) -> None:
@@ -544,3 +544,14 @@ def _hide_popup(completer: QCompleter) -> None:
     popup = completer.popup()
     if popup is not None:
         popup.hide()
+
+
+def attach_filter() -> str:
+    """The file dialog's choices: everything, documents and images (each kind), any file."""
+    from app.core.documents import SUPPORTED
+
+    kinds = [*SUPPORTED, ("Images", ("*.png", "*.jpg", "*.jpeg", "*.gif", "*.webp"))]
+    every = " ".join(p for _, patterns in kinds for p in patterns)
+    each = [f"{name} ({' '.join(patterns)})" for name, patterns in kinds]
+    return ";;".join([f"Documents and images ({every})", *each, "All files (*)"])
+
