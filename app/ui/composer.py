@@ -4,6 +4,9 @@ servers running, their resources can be attached and their prompts typed as "/" 
 MCP is optional and loaded late: the composer asks `set_mcp`'s source for the manager each
 time (None until servers were started) and imports its MCP pieces (`app.ui.mcp_picker`,
 `app.core.mcp.catalog`) only then. Server requests run off the GUI thread.
+
+Pasting an image, or a text longer than `app.core.pasted.BIG_PASTE_CHARS`, attaches it as a
+file kept in the home's `pasted` folder (given as `home`); Ctrl+Shift+V pastes plain text.
 """
 
 from __future__ import annotations
@@ -15,8 +18,27 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QMimeData, QModelIndex, QPoint, QSize, Qt, Signal
-from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeyEvent, QResizeEvent
+from PySide6.QtCore import (
+    QBuffer,
+    QByteArray,
+    QIODevice,
+    QMimeData,
+    QModelIndex,
+    QPoint,
+    QSize,
+    Qt,
+    Signal,
+)
+from PySide6.QtGui import (
+    QDragEnterEvent,
+    QDropEvent,
+    QGuiApplication,
+    QImage,
+    QImageWriter,
+    QKeyEvent,
+    QPixmap,
+    QResizeEvent,
+)
 from PySide6.QtWidgets import (
     QCompleter,
     QFileDialog,
@@ -46,6 +68,8 @@ PLACEHOLDER = "Ask Deskhand to do something…"
 SLASH = re.compile(r"/[^\s/]*")
 #: Returns the MCP manager, or None while no server was started (nothing is imported).
 McpSource = Callable[[], Any]
+#: Image data a paste may carry besides Qt's own (a GIF gives its first frame).
+IMAGE_FORMATS = ("image/png", "image/jpeg", "image/webp", "image/gif")
 
 
 class ComposerEdit(QPlainTextEdit):
@@ -61,6 +85,8 @@ class ComposerEdit(QPlainTextEdit):
         self.send_key = "enter"
         #: The "/" completion, once prompts were offered; its popup takes Enter, Tab, Esc.
         self.completer: QCompleter | None = None
+        #: Asked first with what is pasted or dropped (not files); True when it took it.
+        self.paste_hook: Callable[[QMimeData], bool] | None = None
         self.setAcceptDrops(True)
         self.setTabChangesFocus(True)
         self.setAccessibleName("Message")
@@ -106,6 +132,11 @@ class ComposerEdit(QPlainTextEdit):
         if self._popup_takes(event):
             event.ignore()
             return
+        if _is_plain_paste(event):
+            clipboard = QGuiApplication.clipboard()
+            self.insertPlainText(clipboard.text() if clipboard is not None else "")
+            self.typed.emit()
+            return
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
             mods = event.modifiers()
             ctrl = bool(mods & Qt.KeyboardModifier.ControlModifier)
@@ -128,14 +159,26 @@ class ComposerEdit(QPlainTextEdit):
         return popup is not None and popup.isVisible() and event.key() in (*keys, Qt.Key.Key_Escape)
 
     def canInsertFromMimeData(self, source: QMimeData) -> bool:
-        return source.hasUrls() or super().canInsertFromMimeData(source)
+        has_image = source.hasImage() or any(source.hasFormat(f) for f in IMAGE_FORMATS)
+        return source.hasUrls() or has_image or super().canInsertFromMimeData(source)
 
     def insertFromMimeData(self, source: QMimeData) -> None:
         files = [u.toLocalFile() for u in source.urls() if u.isLocalFile()]
         if files:
             self.filesDropped.emit(files)
             return
+        if self._hook_takes(source):
+            return
         super().insertFromMimeData(source)
+
+    def _hook_takes(self, source: QMimeData) -> bool:
+        """A bug in the hook must not take the paste down with it (nor the app: an error
+        escaping a Qt override can end the process)."""
+        try:
+            return self.paste_hook is not None and self.paste_hook(source)
+        except Exception:
+            log.exception("taking a paste failed")
+            return False
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
         if event.mimeData().hasUrls():
@@ -153,16 +196,19 @@ class ComposerEdit(QPlainTextEdit):
 
 
 class AttachmentChip(QFrame):
+    """A file to send; `name` names it when its file name would not (a paste)."""
+
     removed = Signal(str)
 
-    def __init__(self, path: str, parent: QWidget | None = None) -> None:
+    def __init__(self, path: str, parent: QWidget | None = None, *, name: str = "") -> None:
         super().__init__(parent)
         self.path = path
         self.setObjectName("attachmentChip")
         layout = QHBoxLayout(self)
         layout.setContentsMargins(8, 2, 4, 2)
         layout.setSpacing(4)
-        label = QLabel(Path(path).name)
+        label = QLabel(name or Path(path).name)
+        self.label = label
         label.setTextFormat(Qt.TextFormat.PlainText)
         label.setToolTip(path)
         close = QToolButton()
@@ -171,7 +217,7 @@ class AttachmentChip(QFrame):
         close.setIconSize(QSize(12, 12))
         close.setAutoRaise(True)
         close.setToolTip("Remove attachment")
-        close.setAccessibleName(f"Remove {Path(path).name}")
+        close.setAccessibleName(f"Remove {label.text()}")
         close.clicked.connect(lambda: self.removed.emit(self.path))
         layout.addWidget(label)
         layout.addWidget(close)
@@ -183,9 +229,12 @@ class Composer(QFrame):
     sendRequested = Signal(str, list)
     stopRequested = Signal()
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, *, home: Path | None = None) -> None:
+        """`home`: the Deskhand home, where pasted images and long texts are kept; without
+        it a paste goes into the box as text (images are not taken)."""
         super().__init__(parent)
         self.setObjectName("composer")
+        self._home = home
         self._busy = False
         #: While the window starts: Send keeps the text and sends it once released.
         self._holding = False
@@ -220,6 +269,13 @@ class Composer(QFrame):
         chips_box.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self._chips_box = chips_box
         chips_box.hide()
+        #: Why a paste was not attached, until the text changes, a paste is taken or a send.
+        self.problem = QLabel()
+        self.problem.setObjectName("composerProblem")
+        self.problem.setTextFormat(Qt.TextFormat.PlainText)
+        self.problem.setWordWrap(True)
+        self.problem.setProperty("role", "error")
+        self.problem.hide()
 
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
@@ -230,6 +286,7 @@ class Composer(QFrame):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 8, 12, 8)
         layout.setSpacing(6)
+        layout.addWidget(self.problem)
         layout.addWidget(chips_box)
         layout.addLayout(row)
         self._layout = layout
@@ -237,6 +294,8 @@ class Composer(QFrame):
         self.edit.submitted.connect(self.submit)
         self.edit.filesDropped.connect(self.add_attachments)
         self.edit.typed.connect(self._offer_prompts)
+        self.edit.textChanged.connect(self.clear_problem)  # typing on puts it away
+        self.edit.paste_hook = self._take_paste
         self.send_button.clicked.connect(self._on_button)
         self.attach_button.clicked.connect(self._on_attach)
 
@@ -298,6 +357,7 @@ class Composer(QFrame):
         self.sendRequested.emit(text, files)
         self.edit.clear()
         self.clear_attachments()
+        self.clear_problem()
 
     def _on_button(self) -> None:
         if self._busy:
@@ -325,11 +385,65 @@ class Composer(QFrame):
     def add_attachments(self, files: list[str]) -> None:
         for path in files:
             if path and path not in self.attachments and Path(path).is_file():
-                self.attachments.append(path)
-                chip = AttachmentChip(path)
-                chip.removed.connect(self.remove_attachment)
-                self._chips.insertWidget(self._chips.count() - 1, chip)
+                self._add_chip(path)
         self._show_chips()
+
+    def _add_chip(self, path: str, label: str = "") -> None:
+        self.attachments.append(path)
+        chip = AttachmentChip(path, name=label)
+        chip.removed.connect(self.remove_attachment)
+        self._chips.insertWidget(self._chips.count() - 1, chip)
+
+    # ---- pasting: images and long texts become attachments -------------------------------
+
+    def set_home(self, home: Path | None) -> None:
+        """Where pasted content is kept (`<home>/pasted/`); None: pastes stay text."""
+        self._home = home
+
+    def _take_paste(self, source: QMimeData) -> bool:
+        """An image (when no text comes with it, as with cells copied from a spreadsheet)
+        or a long text becomes an attachment; True when the paste was taken."""
+        from app.core.pasted import is_big_paste, save_pasted_image, save_pasted_text, text_label
+
+        home = self._home
+        if home is None:
+            return False
+        text = source.text() if source.hasText() else ""
+        image = None if text.strip() else pasted_image(source)
+        if image is not None:
+            png = png_bytes(image)
+            label = f"Pasted image ({image.width()}×{image.height()})"
+            self._attach_pasted(lambda: save_pasted_image(home, png), label)
+            return True
+        if is_big_paste(text):
+            self._attach_pasted(lambda: save_pasted_text(home, text), text_label(text))
+            return True
+        return False
+
+    def _attach_pasted(self, save: Callable[[], Path], label: str) -> None:
+        from app.core.pasted import PasteRefused
+
+        try:
+            path = save()
+        except PasteRefused as exc:
+            self.show_problem(str(exc))
+            return
+        except OSError as exc:
+            log.warning("could not keep pasted content", exc_info=exc)
+            self.show_problem(f"The pasted content could not be saved: {exc.strerror or exc}")
+            return
+        self.clear_problem()
+        self._add_chip(str(path), label)
+        self._show_chips()
+
+    def show_problem(self, text: str) -> None:
+        self.problem.setText(text)
+        self.problem.show()
+
+    def clear_problem(self) -> None:
+        if not self.problem.isHidden():
+            self.problem.hide()
+            self.problem.clear()
 
     def remove_attachment(self, path: str) -> None:
         if path in self.attachments:
@@ -540,6 +654,36 @@ class Composer(QFrame):
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
 
+def _is_plain_paste(event: QKeyEvent) -> bool:
+    """Ctrl+Shift+V: the clipboard's text into the box, whatever its size."""
+    wanted = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
+    return event.key() == Qt.Key.Key_V and event.modifiers() == wanted
+
+
+def pasted_image(source: QMimeData) -> QImage | None:
+    """The image a paste carries: Qt's own image data, else PNG, JPEG, WebP or GIF bytes."""
+    if source.hasImage():
+        data = source.imageData()
+        image = data.toImage() if isinstance(data, QPixmap) else data
+        if isinstance(image, QImage) and not image.isNull():
+            return image
+    for kind in IMAGE_FORMATS:
+        if source.hasFormat(kind):
+            image = QImage.fromData(source.data(kind))
+            if not image.isNull():
+                return image
+    return None
+
+
+def png_bytes(image: QImage) -> bytes:
+    buffer = QBuffer()
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    writer = QImageWriter(buffer, QByteArray(b"png"))
+    if not writer.write(image):
+        raise OSError(f"the image could not be converted to PNG ({writer.errorString()})")
+    return bytes(buffer.data().data())
+
+
 def _hide_popup(completer: QCompleter) -> None:
     popup = completer.popup()
     if popup is not None:
@@ -554,4 +698,3 @@ def attach_filter() -> str:
     every = " ".join(p for _, patterns in kinds for p in patterns)
     each = [f"{name} ({' '.join(patterns)})" for name, patterns in kinds]
     return ";;".join([f"Documents and images ({every})", *each, "All files (*)"])
-

@@ -252,7 +252,7 @@ class MainWindow(QMainWindow):
             between()
         # the real message box under the placeholder: typing works at once, Send waits
         # for the rest of the window
-        self.composer = Composer()
+        self.composer = Composer(home=self._home)
         self.composer.set_send_key(read_general(self._home).send_key)
         self.composer.hold(True)
         right_layout.addWidget(self.composer)
