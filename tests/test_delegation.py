@@ -64,11 +64,17 @@ def _runtime(make_runtime: RuntimeFactory, work: Path, *agents: AgentDefinition)
 
 
 def _turn(
-    runtime: Runtime, prompt: str, approver: Approver, conversation_id: str | None = None
+    runtime: Runtime,
+    prompt: str,
+    approver: Approver,
+    conversation_id: str | None = None,
+    *,
+    task_id: str | None = None,
 ) -> tuple[str, list[AgentEvent]]:
-    """One parent turn; (its conversation id, its events)."""
+    """One parent turn (a scheduled task's run with `task_id`: its profile rules count);
+    (its conversation id, its events)."""
     provider = make_provider(runtime.provider_config())
-    agent = runtime.make_agent(provider, approver)
+    agent = runtime.make_agent(provider, approver, task_id=task_id)
     conversation = runtime.open_conversation(conversation_id)
 
     async def go() -> list[AgentEvent]:
@@ -362,23 +368,6 @@ def test_an_unreachable_child_provider_fails_the_delegation_not_the_parent(
     assert answer == "The agent failed; here is what I know."
 
 
-def _task_turn(
-    runtime: Runtime, prompt: str, approver: Approver, task_id: str
-) -> list[AgentEvent]:
-    """A scheduled task's run of one turn (its profile rules count)."""
-    provider = make_provider(runtime.provider_config())
-    agent = runtime.make_agent(provider, approver, task_id=task_id)
-    conversation = runtime.open_conversation(None)
-
-    async def go() -> list[AgentEvent]:
-        try:
-            return [event async for event in agent.run(conversation, prompt)]
-        finally:
-            await provider.aclose()
-
-    return asyncio.run(go())
-
-
 @pytest.mark.parametrize("granted", [True, False], ids=["task-grants", "task-does-not"])
 def test_a_task_runs_delegation_bounded_by_its_profile(
     make_runtime: RuntimeFactory, llm: ScriptedLLM, work: Path, granted: bool
@@ -399,7 +388,7 @@ def test_a_task_runs_delegation_bounded_by_its_profile(
     llm.add(text("done"))
     asked = Asked(Decision.DENY)
 
-    _task_turn(runtime, "the task's prompt", asked, "task01")
+    _turn(runtime, "the task's prompt", asked, task_id="task01")
 
     if granted:
         assert asked.requests == [] and target.read_text("utf-8") == "hi"

@@ -95,6 +95,17 @@ def tool_names(definition: AgentDefinition, registry: ToolRegistry) -> frozenset
     return frozenset(n for n in names if not forbidden_for_children(n) and n in registry)
 
 
+def usable_categories(registry: ToolRegistry) -> tuple[str, ...]:
+    """Deskhand's tool categories a `category:` entry may name: those with a tool a
+    sub-agent may have (builds the registry: call it off the GUI thread)."""
+    by_category: dict[str, list[str]] = {}
+    for manifest in registry.manifests():
+        if registry.source_of(manifest.name).builtin:
+            by_category.setdefault(manifest.category, []).append(manifest.name)
+    usable = [c for c, names in by_category.items() if not all(map(forbidden_for_children, names))]
+    return tuple(sorted(usable))
+
+
 def profile_rules(definition: AgentDefinition) -> list[Rule]:
     """The agent's `allow` lines as allow rules (parsed as a task's profile lines, with the
     same refusals: an interpreter named alone, a program with subcommands without one…).

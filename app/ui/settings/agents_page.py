@@ -49,7 +49,7 @@ from PySide6.QtWidgets import (
 from shiboken6 import isValid
 
 from app.core.agent_book import AgentError, ListedAgent
-from app.core.agents import CATEGORY, forbidden_for_children
+from app.core.agents import CATEGORY, usable_categories
 from app.core.runtime import Runtime
 from app.core.settings import READ_ONLY_TOOLS, AgentDefinition, ProviderAccount, Settings
 from app.core.visible import one_line, visible
@@ -197,18 +197,6 @@ def text_lines(text: str, *, commas: bool = False) -> list[str]:
     """The non-empty lines of a text box (and comma-separated parts when `commas`)."""
     parts = text.replace(",", "\n").splitlines() if commas else text.splitlines()
     return [part.strip() for part in parts if part.strip()]
-
-
-def tool_categories(runtime: Runtime) -> tuple[str, ...]:
-    """(worker thread) Deskhand's tool categories a sub-agent may name; builds the
-    registry, so saving later does not wait for it."""
-    registry = runtime.registry
-    by_category: dict[str, list[str]] = {}
-    for manifest in registry.manifests():
-        if registry.source_of(manifest.name).builtin:
-            by_category.setdefault(manifest.category, []).append(manifest.name)
-    usable = [c for c, names in by_category.items() if not all(map(forbidden_for_children, names))]
-    return tuple(sorted(usable))
 
 
 def confirm_remove(parent: QWidget, name: str) -> bool:
@@ -960,7 +948,7 @@ class AgentsPage(SettingsPage):
 
     async def _load_categories(self) -> None:
         try:
-            self.categories = await off_gui(tool_categories, self.runtime)
+            self.categories = await off_gui(lambda: usable_categories(self.runtime.registry))
         except Exception:  # the editor then names none; saving says what is wrong
             return
         if self.editor is not None and isValid(self.editor):
