@@ -16,6 +16,7 @@ TEST_PACKAGES=(
   file                              # platform.architecture() runs it (croniter imports that)
   bubblewrap                        # bwrap: the shell tool's sandbox (test_shell_sandbox.py)
   dunst xvfb                        # a real notifications daemon on a private X display
+  tesseract-ocr                     # text recognition of scanned PDFs (test_documents.py)
 )
 ensure_apt "${TEST_PACKAGES[@]}" "${QT_RUNTIME_PACKAGES[@]}"
 ensure_venv gui,test

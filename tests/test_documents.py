@@ -44,16 +44,28 @@ def write_pdf(path: Path, pages: list[str], *, password: str = "") -> Path:
     return path
 
 
-def write_scanned_pdf(path: Path) -> Path:
-    """A page that is only a picture, as a scanner makes it."""
+def write_scanned_pdf(path: Path, lines: tuple[str, ...] = ()) -> Path:
+    """Pages that are only a picture, as a scanner makes them: one blank page, or one page
+    with these lines of text drawn as pixels."""
     from fpdf import FPDF
-    from PIL import Image
+    from PIL import Image, ImageDraw, ImageFont
 
+    picture = Image.new("L", (1700, 200 + 100 * len(lines)), 255)
+    font = ImageFont.load_default(size=56)
+    for row, line in enumerate(lines):
+        ImageDraw.Draw(picture).text((60, 100 + 100 * row), line, fill=0, font=font)
     pdf = FPDF()
     pdf.add_page()
-    pdf.image(Image.new("RGB", (200, 280), "white"), x=10, y=10, w=180)
+    pdf.image(picture, x=10, y=10, w=190)
     pdf.output(str(path))
     return path
+
+
+def without_tesseract(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A machine where no OCR engine is installed: PATH without tesseract."""
+    empty = tmp_path / "no-programs"
+    empty.mkdir(exist_ok=True)
+    monkeypatch.setenv("PATH", str(empty))
 
 
 def write_docx(path: Path) -> Path:
@@ -436,8 +448,30 @@ def test_an_encrypted_pdf_asks_for_a_copy_without_a_password(tmp_path: Path) -> 
     )
 
 
-def test_a_scanned_pdf_without_a_text_layer_says_so(tmp_path: Path) -> None:
-    message = _error(write_scanned_pdf(tmp_path / "scan.pdf"))
+def test_a_scanned_pdf_without_a_text_layer_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    without_tesseract(monkeypatch, tmp_path)
+    path = write_scanned_pdf(tmp_path / "scan.pdf", ("The invoice is due in March.",))
+    message = _error(path)
+    assert "it has no text layer (a scan?)" in message
+    assert "with tesseract installed Deskhand does that itself" in message
+
+
+def test_a_scanned_pdf_is_read_by_text_recognition_when_tesseract_is_installed(
+    tmp_path: Path,
+) -> None:
+    path = write_scanned_pdf(
+        tmp_path / "scan.pdf", ("The quarterly invoice is due on", "the third of March.")
+    )
+    document = read_document(path)
+    assert [section.label for section in document.sections] == ["page 1"]
+    text = " ".join(document.sections[0].text.split())
+    assert "quarterly invoice is due on the third of March" in text
+
+
+def test_a_scanned_page_with_nothing_on_it_still_says_it_has_no_text(tmp_path: Path) -> None:
+    message = _error(write_scanned_pdf(tmp_path / "blank.pdf"))
     assert "it has no text layer (a scan?)" in message
 
 

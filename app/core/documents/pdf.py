@@ -1,8 +1,16 @@
-"""PDF through PDFium (pypdfium2): the text layer, page by page."""
+"""PDF through PDFium (pypdfium2): the text layer, page by page.
+
+A page without a text layer (a scan) is read by text recognition when a local tesseract is
+installed: PDFium renders the page to a grey bitmap and tesseract reads that bitmap from its
+standard input, so the OCR engine never parses the file itself. Deskhand bundles no OCR.
+"""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,8 +25,13 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\ufffe\ufeff]")
 
 NO_TEXT = (
     "it has no text layer (a scan?): attach its pages as images, or run it through text "
-    "recognition (OCR) first"
+    "recognition (OCR) first; with tesseract installed Deskhand does that itself"
 )
+#: Scans are read at this resolution; tesseract does best at about 300 dpi.
+OCR_DPI = 300
+#: A page of text recognition takes seconds: past this many pages the rest is left unread.
+MAX_OCR_PAGES = 50
+OCR_SECONDS = 60
 
 
 def read(path: Path, budget: Budget) -> Reading:
@@ -74,12 +87,59 @@ def _load_error(path: Path, code: int | None) -> DocumentError:
 
 
 def _pages(document: Any, total: int) -> Iterator[Section]:
+    recognised = 0
     for index in range(min(total, MAX_PDF_PAGES)):
         more = ""
         if index + 1 == MAX_PDF_PAGES < total:
             more = f"pages {MAX_PDF_PAGES + 1:,}–{total:,} (a PDF is read up to its first "
             more += f"{MAX_PDF_PAGES:,} pages)"
-        yield Section(f"page {index + 1}", _page_text(document, index), more=more)
+        text = _page_text(document, index)
+        if not text and recognised < MAX_OCR_PAGES and (tesseract := ocr_engine()):
+            recognised += 1
+            text = _recognise(document, index, tesseract)
+        yield Section(f"page {index + 1}", text, more=more)
+
+
+def ocr_engine() -> str | None:
+    """The local tesseract program, if installed."""
+    return shutil.which("tesseract")
+
+
+def _recognise(document: Any, index: int, tesseract: str) -> str:
+    """A scanned page's text by OCR ("" when tesseract fails or finds none)."""
+    page = document[index]
+    try:
+        bitmap = page.render(scale=OCR_DPI / 72, grayscale=True)
+        try:
+            image = _pgm(bytes(bitmap.buffer), bitmap.width, bitmap.height, bitmap.stride)
+        finally:
+            bitmap.close()
+    finally:
+        page.close()
+    # PDFium is idle while tesseract works: let other readings use it meanwhile.
+    _PDFIUM.release()
+    try:
+        done = subprocess.run(
+            [tesseract, "stdin", "stdout"],
+            input=image,
+            capture_output=True,
+            timeout=OCR_SECONDS,
+            env={**os.environ, "OMP_THREAD_LIMIT": "1"},  # leave a core to the window
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    finally:
+        _PDFIUM.acquire()
+    if done.returncode != 0:
+        return ""
+    return _CONTROL.sub("", done.stdout.decode("utf-8", "replace")).strip()
+
+
+def _pgm(pixels: bytes, width: int, height: int, stride: int) -> bytes:
+    """A grey bitmap as a binary PGM image, the simplest format tesseract reads."""
+    rows = b"".join(pixels[row * stride : row * stride + width] for row in range(height))
+    return b"P5\n%d %d\n255\n" % (width, height) + rows
 
 
 def _page_text(document: Any, index: int) -> str:
