@@ -614,3 +614,32 @@ def test_importing_documents_loads_no_format_library() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_an_encrypted_pdf_opens_with_its_password(tmp_path: Path) -> None:
+    path = write_pdf(
+        tmp_path / "locked.pdf", ["The vault code is in the blue folder."], password="hunter2"
+    )
+    with pytest.raises(DocumentError) as caught:
+        read_document(path)
+    assert caught.value.needs_password
+    document = read_document(path, password="hunter2")
+    assert "vault code is in the blue folder" in document.sections[0].text
+
+
+def test_a_wrong_password_says_so_and_can_be_asked_again(tmp_path: Path) -> None:
+    path = write_pdf(tmp_path / "locked.pdf", ["secret"], password="hunter2")
+    with pytest.raises(DocumentError) as caught:
+        read_document(path, password="hunter3")
+    assert str(caught.value) == (
+        "locked.pdf: that password does not open it: check it and try again"
+    )
+    assert caught.value.needs_password
+
+
+def test_damaged_files_never_ask_for_a_password(tmp_path: Path) -> None:
+    path = tmp_path / "cut.pdf"
+    path.write_bytes(write_pdf(tmp_path / "whole.pdf", ["text"]).read_bytes()[:300])
+    with pytest.raises(DocumentError) as caught:
+        read_document(path)
+    assert not caught.value.needs_password

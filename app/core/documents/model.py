@@ -10,6 +10,7 @@ from pathlib import Path
 from app.core.documents.limits import DEFAULT_MAX_CHARS
 
 ENCRYPTED = "it is encrypted: open it, or save a copy without a password"
+WRONG_PASSWORD = "that password does not open it: check it and try again"
 #: A cut lands on a line break when one is this close before the limit.
 _LINE_SLACK = 2_000
 
@@ -18,13 +19,15 @@ class DocumentError(ValueError):
     """A file that cannot be read. The message names the file, says what is wrong and what
     to do; `reason` is the same without the file's name."""
 
-    def __init__(self, message: str, *, reason: str = "") -> None:
+    def __init__(self, message: str, *, reason: str = "", needs_password: bool = False) -> None:
         super().__init__(message)
         self.reason = reason or message
+        #: An encrypted file that opens with the right password: ask the user for it.
+        self.needs_password = needs_password
 
 
-def fail(path: Path, reason: str) -> DocumentError:
-    return DocumentError(f"{path.name}: {reason}", reason=reason)
+def fail(path: Path, reason: str, *, needs_password: bool = False) -> DocumentError:
+    return DocumentError(f"{path.name}: {reason}", reason=reason, needs_password=needs_password)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from app.core.documents.limits import MAX_PDF_PAGES, Budget
-from app.core.documents.model import ENCRYPTED, DocumentError, Reading, Section, fail
+from app.core.documents.model import (
+    ENCRYPTED,
+    WRONG_PASSWORD,
+    DocumentError,
+    Reading,
+    Section,
+    fail,
+)
 
 #: PDFium may not be called from two threads at once, not even for two documents.
 _PDFIUM = threading.Lock()
@@ -34,7 +41,7 @@ MAX_OCR_PAGES = 50
 OCR_SECONDS = 60
 
 
-def read(path: Path, budget: Budget) -> Reading:
+def read(path: Path, budget: Budget, password: str | None = None) -> Reading:
     fh = path.open("rb")  # a file object, not the path: PDFium's own open fails on
     try:  # names outside ASCII on Windows
         if b"%PDF-" not in fh.read(1024):
@@ -50,13 +57,13 @@ def read(path: Path, budget: Budget) -> Reading:
         raise
     _PDFIUM.acquire()
     try:
-        document = pdfium.PdfDocument(fh)
+        document = pdfium.PdfDocument(fh, password=password or None)
         total = len(document)
     except BaseException as exc:
         _PDFIUM.release()
         fh.close()
         if isinstance(exc, pdfium.PdfiumError):
-            raise _load_error(path, exc.err_code) from None
+            raise _load_error(path, exc.err_code, password) from None
         raise
 
     def close() -> None:
@@ -69,11 +76,11 @@ def read(path: Path, budget: Budget) -> Reading:
     return Reading("PDF", _pages(document, total), "page", total, close)
 
 
-def _load_error(path: Path, code: int | None) -> DocumentError:
+def _load_error(path: Path, code: int | None, password: str | None) -> DocumentError:
     import pypdfium2.raw as pdfium_c
 
     if code == pdfium_c.FPDF_ERR_PASSWORD:
-        return fail(path, ENCRYPTED)
+        return fail(path, WRONG_PASSWORD if password else ENCRYPTED, needs_password=True)
     if code == pdfium_c.FPDF_ERR_SECURITY:
         return fail(
             path,

@@ -30,17 +30,22 @@ _MAY_BE_EMPTY = {"Text", "Markdown", "CSV", "TSV"}
 
 
 def read_document(
-    path: Path, *, max_chars: int = DEFAULT_MAX_CHARS, time_limit: float = MAX_READ_SECONDS
+    path: Path,
+    *,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    time_limit: float = MAX_READ_SECONDS,
+    password: str | None = None,
 ) -> DocumentText:
     """The file's text with its structure kept, reading no more than about `max_chars`
     characters and for no longer than `time_limit` seconds. Blocking: call it off the GUI
-    thread. Raises DocumentError, whose message is for the user."""
+    thread. Raises DocumentError, whose message is for the user (`needs_password` when an
+    encrypted PDF would open with its password: ask, then call again with `password`)."""
     if max_chars < 1:
         raise ValueError("max_chars must be at least 1")
     kind = _check(path)
     budget = Budget.start(max_chars, time_limit)
     try:
-        reading = _open(kind, path, budget)
+        reading = _open(kind, path, budget, password)
         try:
             document = _gather(reading, path, budget)
         finally:
@@ -101,12 +106,12 @@ def _check(path: Path) -> str:
     return kind
 
 
-def _open(kind: str, path: Path, budget: Budget) -> Reading:
+def _open(kind: str, path: Path, budget: Budget, password: str | None = None) -> Reading:
     """The format's reader; each imports its library only now."""
     if kind == "PDF":
         from app.core.documents import pdf
 
-        return pdf.read(path, budget)
+        return pdf.read(path, budget, password)
     if kind == "DOCX":
         from app.core.documents import word
 
