@@ -1,6 +1,7 @@
 """Checks an installed Deskhand (the .deb's /usr/bin/deskhand) from the outside.
 
     python packaging/check_installed.py tools   EXE          # one tool call per category
+    python packaging/check_installed.py knowledge EXE        # index documents, search them
     python packaging/check_installed.py window  EXE OUT.png  # window under $DISPLAY + screenshot
     python packaging/check_installed.py startup EXE [RUNS]   # cold start to the first window
 
@@ -34,6 +35,7 @@ PREFERRED = {
     "kubectl": ("kubectl_contexts", {}),
     "calendar": ("calendar_list_calendars", {}),
     "browser": ("browser_tabs", {}),
+    "knowledge": ("knowledge_search", {"query": "invoice"}),
 }
 IMPORT_FAILURES = ("No module named", "ModuleNotFoundError", "ImportError", "cannot import name")
 WINDOW_NAME = "^Deskhand$"
@@ -88,6 +90,113 @@ def check_tools(exe: str) -> int:
         if broken:
             print(out, file=sys.stderr)
     shutil.rmtree(home, ignore_errors=True)
+    return 1 if failed else 0
+
+
+# ---- knowledge: documents read, indexed and found by meaning inside the bundle ----------
+
+INVOICE = "The invoice for the roof repair is due on the third of March."
+HOLIDAY = "Our team offsite takes place in Lisbon during the second week of June."
+
+
+def _pdf(text: str) -> bytes:
+    """A one-page PDF with `text` in its text layer (hand-made: the check uses only the
+    standard library)."""
+    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)
+
+
+def _docx(text: str) -> bytes:
+    """A minimal Word document holding one paragraph."""
+    import io
+    import zipfile
+
+    main = "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"
+    parts = {
+        "[Content_Types].xml": (
+            '<?xml version="1.0" encoding="UTF-8"?>'
+            '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+            '<Default Extension="rels" '
+            'ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+            '<Default Extension="xml" ContentType="application/xml"/>'
+            f'<Override PartName="/word/document.xml" ContentType="{main}"/></Types>'
+        ),
+        "_rels/.rels": (
+            '<?xml version="1.0" encoding="UTF-8"?>'
+            '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+            '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/'
+            '2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>'
+        ),
+        "word/document.xml": (
+            '<?xml version="1.0" encoding="UTF-8"?>'
+            '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
+            f"<w:body><w:p><w:r><w:t>{text}</w:t></w:r></w:p></w:body></w:document>"
+        ),
+    }
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, body in parts.items():
+            archive.writestr(name, body)
+    return buffer.getvalue()
+
+
+def check_knowledge(exe: str) -> int:
+    """The bundle reads a PDF (PDFium) and a Word file, indexes them (SQLite with
+    sqlite-vec, the built-in embedder's weights) and finds each by meaning."""
+    root = Path(tempfile.mkdtemp(prefix="deskhand-knowledge-"))
+    home, docs = root / "home", root / "docs"
+    docs.mkdir()
+    home.mkdir()
+    (docs / "bills.pdf").write_bytes(_pdf(INVOICE))
+    (docs / "plans.docx").write_bytes(_docx(HOLIDAY))
+    settings = {"files": {"allowed_roots": [str(docs)], "folders_chosen": True}}
+    (home / "settings.json").write_text(json.dumps(settings), "utf-8")
+    env = {**os.environ, "HOME": str(root)}
+    run = {"capture_output": True, "text": True, "env": env, "cwd": root, "timeout": 180}
+    failed = 0
+    try:
+        added = subprocess.run([exe, "--home", str(home), "knowledge", "add", str(docs)], **run)
+        print(f"  knowledge add: exit {added.returncode}; {added.stdout.strip()[:120]}")
+        if added.returncode != 0:
+            print(added.stdout + added.stderr, file=sys.stderr)
+            return 1
+        for question, wanted in (
+            ("when must the bill be paid", "bills.pdf"),
+            ("where is the company retreat", "plans.docx"),
+        ):
+            args = json.dumps({"query": question, "limit": 1})
+            found = subprocess.run(
+                [exe, "--home", str(home), "tools", "call", "knowledge_search", "--args", args],
+                **run,
+            )
+            out = found.stdout + found.stderr
+            ok = found.returncode == 0 and wanted in out
+            failed += not ok
+            print(f"  {question!r:34} -> {'ok' if ok else 'FAIL'} ({wanted})")
+            if not ok:
+                print(out, file=sys.stderr)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
     return 1 if failed else 0
 
 
@@ -170,6 +279,8 @@ def main(argv: list[str]) -> int:
         argv[1] = str(Path(argv[1]).resolve())  # the app runs with its home as working dir
     if len(argv) >= 2 and argv[0] == "tools":
         return check_tools(argv[1])
+    if len(argv) >= 2 and argv[0] == "knowledge":
+        return check_knowledge(argv[1])
     if len(argv) >= 3 and argv[0] == "window":
         return check_window(argv[1], argv[2])
     if len(argv) >= 2 and argv[0] == "startup":

@@ -62,6 +62,9 @@ echo "deskhand --version: $GOT (from $(command -v deskhand))"
 echo "== one tool per category from the installed copy"
 "$PY" packaging/check_installed.py tools /usr/bin/deskhand
 
+echo "== documents read, indexed and found by meaning by the installed copy"
+"$PY" packaging/check_installed.py knowledge /usr/bin/deskhand
+
 echo "== the installed app under Xvfb"
 XVFB_PID=""
 trap 'kill $XVFB_PID 2>/dev/null || true; $SUDO dpkg --purge deskhand >/dev/null 2>&1 || true' EXIT

@@ -290,8 +290,9 @@ def test_edit_and_resend_then_switch_back(controller: ChatController, llm, qloop
 
 
 def test_edit_keeps_the_attached_image_and_file(
-    controller: ChatController, llm, home: Path, qloop
+    make_runtime: RuntimeFactory, llm, home: Path, qloop
 ) -> None:
+    controller = ChatController(make_runtime("llava:7b", roots=[HOME]))  # a model that sees
     (home / "notes.txt").write_text("the notes", "utf-8")
     (home / "dot.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"0" * 20)
     llm.add(text("seen"), text("seen again"))

@@ -238,3 +238,71 @@ def test_ask_sends_nothing_when_a_file_cannot_be_attached(llm: ScriptedLLM, tmp_
     assert proc.returncode == 2
     assert "cannot attach" in proc.stderr and "missing.pdf" in proc.stderr
     assert llm.requests == []
+
+
+def test_ask_at_a_terminal_asks_an_encrypted_pdfs_password_without_echo(
+    llm: ScriptedLLM, tmp_path: Path
+):
+    from tests.test_delegation_cli import _Terminal
+    from tests.test_documents import write_pdf
+
+    locked = write_pdf(tmp_path / "payslip.pdf", ["Net pay: 3,141 euros."], password="hunter2")
+    home = _make_home(tmp_path, llm)
+    llm.add(text("3,141 euros."))
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.pop("DESKHAND_HOME", None)
+    env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"
+    env["PYTHONPATH"] = str(REPO)
+    terminal = _Terminal()
+    try:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "app.cli",
+                "--home",
+                str(home),
+                "ask",
+                "net pay?",
+                "--attach",
+                str(locked),
+            ],
+            stdin=terminal.slave,
+            stderr=terminal.slave,
+            stdout=subprocess.PIPE,
+            env=env,
+            cwd=REPO,
+            text=True,
+        )
+        os.close(terminal.slave)
+        try:
+            terminal.until("payslip.pdf is encrypted. Password (used for this message only): ")
+            terminal.type("wrong")
+            terminal.until("That password does not open payslip.pdf. Password: ")
+            terminal.type("hunter2")
+            out, _ = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    finally:
+        terminal.close()
+    assert proc.returncode == 0, terminal.shown
+    assert out.strip() == "3,141 euros."
+    assert "hunter2" not in terminal.shown and "wrong" not in terminal.shown  # no echo
+    assert "Net pay: 3,141 euros." in json.dumps(llm.requests[-1].body)
+
+
+def test_ask_without_a_terminal_says_the_pdf_is_encrypted_and_sends_nothing(
+    llm: ScriptedLLM, tmp_path: Path
+):
+    from tests.test_documents import write_pdf
+
+    locked = write_pdf(tmp_path / "payslip.pdf", ["Net pay."], password="hunter2")
+    home = _make_home(tmp_path, llm)
+    proc = _ask_with(home, "net pay?", "--attach", str(locked))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().endswith(
+        "payslip.pdf: it is encrypted: open it, or save a copy without a password"
+    )
+    assert llm.requests == []

@@ -20,6 +20,9 @@ REPO = Path(__file__).resolve().parents[1]
 #: QtNetwork too: the single-instance socket no longer needs it on Linux (3 MiB idle).
 HEAVY = ("docker", "kubernetes", "playwright", "caldav", "mcp", "httpx", "yaml")
 HEAVY += ("PySide6.QtNetwork",)
+#: Knowledge search and documents: numpy, SQLite with its vector extension, the embedder.
+HEAVY += ("numpy", "apsw", "sqlite_vec", "tokenizers", "safetensors", "wordllama")
+HEAVY += ("app.core.knowledge", "app.core.memory_search", "pypdfium2", "docx", "openpyxl")
 #: Not needed to paint the frame: they come right after it.
 AFTER_PAINT = ("pydantic", "qasync", "app.core.runtime", "app.core.settings", "app.ui.chat")
 

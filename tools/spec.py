@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # types only: spec.py is imported at start-up and imports not
     from tools.session import ToolSession
     from tools.views import (
         JobsView,
+        KnowledgeServiceView,
         MemoryServiceView,
         ReminderBookView,
         SettingsView,
@@ -322,6 +323,8 @@ class ToolContext:
     def service(self, name: Literal["memory"]) -> MemoryServiceView: ...
     @overload
     def service(self, name: Literal["skills"]) -> SkillLibraryView: ...
+    @overload
+    def service(self, name: Literal["knowledge"]) -> KnowledgeServiceView: ...
     @overload
     def service(self, name: str) -> object: ...
 

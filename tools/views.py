@@ -174,6 +174,45 @@ class MemoryServiceView(Protocol):
     def list(self, kind: str | None = None, limit: int = ...) -> Sequence[MemoryView]: ...
 
 
+# ---- ctx.service("knowledge"): app.core.knowledge_tools.KnowledgeTools -------------------
+
+
+class KnowledgeFolderView(Protocol):
+    """A knowledge folder (or one large attached document) the calling conversation sees."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def conversation_id(self) -> str | None: ...
+
+
+class KnowledgePassageView(Protocol):
+    """One indexed passage: the document, where in it (a section label such as "page 3",
+    "sheet Budget", "heading: Costs", or ""), its text (redacted before it was indexed)."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def location(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+class KnowledgeServiceView(Protocol):
+    """The knowledge index, bound to the calling conversation: its folders are the global
+    ones and that conversation's own. Nothing here reads a file; all comes from the index.
+    A refusal raises a ValueError meant for the model."""
+
+    def folders(self) -> Sequence[KnowledgeFolderView]: ...
+
+    def search(self, query: str, k: int) -> Sequence[KnowledgePassageView]: ...
+
+    def read(self, path: str) -> Sequence[KnowledgePassageView]: ...
+
+
 # ---- ctx.service("skills"): app.core.skills.SkillLibrary --------------------------------
 
 

@@ -1,5 +1,5 @@
 """The command line: the GUI by default, or headless commands (`ask`, `tools`, `accounts`,
-`mcp`, `rules`, `sources`, `tasks`, `agents`).
+`mcp`, `rules`, `sources`, `tasks`, `agents`, `knowledge`).
 
 Imports stay inside the commands so `deskhand tools list` loads no provider, Qt or
 tool implementation.
@@ -105,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     from app.cli.agents import add_parsers as add_agents_parsers
 
     add_agents_parsers(sub)
+    from app.cli.knowledge import add_parsers as add_knowledge_parsers
+
+    add_knowledge_parsers(sub)
     return parser
 
 
@@ -159,6 +162,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from app.cli.agents import run_agents
 
             return run_agents(args, runtime)
+        if args.command == "knowledge":
+            from app.cli.knowledge import run_knowledge
+
+            return run_knowledge(args, runtime)
         from app.cli.tool_commands import tools_call, tools_list
 
         if args.tools_command == "list":

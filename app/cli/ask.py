@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.cli.common import (
@@ -16,7 +18,7 @@ from app.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from pathlib import Path
+    from collections.abc import Callable
 
     from app.cli.collector import StartUpPause
     from app.core.providers.base import ChatMessage
@@ -92,7 +94,8 @@ async def _ask(args: argparse.Namespace, runtime: Runtime, pause: StartUpPause |
                 return EXIT_USAGE
             config.model = models[0]
             print(f"deskhand: using model {config.model}", file=sys.stderr)
-        message = _message(args)
+        large: list[Path] = []  # large attached documents: searchable once it is stored
+        message = _message(args, large.append)
         if message is None:
             return EXIT_USAGE
         approver = interactive_approver if can_ask(args) else deny_all
@@ -101,6 +104,8 @@ async def _ask(args: argparse.Namespace, runtime: Runtime, pause: StartUpPause |
         conversation = runtime.open_conversation(args.conversation)
         if not args.conversation and conversation.id:  # stored: it has its id
             runtime.store.auto_title(conversation.id, args.prompt)
+        if not _searchable(runtime, conversation.id, large):
+            return EXIT_USAGE
         if uncached:
             await _mcp_head_start(runtime, uncached)
         agent = runtime.make_agent(provider, approver, auto_approve=args.yes)
@@ -118,17 +123,73 @@ async def _ask(args: argparse.Namespace, runtime: Runtime, pause: StartUpPause |
         starter.join()  # then runtime.close() stops every server it started
 
 
-def _message(args: argparse.Namespace) -> str | ChatMessage | None:
+def _message(
+    args: argparse.Namespace, searchable: Callable[[Path], object]
+) -> str | ChatMessage | None:
     """The prompt with its attached files; None (each problem said) when one cannot be
-    attached: nothing is sent half-attached."""
+    attached: nothing is sent half-attached. A large document goes in as its outline and
+    is handed to `searchable` (made searchable once the conversation is stored)."""
     if not args.attach:
         return str(args.prompt)
     from app.core.attachments import build_user_message
 
-    message, problems = build_user_message(args.prompt, list(args.attach))
+    passwords: dict[str, str] = {}
+    tries: dict[str, int] = {}
+    while True:
+        message, problems = build_user_message(
+            args.prompt, list(args.attach), searchable=searchable, passwords=passwords
+        )
+        locked = [p for p in problems if p.needs_password and tries.get(p.path, 0) < 3]
+        if not locked or not can_ask(args):
+            break
+        for problem in locked:  # someone is at the terminal: ask, then read them again
+            tries[problem.path] = tries.get(problem.path, 0) + 1
+            passwords[problem.path] = _read_password(Path(problem.path).name, problem.reason)
     for problem in problems:
         print(f"deskhand: cannot attach {problem.path}: {problem.reason}", file=sys.stderr)
     return None if problems else message
+
+
+def _read_password(name: str, reason: str) -> str:
+    """A line typed at the terminal without echo (the password of an encrypted file)."""
+    from app.core.documents.model import WRONG_PASSWORD
+
+    if reason == WRONG_PASSWORD:
+        prompt = f"That password does not open {name}. Password: "
+    else:
+        prompt = f"{name} is encrypted. Password (used for this message only): "
+    if os.name != "posix":
+        import getpass
+
+        return getpass.getpass(prompt, stream=sys.stderr)
+    import termios
+
+    fd = sys.stdin.fileno()
+    before = termios.tcgetattr(fd)
+    quiet = termios.tcgetattr(fd)
+    quiet[3] &= ~termios.ECHO
+    try:
+        termios.tcsetattr(fd, termios.TCSADRAIN, quiet)  # echo off before the prompt shows
+        print(prompt, end="", file=sys.stderr, flush=True)
+        line = sys.stdin.readline()
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, before)
+        print(file=sys.stderr)
+    return line.rstrip("\r\n")
+
+
+def _searchable(runtime: Runtime, conversation_id: str | None, large: list[Path]) -> bool:
+    """The large attached documents join the conversation's knowledge (read by page with
+    knowledge_read); False (each problem said) when one cannot."""
+    for path in dict.fromkeys(large):  # read again after a password: once each
+        try:
+            if conversation_id is None:
+                raise ValueError("the conversation is not stored")
+            runtime.knowledge.add_attachment(conversation_id, path)
+        except ValueError as exc:
+            print(f"deskhand: cannot attach {path}: {exc}", file=sys.stderr)
+            return False
+    return True
 
 
 async def _wait_for_jobs(runtime: Runtime, conversation_id: str | None) -> None:

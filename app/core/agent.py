@@ -26,6 +26,7 @@ from app.core.events import (
     TurnFinished,
 )
 from app.core.pipeline import CallPipeline
+from app.core.providers import vision
 from app.core.providers.base import (
     BadRequestError,
     ChatMessage,
@@ -72,6 +73,9 @@ class Conversation:
     messages: list[ChatMessage] = field(default_factory=list)
     #: Memories told to the model, chosen once at the conversation's first turn here.
     memory_note: str | None = None
+    #: The last round's tool images (data URLs by call id): sent with the next request
+    #: only, never stored (`vision.request_view`).
+    tool_images: dict[str, list[str]] = field(default_factory=dict)
 
     def restore_active_tools(self) -> None:
         """Tools used earlier in the conversation stay callable after a restart."""
@@ -220,6 +224,9 @@ class Agent:
             # redacted with every stored secret known, not just those loaded so far
             await self._secrets_known()
             self._append(conv, user_message)
+            if user_message.images and not self._takes_images():
+                model = self.provider.config.model
+                yield Notice(_images_not_sent(model), kind=vision.IMAGES_NOT_SENT)
         usage = Usage()
         invalid_rounds = 0
         for step in range(1, self.max_steps + 1):
@@ -274,6 +281,7 @@ class Agent:
                 yield held
             calls = _unique_ids(calls)
             self._append(conv, ChatMessage("assistant", "".join(text), tool_calls=calls), usage)
+            conv.tool_images.clear()  # the model has seen them
             if warning := self._save_warning():
                 yield warning
             if not calls:
@@ -308,6 +316,7 @@ class Agent:
         if conv.memory_note is None:
             conv.memory_note = self._memory_note(conv)
         view = without_orphan_results(compaction.request_view(conv.messages))
+        view = vision.request_view(view, takes=self._takes_images(), fresh=conv.tool_images)
         if not conv.memory_note:
             return view
         return [ChatMessage("user", conv.memory_note), *view]
@@ -368,6 +377,9 @@ class Agent:
         partial = "".join(text)
         if partial:
             self._append(conv, ChatMessage("assistant", partial))
+
+    def _takes_images(self) -> bool:
+        return vision.model_takes_images(self.provider.config)
 
     def _tool_specs(self, conv: Conversation) -> list[ToolSpec]:
         return [ToolSpec(m.name, m.description, m.json_schema()) for m in conv.session.visible()]
@@ -440,6 +452,8 @@ class Agent:
         except Exception as exc:  # a bug here must not hang the turn
             log.exception("tool call %s failed inside the loop", call.name)
             result, status = ToolResult.failure(f"internal error: {exc}"), "error"
+        if result.attachments:
+            result = await self._with_images(conv, call, result, outcome)
         self._finish(conv, call, result, status)
         finished.add(call.id)
         await queue.put(ToolCallFinished(call.id, call.name, result, time.monotonic() - started))
@@ -463,6 +477,20 @@ class Agent:
             outcome.invalid += 1
             return done.result, "error"
         return done.result, done.status
+
+    async def _with_images(
+        self, conv: Conversation, call: ToolCallRequest, result: ToolResult, outcome: _RoundOutcome
+    ) -> ToolResult:
+        """The images the tool saved for this call go with the next request (when the model
+        takes images); its text says whether they did, and why not."""
+        home, takes = self.pipeline.env.home, self._takes_images()
+        async with outcome.image_lock:  # one round's calls share one image allowance
+            found = await asyncio.to_thread(
+                vision.tool_images, result.attachments, home, takes=takes, budget=outcome.images
+            )
+        if found.urls:
+            conv.tool_images[call.id] = found.urls
+        return replace(result, content=vision.with_notes(result.content, found.notes))
 
     def _finish(
         self, conv: Conversation, call: ToolCallRequest, result: ToolResult, status: str
@@ -565,7 +593,11 @@ class _ShownStream:
 
 
 class _RoundOutcome:
-    invalid: int = 0
+    def __init__(self) -> None:
+        self.invalid = 0
+        #: What is left of the round's image allowance, taken one call at a time.
+        self.images = vision.ImageBudget()
+        self.image_lock = asyncio.Lock()
 
     def all_invalid(self, total: int) -> bool:
         return total > 0 and self.invalid == total
@@ -601,6 +633,14 @@ def _stopped(said: ToolResult | None) -> str:
     if not detail or detail.strip().lower() in {"cancelled", "error: cancelled"}:
         return CANCELLED
     return f"{CANCELLED} {detail}"
+
+
+def _images_not_sent(model: str) -> str:
+    return (
+        f"The attached images were not sent: {model or 'this model'} does not take images "
+        "(it is told an image was attached). Choose a model that takes images, or set "
+        "Images to On for this provider account in Settings → Providers if this one does."
+    )
 
 
 def _rejects_tools(exc: ProviderError) -> bool:

@@ -5,8 +5,15 @@ prompt-injected the model chooses both. Opening one sends its address (which can
 what the conversation read) to a site, so a click is checked like a browser navigation
 (`tools/browser/policy.py`, architecture §5.8):
 
-* Only http, https and mailto links can be opened at all (an allow-list: `file:`,
-  `javascript:`, `smb:` and custom handlers that could run a program are refused).
+* Only http, https and mailto links can be opened at all (an allow-list: `javascript:`,
+  `smb:` and custom handlers that could run a program are refused), and `file:` links to
+  documents on this computer (a knowledge citation: `file:///…/report.pdf#page=3`): a
+  document (PDF, Word, Excel, PowerPoint, OpenDocument, EPUB, Markdown, text) that exists
+  and is no program opens without asking inside the allowed folders (Settings → Files) and
+  asks anywhere else, or where it could run scripts (HTML, macro workbooks) or lies in a
+  protected place; anything else (a script, a program, a folder, another computer's file)
+  is refused. The fragment keeps only `page=N`, which `page_command` hands to a PDF viewer
+  that takes one.
 * The address is rewritten into the one that will really be opened and shown: the host as
   the browser reads it (WHATWG rules, `tools.browser.urls`: punycode for Unicode names,
   IPv4 in dotted form), no user name or password (`https://good.com@evil.com` goes to
@@ -19,17 +26,23 @@ what the conversation read) to a site, so a click is checked like a browser navi
   about new sites is on), or the conversation has read private data (then only a `site`
   allow rule for the browser lets it open without asking). A `site` deny rule refuses it.
 
-`decide` is a pure function of the address, the link's text and a `LinkState`; the window
-only shows what it says. `state_of` reads a conversation's state.
+`decide` is a pure function of the address, the link's text and a `LinkState` (for a
+`file:` link it also looks at the file on disk); the window only shows what it says.
+`state_of` reads a conversation's state.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Callable
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, urlsplit
 
 from app.core.visible import visible
 
@@ -51,6 +64,17 @@ BROWSER_SITES_NOTE = "browser_sites"
 NAVIGATE_TOOL = "browser_navigate"
 #: Longest address shown or opened.
 MAX_LINK = 4000
+#: Documents a `file:` link may open (what the documents reader and knowledge folders read).
+FILE_KINDS = frozenset(
+    {".pdf", ".docx", ".xlsx", ".csv", ".tsv", ".pptx", ".odt", ".epub", ".md", ".markdown"}
+    | {".txt", ".text", ".log", ".rst", ".json", ".yaml", ".yml", ".toml", ".ini"}
+)
+#: Documents that may run scripts, macros or formulas when they open (OpenDocument holds
+#: macros, a CSV cell's formula runs in a spreadsheet): a link to one always asks.
+ACTIVE_FILE_KINDS = frozenset({".html", ".htm", ".xhtml", ".xlsm", ".odt", ".csv", ".tsv"})
+#: A `file:` link's fragment that is kept (a PDF's page).
+_PAGE_FRAGMENT = re.compile(r"page=(\d{1,6})")
+_WINDOWS_DRIVE = re.compile(r"/[A-Za-z]:[/\\]")
 
 #: Characters kept as they are in a path, query or fragment; all else is percent-encoded.
 _SAFE = "!$%&'()*+,-./:;=?@_~"
@@ -75,6 +99,14 @@ class LinkState:
     #: What the `site` rules for the browser say about a site ("allow" only for a narrow
     #: allow rule naming it).
     site_rule: Callable[[str], SiteRule | None] = field(default=_no_rule)
+    #: Folders whose documents a `file:` link opens without asking (Settings → Files:
+    #: the allowed folders; knowledge folders lie in them).
+    file_folders: tuple[str, ...] = ()
+    #: Folders the user protected (Settings → Files): a link into one asks.
+    denied_folders: tuple[str, ...] = ()
+    #: Deskhand's own folder (settings, history, pasted files): protected, a link into it
+    #: asks.
+    home: str | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +132,8 @@ def decide(url: str, text: str | None, state: LinkState | None = None) -> LinkDe
 
     raw = urls.clean(url)
     scheme = urls.scheme_of(raw)
+    if scheme == "file" and len(raw) <= MAX_LINK:
+        return _decide_file(raw, state)
     if scheme not in OPENABLE:
         kind = f"a {scheme}: link" if scheme else "not a full web or mail address"
         return _refuse(url, f"Deskhand opens only web and mail links; this is {kind}.")
@@ -262,6 +296,158 @@ def _decide_mail(raw: str, text: str | None, state: LinkState) -> LinkDecision:
     return LinkDecision(action, address, _shown(address), tuple(reasons), None, tuple(dropped))
 
 
+# ---- files -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileTarget:
+    """The document a `file:` link names: its real path (symlinks resolved), and the PDF
+    page its fragment asks for."""
+
+    path: Path
+    page: int | None = None
+
+    @property
+    def url(self) -> str:
+        page = f"#page={self.page}" if self.page is not None else ""
+        return self.path.as_uri() + page
+
+    @property
+    def shown(self) -> str:
+        page = f" (page {self.page})" if self.page is not None else ""
+        return _shown(str(self.path) + page)
+
+
+def file_target(url: str) -> FileTarget | str:
+    """The document a `file:` link may open, or why it may not (plain words). Looks at the
+    disk: the real path, that it is a file and no program."""
+    parts = urlsplit(url)
+    if parts.netloc not in ("", "localhost"):
+        return f"The link names a file on another computer ({_short(parts.netloc, 60)})."
+    raw = unquote(parts.path)
+    if raw.replace("\\", "/").startswith("//"):  # //host/share, \\host\share, \\?\…
+        return "The link names a file on another computer (a network path)."
+    if _WINDOWS_DRIVE.match(raw) and sys.platform == "win32":
+        raw = raw[1:]
+    if not raw or "\0" in raw or not os.path.isabs(raw):
+        return "The link does not name a file by its full path."
+    real = Path(os.path.realpath(raw))
+    kind = real.suffix.lower()
+    if kind not in FILE_KINDS | ACTIVE_FILE_KINDS:
+        return (
+            "Deskhand opens only web and mail links, and documents on this computer; this "
+            "file: link is to something else (it could be a program)."
+        )
+    if not real.is_file():
+        return f"There is no document at {_short(str(real))} (moved or deleted?)."
+    if os.name == "posix" and os.access(real, os.X_OK):
+        return "The file can be run as a program, so Deskhand does not open it."
+    page = _PAGE_FRAGMENT.fullmatch(parts.fragment)
+    number = int(page.group(1)) if page and kind == ".pdf" and int(page.group(1)) > 0 else None
+    return FileTarget(real, number)
+
+
+def _decide_file(raw: str, state: LinkState) -> LinkDecision:
+    target = file_target(raw)
+    if isinstance(target, str):
+        return _refuse(raw, target)
+    reasons: list[str] = []
+    where = _short(str(target.path.parent))
+    if not _within_any(target.path, state.file_folders):
+        reasons.append(
+            f"The file is in {where}, outside the folders Deskhand may use (Settings → Files)."
+        )
+    elif _within_any(target.path, state.denied_folders):
+        reasons.append(f"The file is in {where}, a folder you protected (Settings → Files).")
+    protected = _protected(target.path, state.home)
+    if protected:
+        reasons.append(f"The file is in a protected place ({protected}).")
+    if target.path.suffix.lower() in ACTIVE_FILE_KINDS:
+        reasons.append("A file of this kind can run scripts, macros or formulas when it opens.")
+    action: Action = "confirm" if reasons else "open"
+    return LinkDecision(action, target.url, target.shown, tuple(reasons))
+
+
+def _within_any(path: Path, folders: Sequence[str]) -> bool:
+    for folder in folders:
+        root = Path(os.path.realpath(os.path.expanduser(folder)))
+        if path == root or root in path.parents:
+            return True
+    return False
+
+
+def _protected(path: Path, home: str | None) -> str | None:
+    """The label of the protected place (keys, keyrings, histories, Deskhand's own folder
+    `home`…) `path` is in."""
+    from tools.fs.protected import protected_places
+
+    own = Path(os.path.realpath(home)) if home else None
+    hit = protected_places(Path.home(), own).by_path(path)
+    return hit.label if hit is not None else None
+
+
+# ---- opening a PDF at a page ------------------------------------------------------------------
+
+#: PDF viewers that open at a page, by a word of their desktop entry's name: the programs
+#: to look for and their arguments ({page}, {path}, {url}: the file: address with #page=N,
+#: which browsers read).
+PAGE_VIEWERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("evince", ("evince",), ("--page-index={page}", "{path}")),
+    ("okular", ("okular",), ("--page", "{page}", "{path}")),
+    ("atril", ("atril",), ("--page-index={page}", "{path}")),
+    ("xreader", ("xreader",), ("--page-index={page}", "{path}")),
+    ("zathura", ("zathura",), ("--page={page}", "{path}")),
+    ("qpdfview", ("qpdfview",), ("{path}#{page}",)),
+    ("firefox", ("firefox",), ("{url}",)),
+    ("chromium", ("chromium", "chromium-browser"), ("{url}",)),
+    ("google-chrome", ("google-chrome", "google-chrome-stable"), ("{url}",)),
+    ("microsoft-edge", ("microsoft-edge", "microsoft-edge-stable"), ("{url}",)),
+    ("brave", ("brave-browser", "brave"), ("{url}",)),
+)
+
+
+def page_command(
+    target: FileTarget,
+    viewer: str | None,
+    which: Callable[[str], str | None] | None = None,
+) -> list[str] | None:
+    """The command that opens the PDF `target` at its page with the system's PDF viewer
+    (`viewer`: its desktop entry, e.g. "org.gnome.Evince.desktop"), when that viewer takes
+    a page; None: open the file the usual way (at its start)."""
+    if target.page is None or not viewer or target.path.suffix.lower() != ".pdf":
+        return None
+    name = viewer.lower()
+    find = which or shutil.which
+    for word, programs, arguments in PAGE_VIEWERS:
+        if word not in name:
+            continue
+        program = next((found for p in programs if (found := find(p))), None)
+        if program is None:
+            return None
+        values = {"page": str(target.page), "path": str(target.path), "url": target.url}
+        return [program, *(a.format_map(values) for a in arguments)]
+    return None
+
+
+def pdf_viewer() -> str | None:
+    """The desktop entry of the system's PDF viewer (Linux, from xdg-mime; None elsewhere
+    or when it cannot tell). Runs a program: call it off the GUI thread."""
+    program = shutil.which("xdg-mime") if sys.platform.startswith("linux") else None
+    if program is None:
+        return None
+    try:
+        found = subprocess.run(
+            [program, "query", "default", "application/pdf"],
+            capture_output=True,
+            text=True,
+            timeout=3,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return found.stdout.strip() or None
+
+
 # ---- helpers --------------------------------------------------------------------------------
 
 
@@ -299,11 +485,13 @@ def state_of(
     rules: Any = None,
     trust: Any = None,
     conversation_id: str | None = None,
+    *,
+    home: Path | None = None,
 ) -> LinkState:
     """The `LinkState` of a conversation: `session` its `ToolSession` (None: a new chat),
     `settings` the app settings (for Browser → ask about new sites), `rules` the RuleBook
     and `trust` the trust store (for the browser's `site` rules, which count only for a
-    trusted browser tool, as in the pipeline)."""
+    trusted browser tool, as in the pipeline); `home` Deskhand's own folder."""
     notes = getattr(session, "notes", None) or {}
     visited: set[str] = set()
     for key in (BROWSER_SITES_NOTE, LINK_SITES_NOTE):
@@ -335,11 +523,15 @@ def state_of(
             return "allow"
         return None
 
+    files = getattr(settings, "files", None)
     return LinkState(
         visited=frozenset(visited),
         private_data_read=str(private) if private else None,
         ask_new_sites=bool(ask) if ask is not None else True,
         site_rule=site_rule,
+        file_folders=tuple(str(f) for f in getattr(files, "allowed_roots", None) or ()),
+        denied_folders=tuple(str(f) for f in getattr(files, "denied_paths", None) or ()),
+        home=str(home) if home is not None else None,
     )
 
 

@@ -1,5 +1,6 @@
 """Long-term memory: short notes (facts, preferences, tasks) kept in the store across
-conversations, found again by full-text search (FTS5 ranking).
+conversations, found again by meaning and by their words (app.core.memory_search: vector
+similarity fused with word matches; words alone when the embedder cannot load).
 
 The memory tools reach a `MemoryService` through `ctx.service("memory")`; the agent binds it
 to the conversation the call comes from (`for_conversation`), so a memory records its source
@@ -18,6 +19,10 @@ Likewise a note written after the conversation read private data of the user (a 
 calendar…) keeps that (`Memory.private`, after a second separator): it may hold that data, so
 a conversation it is told to, or shown to by a memory tool, counts as having read private
 data (`untrusted.note_private`), and cannot send it out unasked (§5.8).
+
+Each note's vector is made of its text alone, masked like anything the model sees
+(`memory_search.embed_text`): never of the origin or private-data marker, which re-embedding
+leaves as they are (only the vector columns change).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, cast, get_args
 
+from app.core.memory_search import VECTORS, MemoryVectors, by_words, fuse, may_wait
 from app.core.untrusted import (
     NOTE_FROM_UNTRUSTED,
     NOTES_MARKER,
@@ -38,6 +44,7 @@ from app.core.untrusted import (
     new_nonce,
     note_private_words,
 )
+from tools.redact import TRIPWIRE
 
 MemoryKind = Literal["fact", "preference", "task"]
 KINDS: tuple[str, ...] = get_args(MemoryKind)
@@ -50,6 +57,10 @@ INJECT_HEADER = (
 )
 #: Between a memory's text and its origin in the content column (see the module docstring).
 _ORIGIN_SEP = "\x1e"
+#: `search` looks through at most this many notes (the most recently updated).
+MAX_SEARCHED = 5000
+#: Notes matched by their words (per kind) that a new conversation's notes are chosen from.
+_INJECT_BY_WORDS = 50
 
 
 class MemoryRefused(ValueError):
@@ -117,6 +128,11 @@ def _decode(stored: str) -> tuple[str, str | None, str | None]:
     return text, origin, private
 
 
+def note_text(stored: str) -> str:
+    """A note's own text from its content column (what its vector is made of)."""
+    return stored.split(_ORIGIN_SEP, 1)[0]
+
+
 def _memory(row: dict[str, Any]) -> Memory:
     content, origin, private = _decode(row["content"])
     return Memory(
@@ -159,17 +175,26 @@ def _check_content(content: str) -> str:
 
 
 class MemoryService:
-    """Memories over the store (`Store.add_memory`, `search_memory_rows`, …)."""
+    """Memories over the store (`Store.add_memory`, `search_memory_rows`, …) and their
+    vectors (`vectors`: the process's built-in embedder unless given)."""
 
     def __init__(
-        self, store: Any, conversation_id: str | None = None, *, enabled: bool = True
+        self,
+        store: Any,
+        conversation_id: str | None = None,
+        *,
+        enabled: bool = True,
+        vectors: MemoryVectors | None = None,
     ) -> None:
         self.store = store
         self.conversation_id = conversation_id
         self.enabled = enabled
+        self.vectors = vectors or VECTORS
 
     def for_conversation(self, conversation_id: str | None) -> MemoryService:
-        return MemoryService(self.store, conversation_id, enabled=self.enabled)
+        return MemoryService(
+            self.store, conversation_id, enabled=self.enabled, vectors=self.vectors
+        )
 
     # ---- guards ------------------------------------------------------------------------
 
@@ -209,8 +234,13 @@ class MemoryService:
         self._require_enabled()
         _check_kind(kind)
         self._refuse_if_private()
-        text = _encode(_check_content(content), origin, private)
-        return self._get(self.store.add_memory(kind, text, self.conversation_id))
+        text = _check_content(content)
+        vector = self._vector(text)
+        stored = _encode(text, origin, private)
+        memory_id = self.store.add_memory(kind, stored, self.conversation_id, vector)
+        if vector is None:
+            self.vectors.warm(self.store, note_text)  # embedded in the background
+        return self._get(memory_id)
 
     def update(
         self,
@@ -226,15 +256,22 @@ class MemoryService:
         self._require_enabled()
         _check_kind(kind)
         self._refuse_if_private()
-        text = None
+        stored = vector = None
         if content is not None:
             old = self._get(memory_id)
-            text = _encode(
-                _check_content(content), origin or old.origin, private or old.private
-            )
-        if not self.store.update_memory(memory_id, content=text, kind=kind):
+            text = _check_content(content)
+            vector = self._vector(text)
+            stored = _encode(text, origin or old.origin, private or old.private)
+        if not self.store.update_memory(memory_id, content=stored, kind=kind, vector=vector):
             raise MemoryRefused(f"there is no memory {memory_id}; use memory_list or search")
+        if stored is not None and vector is None:
+            self.vectors.warm(self.store, note_text)  # embedded in the background
         return self._get(memory_id)
+
+    def _vector(self, text: str) -> tuple[bytes, str] | None:
+        """The new text's vector; None on the window's thread until the embedder is loaded
+        (the caller then has it embedded in the background), or when it cannot load."""
+        return self.vectors.vector(text, wait=may_wait())
 
     def delete(self, memory_id: int) -> Memory:
         memory = self._get(memory_id)
@@ -242,17 +279,43 @@ class MemoryService:
         return memory
 
     def search(self, query: str, kind: str | None = None, limit: int = 10) -> list[Memory]:
-        """Best matches first; every word must occur, else any word does (ranked)."""
+        """Best matches first: the notes close in meaning to `query` fused with those
+        holding its words (every word, else any word), searched as the model would see
+        them — known secrets masked before any word is matched or any vector compared,
+        so no answer (which note, in which order) depends on the characters of a secret
+        (`[redacted]` is all a search can find of one). The most recently updated
+        MAX_SEARCHED notes are searched."""
         self._require_enabled()
         _check_kind(kind)
-        rows = self.store.search_memory_rows(query, kind, limit) or self.store.search_memory_rows(
-            query, kind, limit, any_word=True
+        notes = [(i, _decode(c)) for i, c in self.store.memory_contents(kind, MAX_SEARCHED)]
+        redactor = TRIPWIRE.redactor()
+        words = by_words(
+            [(i, redactor.text(f"{text} {origin or ''}")) for i, (text, origin, _) in notes],
+            query,
         )
-        return [_memory(r) for r in rows]
+        meaning: builtins.list[int] = []
+        embedder = self.vectors.ready(self.store, note_text, wait=may_wait())
+        if embedder is not None:
+            meaning = self.vectors.by_meaning(
+                self.store,
+                embedder,
+                query,
+                kinds=None if kind is None else (kind,),
+                texts={i: text for i, (text, _, _) in notes},
+                redactor=redactor,
+            )
+        return self._in_order(fuse(words, meaning)[:limit])
+
+    def _in_order(self, ids: builtins.list[int]) -> builtins.list[Memory]:
+        """These memories, in this order (any deleted meanwhile left out)."""
+        rows = self.store.memory_rows(ids=tuple(ids), limit=len(ids)) if ids else []
+        found = {int(r["id"]): _memory(r) for r in rows}
+        return [found[i] for i in ids if i in found]
 
     def list(self, kind: str | None = None, limit: int = 50) -> list[Memory]:
         self._require_enabled()
         _check_kind(kind)
+        self.vectors.warm(self.store, note_text)  # the first list after start catches up
         return [_memory(r) for r in self.store.memory_rows(kind, limit)]
 
     # ---- injection into a new conversation -------------------------------------------
@@ -260,8 +323,9 @@ class MemoryService:
     def relevant(self, query: str, budget: int) -> builtins.list[Memory]:
         """What to tell the model at the start of a conversation, within `budget` characters
         of notes (`Memory.context_line`; the fixed header and markers are not counted):
-        preferences first (most relevant to `query`, then most recent), then facts and
-        tasks the same way."""
+        preferences first (most relevant to `query` by meaning and words, as `search`
+        ranks, then most recent), then facts and tasks the same way. On the window's
+        thread, by words alone until the embedder is loaded (it loads in the background)."""
         if not self.enabled or budget <= 0:
             return []
         chosen: list[Memory] = []
@@ -275,11 +339,23 @@ class MemoryService:
         return chosen
 
     def _ranked(self, query: str, kinds: tuple[str, ...]) -> Iterator[Memory]:
-        seen: set[int] = set()
-        for kind in kinds:
-            for row in self.store.search_memory_rows(query, kind, 50, any_word=True):
-                seen.add(int(row["id"]))
-                yield _memory(row)
+        """The query here is the user's first message, not the model's: the full-text
+        index over the stored text ranks by words (fast on the window's thread)."""
+        rows = [
+            row
+            for kind in kinds
+            for row in self.store.search_memory_rows(query, kind, _INJECT_BY_WORDS, any_word=True)
+        ]
+        words = [int(r["id"]) for r in sorted(rows, key=lambda r: float(r["score"]))]
+        meaning: list[int] = []
+        embedder = self.vectors.ready(self.store, note_text, wait=may_wait())
+        if embedder is not None:
+            meaning = self.vectors.by_meaning(self.store, embedder, query, kinds=kinds)
+        # The message is prose: its incidental words ("a", "my") match many notes, so a tie
+        # goes to the closer meaning (a search's query is chosen words: there, to the words).
+        order = fuse(meaning, words)
+        seen = set(order)
+        yield from self._in_order(order)
         recent = sorted(
             (_memory(r) for kind in kinds for r in self.store.memory_rows(kind, 200)),
             key=lambda m: m.updated_at,

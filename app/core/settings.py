@@ -30,6 +30,7 @@ from pydantic import (
 )
 
 from app.core.atomic_file import atomic_write
+from app.core.providers.base import ImagesChoice
 from app.core.providers.kinds import KindName
 from app.core.settings_file import SendKey, ThemeMode
 from tools.redact import is_credential_key
@@ -169,6 +170,9 @@ class ProviderAccount(_Model):
     #: OpenAI-compatible only: "auto" also reads tool calls models write into the text;
     #: "native" trusts only the `tool_calls` field; "none" never offers tools.
     tool_format: Literal["auto", "native", "none"] = "auto"
+    #: Whether its models take images: "auto" goes by the model's name
+    #: (app/core/providers/vision.py); "on" or "off" when that list is wrong for a model.
+    images: ImagesChoice = "auto"
 
     @classmethod
     def _place(cls, data: dict[str, Any]) -> str:
@@ -323,6 +327,27 @@ class MemorySettings(_Model):
     )
 
 
+class KnowledgeSettings(_Model):
+    """Which embedder turns knowledge folders into vectors (the folders are in
+    knowledge.db); changing it re-embeds everything in the background."""
+
+    embedder: Literal["builtin", "provider"] = Field(
+        "builtin",
+        title="Search by meaning with",
+        description="Changing this re-embeds your knowledge folders in the background.",
+        json_schema_extra={
+            "labels": {
+                "builtin": "The built-in model (offline, recommended)",
+                "provider": "A provider's embedding model",
+            }
+        },
+    )
+    #: The provider account whose `/v1/embeddings` is used (None: the active account).
+    provider: str | None = Field(None, json_schema_extra={UI: False})
+    #: Its embedding model, e.g. nomic-embed-text.
+    model: str = Field("", title="Embedding model", json_schema_extra={UI: False})
+
+
 class ConversationSettings(_Model):
     #: Older turns are summarised once a conversation's history passes this many characters.
     compact_after_chars: int = Field(
@@ -412,6 +437,7 @@ class Settings(_Model):
     browser: BrowserSettings = Field(default_factory=BrowserSettings)
     skills: SkillSettings = Field(default_factory=SkillSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    knowledge: KnowledgeSettings = Field(default_factory=KnowledgeSettings)
     conversation: ConversationSettings = Field(default_factory=ConversationSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
     shell: ShellSettings = Field(default_factory=ShellSettings)

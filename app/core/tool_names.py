@@ -16,6 +16,7 @@ CATEGORY_TITLES: dict[str, str] = {
     "fs": "Files",
     "github": "GitHub",
     "integrations": "Connected services",
+    "knowledge": "Knowledge",
     "kubectl": "Kubernetes",
     "memory": "Memory",
     "reminders": "Reminders",
@@ -88,6 +89,9 @@ _OVERRIDES: dict[str, str] = {
     "integration_list": "List services",
     "list_integration_accounts": "List service accounts",
     "set_active_integration_account": "Switch service account",
+    # knowledge
+    "knowledge_read": "Read document",
+    "knowledge_search": "Search your documents",
     # kubernetes
     "kubectl_apply": "Apply manifest",
     "kubectl_contexts": "List clusters",

@@ -12,14 +12,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-SERVICES = ("reminders", "tasks", "memory", "skills")
+SERVICES = ("reminders", "tasks", "memory", "skills", "knowledge")
 
 if TYPE_CHECKING:
+    from app.core.knowledge_tools import KnowledgeTools
     from app.core.memory import MemoryService
     from app.core.reminders import ReminderBook
     from app.core.skills import SkillLibrary
     from app.core.tasks import TaskBook
-    from tools.views import MemoryServiceView, ReminderBookView, SkillLibraryView, TaskBookView
+    from tools.views import (
+        KnowledgeServiceView,
+        MemoryServiceView,
+        ReminderBookView,
+        SkillLibraryView,
+        TaskBookView,
+    )
 
     def _reminders(book: ReminderBook) -> ReminderBookView:
         return book
@@ -32,3 +39,6 @@ if TYPE_CHECKING:
 
     def _skills(library: SkillLibrary) -> SkillLibraryView:
         return library
+
+    def _knowledge(tools: KnowledgeTools) -> KnowledgeServiceView:
+        return tools.for_conversation(None)

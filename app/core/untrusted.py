@@ -261,6 +261,11 @@ BUILTIN: dict[str, Reads] = {
         "the output of a command in pod {pod}", "the output of a command run in pod {pod}"
     ),
     "kubectl_top": _MINE,
+    # knowledge: passages of the user's documents, as indexed (files others may have written)
+    "knowledge_search": Reads(
+        "documents in your knowledge folders", "your documents in the knowledge folders"
+    ),
+    "knowledge_read": Reads("document {path}", "document {path}"),
     # memories: the user's own notes (their origin is shown with each)
     "memory_store": _MINE,
     "memory_search": Reads(None, "your saved memories"),

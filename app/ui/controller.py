@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import QObject, Signal
 
 from app.core import compaction
 from app.core.approval import ApprovalRequest, Decision
-from app.core.attachments import build_user_message
+from app.core.attachments import AttachmentProblem, build_user_message
 from app.core.events import (
     AgentEvent,
     ApprovalRequested,
@@ -43,6 +45,10 @@ T = TypeVar("T")
 STOPPED = "Stopped"
 #: Said after a regenerate's marker when nothing new came and the earlier answer is back.
 KEPT = "The earlier answer is kept."
+#: How often an encrypted attachment's password is asked before it is left out.
+PASSWORD_TRIES = 3
+#: Asks the user for an encrypted file's password: (file name, why) → the password, or None.
+PasswordAsker = Callable[[str, str], Awaitable[str | None]]
 #: How `build_user_message` starts the text of an attached file or image.
 _ATTACHMENT_STARTS = ("Attached file `", "[attached image: ")
 
@@ -92,6 +98,8 @@ class ChatController(QObject):
         self._unsaved_model: tuple[str | None, str] | None = None
         #: The conversation whose background jobs report to this window.
         self._jobs_of = ""
+        #: How the window asks for an encrypted attachment's password (None: never asked).
+        self.password_asker: PasswordAsker | None = None
         self.conversationOpened.connect(self._listen_to_jobs)
 
     # ---- state ----------------------------------------------------------------------------
@@ -460,10 +468,64 @@ class ChatController(QObject):
 
     async def _prepare_and_run(self, text: str, attachments: list[str]) -> None:
         message: ChatMessage = ChatMessage("user", text)
+        await self._ensure_conversation(text)
         if attachments:
-            message, problems = await _off_gui(lambda: build_user_message(text, attachments))
+            message, problems = await self._read_attachments(text, attachments)
             for problem in problems:
                 self.notice.emit(f"Not attached: {problem.path} — {problem.reason}")
+        await self._run(message)
+
+    async def _read_attachments(
+        self, text: str, attachments: list[str]
+    ) -> tuple[ChatMessage, list[AttachmentProblem]]:
+        """The message with the files' text; an encrypted document's password is asked
+        (`password_asker`, up to `PASSWORD_TRIES` times) and the files read again."""
+        searchable = self._searchable()
+        passwords: dict[str, str] = {}
+        tries: dict[str, int] = {}
+        while True:
+            message, problems = await _off_gui(
+                functools.partial(
+                    build_user_message,
+                    text,
+                    attachments,
+                    searchable=searchable,
+                    passwords=dict(passwords),
+                )
+            )
+            locked = [
+                p
+                for p in problems
+                if p.needs_password and tries.get(p.path, 0) < PASSWORD_TRIES
+            ]
+            if not locked or self.password_asker is None:
+                return message, problems
+            for problem in locked:
+                tries[problem.path] = tries.get(problem.path, 0) + 1
+                password = await self.password_asker(Path(problem.path).name, problem.reason)
+                if not password:  # the user chose not to: the file stays out, said why
+                    tries[problem.path] = PASSWORD_TRIES
+                    continue
+                passwords[problem.path] = password
+
+    def _searchable(self) -> Callable[[Path], object] | None:
+        """How a large attached document joins this conversation's knowledge (None: the
+        conversation is not stored, so it goes in whole)."""
+        conversation_id = self.conversation.id if self.conversation is not None else None
+        if conversation_id is None:
+            return None
+        runtime = self.runtime
+        return lambda path: runtime.knowledge.add_attachment(conversation_id, path)
+
+    async def stored_conversation(self, title: str) -> str:
+        """This conversation's id, a new chat stored first (titled `title` until its first
+        message names it)."""
+        await self._ensure_conversation(title)
+        assert self.conversation is not None and self.conversation.id is not None
+        return self.conversation.id
+
+    async def _ensure_conversation(self, text: str) -> None:
+        """The conversation the message goes to, opened (a new one stored) if need be."""
         if self._opening is not None:  # a conversation opened a moment ago is still building
             await asyncio.wrap_future(self._opening[1])
         if self.conversation is None:
@@ -479,7 +541,6 @@ class ChatController(QObject):
                 self._unsaved_model = None
             self.conversationOpened.emit(self.conversation.id)
             self.conversationsChanged.emit()
-        await self._run(message)
 
     async def _run(self, message: ChatMessage | None) -> None:
         choice = self._choice()

@@ -9,6 +9,7 @@ import functools
 import logging
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future, wait
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import QByteArray, QSize, Qt, QTimer, QUrl, Signal
@@ -54,8 +55,6 @@ from app.ui.start_frame import StartPlaceholder
 from app.ui.ui_state import UiState
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from app.core.runtime import Runtime
     from app.core.store import Store
     from app.ui.reminders_view import RemindersView
@@ -82,6 +81,9 @@ EDIT_OPERATIONS = (
     ("select_all", "Select All", QKeySequence.StandardKey.SelectAll, "selectAll"),
 )
 TEXT_WIDGETS = (QLineEdit, QPlainTextEdit, QTextEdit)
+
+#: Indexing starts this long after the chat opens, so it never competes with start-up.
+KNOWLEDGE_START_MS = 3000
 
 
 def _warm_up(runtime: Runtime) -> None:
@@ -278,10 +280,12 @@ class MainWindow(QMainWindow):
         self.runtime = runtime
         self.tray = tray
         self.controller = ChatController(runtime, self)
+        self.controller.password_asker = self._ask_file_password
         self._quitting = False
         self._warmed = False  # `_warm_up_once` ran
         self._sized = False  # the first show placed the splitter (no saved state)
         self._detect_task: asyncio.Future[None] | None = None
+        self._knowledge_task: asyncio.Future[None] | None = None
         #: Work this window started on workers that reads the runtime: waited for at close,
         #: so nothing reads a closed store after the window is gone.
         self._workers: set[Future[Any]] = set()
@@ -589,6 +593,9 @@ class MainWindow(QMainWindow):
         self.controller.jobsChanged.connect(lambda _n: self._update_stop_action())
         self.rename_action = self._action(chat_menu, "Rename", "F2", self.rename_current)
         self.delete_action = self._action(chat_menu, "Delete", None, self.delete_current)
+        self.chat_knowledge_action = self._action(
+            chat_menu, "Knowledge folder for this chat…", None, self.pick_chat_knowledge
+        )
         chat_menu.addSeparator()
         self.reminders_action = self._action(
             chat_menu, "Reminders…", "Ctrl+R", lambda: self.show_reminders()
@@ -700,6 +707,8 @@ class MainWindow(QMainWindow):
         """Once the chat is open: the accounts line, the folders question on a first run,
         and the notices waiting to be shown."""
         QTimer.singleShot(300, self.refresh_accounts)  # after the first paint
+        # the knowledge folders are watched while the window is open, once it has settled
+        QTimer.singleShot(KNOWLEDGE_START_MS, self._start_knowledge)
         # first run (or an upgrade from an empty folder list): ask, without blocking
         from app.ui.folders_dialog import needs_asking
 
@@ -707,6 +716,45 @@ class MainWindow(QMainWindow):
             self.folders_prompt.show()
             QTimer.singleShot(300, self.folders_prompt.suggest)  # after the first paint
         self.show_notices()
+
+    def pick_chat_knowledge(self) -> None:
+        """A folder searchable in this conversation only (Settings → Knowledge holds the
+        ones every conversation searches)."""
+        from PySide6.QtWidgets import QFileDialog
+
+        path = QFileDialog.getExistingDirectory(self, "A folder this chat searches")
+        if path:
+            self._knowledge_task = asyncio.ensure_future(self.add_chat_knowledge(path))
+
+    async def add_chat_knowledge(self, path: str) -> None:
+        from app.core.events import Notice
+
+        title = f"Knowledge: {Path(path).name}"
+        conversation_id = await self.controller.stored_conversation(title)
+        knowledge = self.runtime.knowledge
+        try:
+            folder = await asyncio.wrap_future(
+                run_off_gui(lambda: knowledge.add_folder(path, conversation_id))
+            )
+        except ValueError as exc:
+            self.chat_view.add_error(f"Not added as knowledge: {exc}")
+            return
+        self._tracked(run_off_gui(knowledge.start))  # indexing runs (it may not have yet)
+        self.chat_view.handle_event(
+            Notice(
+                f"{folder.path} is now knowledge for this chat: it is being indexed, and "
+                "the assistant can search it in this conversation."
+            )
+        )
+
+    async def _ask_file_password(self, name: str, reason: str) -> str | None:
+        from app.ui.password_prompt import ask_file_password
+
+        return await ask_file_password(self, name, reason)
+
+    def _start_knowledge(self) -> None:
+        runtime = self.runtime
+        self._tracked(run_off_gui(runtime.start_knowledge))
 
     def show_notices(self) -> None:
         """What changed and why (e.g. after an upgrade), shown once in the conversation."""
@@ -912,6 +960,7 @@ class MainWindow(QMainWindow):
             runtime.rules,
             runtime.trust,
             self.controller.conversation_id,
+            home=runtime.home,
         )
         decision = links.decide(url, text, state)
         if decision.action == "open":
@@ -932,6 +981,13 @@ class MainWindow(QMainWindow):
         from app.core import links
 
         address = QUrl(decision.url, QUrl.ParsingMode.StrictMode)
+        if address.scheme().lower() == "file" and address.isValid():
+            from app.ui.chat.link_prompt import open_file_link
+
+            refused = open_file_link(decision)  # checked again: still a document, still there
+            if refused is not None:
+                self._refuse_link(decision.url, refused)
+            return
         if address.scheme().lower() not in SAFE_LINK_SCHEMES or not address.isValid():
             self._refuse_link(decision.url, "Deskhand could not read this address.")
             return

@@ -4,8 +4,12 @@ A scripted model server (tests/fakellm.py) stands in for Ollama, so "Test connec
 runs its real code path before the picture is taken. Keys go to an in-memory keyring.
 
 Run: QT_QPA_PLATFORM=offscreen .venv/bin/python bench/screens/settings_demo.py \
-         --page providers|tools|rules|sources|agents|general [--dark] [--out FILE.png] \
-         [--account OpenAI]
+         --page providers|tools|rules|sources|agents|knowledge|general [--dark] \
+         [--out FILE.png] [--account OpenAI]
+
+For the knowledge page, a temporary folder stands in for the user's home (HOME), and
+three folders of generated documents are indexed there first: one up to date, one with
+documents that cannot be read, one paused part-way.
 """
 
 from __future__ import annotations
@@ -121,6 +125,43 @@ def example_settings(runtime: object, llm_url: str) -> None:
     )
 
 
+def example_knowledge(runtime: object) -> None:
+    """Knowledge folders of generated documents under the (demo) home, indexed for real."""
+    from app.core.runtime import Runtime
+    from tests.test_documents import write_pdf
+
+    assert isinstance(runtime, Runtime)
+    documents, projects = Path.home() / "Documents", Path.home() / "Projects"
+    handbooks, archive = documents / "Handbooks", documents / "Archive"
+    research = projects / "Research"
+    for folder in (handbooks, research, archive):
+        folder.mkdir(parents=True, exist_ok=True)
+    write_pdf(handbooks / "handbook.pdf", ["Welcome.", "Plants are watered on Thursdays."])
+    (handbooks / "travel.md").write_text("# Travel\n\nTrains are booked through the portal.\n")
+    for n in range(6):
+        (research / f"interview-{n + 1}.md").write_text(f"# Interview {n + 1}\n\nNotes.\n")
+    (research / "survey-2023.pdf").write_bytes(b"%PDF-1.7\n" + b"\x00damaged" * 40)
+    write_pdf(research / "contract.pdf", ["Confidential terms."], password="s3cret")
+    for n in range(400):
+        (archive / f"minutes-{n:03}.md").write_text(
+            f"# Minutes {n}\n\n" + "The committee discussed the budget. " * 200
+        )
+    service = runtime.knowledge
+    for folder in (handbooks, research):
+        service.add_folder(str(folder))
+    service.start()
+    service.wait_idle(120)
+    paused = service.add_folder(str(archive))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        progress = service.progress().get(paused.id)
+        if progress is not None and progress.files_done >= 120:
+            break
+        time.sleep(0.05)
+    service.pause(paused.id)
+    service.wait_idle(30)
+
+
 async def wait_for(predicate: object, timeout: float = 10.0) -> None:
     assert callable(predicate)
     deadline = time.monotonic() + timeout
@@ -142,10 +183,14 @@ async def shoot(
         tempfile.TemporaryDirectory() as home,
         ScriptedLLM(models=("llama3.2:3b", "qwen2.5-coder:7b", "mistral-small")) as llm,
     ):
+        if page == "knowledge":  # folders shown as ~/Documents/…: a demo user's home
+            os.environ["HOME"] = tempfile.mkdtemp(prefix="deskhand-demo-user-")
         runtime = Runtime(home, entry_points=False)
         runtime.secrets = SecretStore(backend=MemoryKeyring())
         try:
             example_settings(runtime, llm.openai_base_url)
+            if page == "knowledge":
+                example_knowledge(runtime)
             dialog = SettingsDialog(runtime, page=page)
             dialog.general.theme_combo.blockSignals(True)  # keep the --dark choice
             dialog.general.theme_combo.setCurrentIndex(2 if dark else 1)
@@ -161,6 +206,9 @@ async def shoot(
                 dialog.providers.tested.connect(lambda _id, ok: done.append(ok))
                 dialog.providers.test_button.click()
                 await wait_for(lambda: bool(done), timeout=15)
+            if page == "knowledge" and dialog.knowledge.loading is not None:
+                await dialog.knowledge.loading
+                dialog.knowledge.list.setCurrentRow(1)  # the folder with problems
             await asyncio.sleep(0.2)  # let the key states and layout settle
             dialog.grab().save(str(out))
             print(f"wrote {out}")

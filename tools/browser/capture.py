@@ -65,8 +65,8 @@ def screenshot(args: Screenshot, ctx: ToolContext) -> ToolResult:
     width, height = png_size(png)
     return ToolResult(
         ok=True,
-        content=f"Saved a screenshot of {what} of {url} ({width}×{height} px) to {path}; "
-        "the user sees it in the chat.",
+        # the agent adds whether the image went to the model (app/core/providers/vision.py)
+        content=f"Saved a screenshot of {what} of {url} ({width}×{height} px) to {path}.",
         data={"path": str(path), "width": width, "height": height, "url": url},
         attachments=[str(path)],
     )

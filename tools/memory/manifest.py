@@ -22,7 +22,9 @@ class StoreMemory(DeferredParams):
 
 
 class SearchMemory(DeferredParams):
-    query: str = Field(..., min_length=1, description="Words to look for")
+    query: str = Field(
+        ..., min_length=1, description="What to look for: words, or what the note is about"
+    )
     kind: Kind | None = Field(None, description="Only this kind")
     limit: int = Field(10, ge=1, le=50)
 
@@ -76,7 +78,8 @@ MANIFESTS = [
     ),
     _tool(
         "memory_search",
-        "Search remembered facts, preferences and tasks, best matches first.",
+        "Search remembered facts, preferences and tasks by meaning and by words, "
+        "best matches first.",
         SearchMemory,
         Operation.READ,
     ),

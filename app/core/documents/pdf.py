@@ -7,6 +7,7 @@ standard input, so the OCR engine never parses the file itself. Deskhand bundles
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -36,6 +37,10 @@ NO_TEXT = (
 )
 #: Scans are read at this resolution; tesseract does best at about 300 dpi.
 OCR_DPI = 300
+#: A page is rendered for text recognition at no more pixels than this (25 MB of grey: an
+#: A3 page still gets its 300 dpi); a larger page (a poster, a page size a file made up)
+#: is rendered smaller, so its bitmap cannot take gigabytes.
+MAX_OCR_PIXELS = 25_000_000
 #: A page of text recognition takes seconds: past this many pages the rest is left unread.
 MAX_OCR_PAGES = 50
 OCR_SECONDS = 60
@@ -116,7 +121,7 @@ def _recognise(document: Any, index: int, tesseract: str) -> str:
     """A scanned page's text by OCR ("" when tesseract fails or finds none)."""
     page = document[index]
     try:
-        bitmap = page.render(scale=OCR_DPI / 72, grayscale=True)
+        bitmap = page.render(scale=ocr_scale(*page.get_size()), grayscale=True)
         try:
             image = _pgm(bytes(bitmap.buffer), bitmap.width, bitmap.height, bitmap.stride)
         finally:
@@ -141,6 +146,14 @@ def _recognise(document: Any, index: int, tesseract: str) -> str:
     if done.returncode != 0:
         return ""
     return _CONTROL.sub("", done.stdout.decode("utf-8", "replace")).strip()
+
+
+def ocr_scale(width: float, height: float) -> float:
+    """Pixels per point to render a page of this size (in points) at: OCR_DPI, or less
+    where that would pass MAX_OCR_PIXELS."""
+    scale = OCR_DPI / 72
+    area = max(width, 1.0) * max(height, 1.0)
+    return min(scale, math.sqrt(MAX_OCR_PIXELS / area))
 
 
 def _pgm(pixels: bytes, width: int, height: int, stride: int) -> bytes:

@@ -1,5 +1,7 @@
-"""A `CallToolResult` → `ToolResult`: text joined, images saved as attachments,
-`isError` → ok=False. Content blocks are read duck-typed (by their `type`)."""
+"""A `CallToolResult` → `ToolResult`: text joined, images saved as attachments (the agent
+gives them to a model that takes images and adds a line saying so, or why not:
+app/core/providers/vision.py), `isError` → ok=False. Content blocks are read duck-typed
+(by their `type`)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 from httpx_sse import ServerSentEvent
 
-from . import _http
+from . import _http, vision
 from .base import (
     ChatMessage,
     ProviderConfig,
@@ -56,9 +56,12 @@ def _blocks(message: ChatMessage) -> list[dict[str, Any]]:
     """Content blocks of one message (system messages are handled elsewhere)."""
     if message.role == "tool":
         content: str | list[dict[str, Any]] = message.content
-        if message.images:
+        if message.images:  # the tool's images, inside its result (vision.request_view)
             content = [{"type": "text", "text": message.content}] if message.content else []
-            content += [image_block(url) for url in message.images]
+            content += [
+                image_block(value) if kind == "image" else {"type": "text", "text": value}
+                for kind, value in vision.labelled(message.images, message.tool_call_id)
+            ]
         block: dict[str, Any] = {
             "type": "tool_result",
             "tool_use_id": message.tool_call_id,

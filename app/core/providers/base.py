@@ -12,6 +12,9 @@ from typing import Any, Literal, Protocol
 from .kinds import KindName
 
 Role = Literal["system", "user", "assistant", "tool"]
+#: Whether a model takes images (`ProviderAccount.images`): "auto" goes by the model's name
+#: (`vision.takes_images`), "on" and "off" override it.
+ImagesChoice = Literal["auto", "on", "off"]
 
 
 @dataclass
@@ -31,7 +34,8 @@ class ChatMessage:
     #: For role "tool": which call this answers, and whether the tool failed.
     tool_call_id: str | None = None
     is_error: bool = False
-    #: Images for user messages: data URLs ("data:image/png;base64,...").
+    #: Images as data URLs ("data:image/png;base64,..."): a user message's attached ones
+    #: (kept with it); a tool result's only in the request right after it (`vision`).
     images: list[str] = field(default_factory=list)
 
 
@@ -161,6 +165,8 @@ class ProviderConfig:
     #: `tool_calls` and calls written into the text (Hermes, Llama 3, Mistral, bare JSON);
     #: "native" only the former; "none" sends no tools at all.
     tool_format: str = "auto"
+    #: Whether the model takes images (`vision.model_takes_images`).
+    images: ImagesChoice = "auto"
     extra_headers: dict[str, str] = field(default_factory=dict)
     #: Merged into every request body (server-specific options, e.g. `tool_choice`).
     extra_body: dict[str, Any] = field(default_factory=dict)

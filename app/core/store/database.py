@@ -248,8 +248,18 @@ ALTER TABLE conversations ADD COLUMN agent TEXT;
 CREATE INDEX conversations_by_parent ON conversations (parent_id);
 """
 
+# Memories found by meaning: each note's vector (float32 bytes of its redacted text, never
+# its origin) and the embedder that made it, both NULL until embedded: notes written before
+# this version are embedded lazily, in batches, off the window's thread
+# (app.core.memory_search). The index finds the notes still to embed without reading vectors.
+_V11 = """
+ALTER TABLE memories ADD COLUMN embedding BLOB;
+ALTER TABLE memories ADD COLUMN embedder TEXT;
+CREATE INDEX memories_by_embedder ON memories (embedder);
+"""
+
 #: MIGRATIONS[i] takes the schema from version i to i + 1. Append only.
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10]
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11]
 
 
 class StoreError(Exception):

@@ -746,6 +746,8 @@ class UserLayout(ItemLayout):
         if item.attachments:
             names = ", ".join(Path(a).name for a in item.attachments)
             self.attachments = f"Attached: {names}"
+            if item.attachments_note:
+                self.attachments += f" · {item.attachments_note}"
             self.attach_rect = QRectF(x + w * 0.22, y + 4, w * 0.78, theme.line_height)
             y = self.attach_rect.bottom()
         self.actions = MessageActions(self, item, theme, x, w, y + 2, right=True)

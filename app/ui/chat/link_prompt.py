@@ -1,11 +1,16 @@
 """The small question shown before a link from the conversation opens: the link's real
 target in full and why Deskhand asks (both decided by `app.core.links`), with Open, Copy
-address and Cancel. Cancel is the default: Enter or Esc never opens a link."""
+address and Cancel. Cancel is the default: Enter or Esc never opens a link.
+
+`open_file_link` opens a document link (a knowledge citation) once decided: checked again
+on the disk, at its page where the PDF viewer takes one, else with the system's opener."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFontDatabase, QGuiApplication, QTextOption
+import logging
+
+from PySide6.QtCore import QProcess, Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QFontDatabase, QGuiApplication, QTextOption
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -16,7 +21,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.links import LinkDecision
+from app.core import links
+from app.core.links import FileTarget, LinkDecision
+from app.ui.off_gui import run_off_gui
+
+log = logging.getLogger(__name__)
 
 
 class LinkPrompt(QDialog):
@@ -32,11 +41,7 @@ class LinkPrompt(QDialog):
         self.setMinimumWidth(460)
         layout = QVBoxLayout(self)
 
-        heading = QLabel(
-            "This link opens your mail program with:"
-            if decision.url.startswith("mailto:")
-            else "This link opens in your browser:"
-        )
+        heading = QLabel(_heading(decision.url))
         heading.setTextFormat(Qt.TextFormat.PlainText)
         layout.addWidget(heading)
 
@@ -48,7 +53,8 @@ class LinkPrompt(QDialog):
         self.target.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.target.setTabChangesFocus(True)
         metrics = self.target.fontMetrics()
-        per_line = max(20, (self.minimumWidth() - 40) // max(1, metrics.horizontalAdvance("m")))
+        # the box's frame, margins and a scroll bar take about 64 px of the width
+        per_line = max(20, (self.minimumWidth() - 64) // max(1, metrics.horizontalAdvance("m")))
         lines = max(1, min(8, -(-len(decision.shown) // per_line)))  # longer: it scrolls
         height = metrics.lineSpacing() * lines + 14
         self.target.setFixedHeight(height)
@@ -88,3 +94,43 @@ class LinkPrompt(QDialog):
     def _copy(self) -> None:
         QGuiApplication.clipboard().setText(self.decision.url)
         self.copy_button.setText("Copied")
+
+
+def _heading(url: str) -> str:
+    if url.startswith("mailto:"):
+        return "This link opens your mail program with:"
+    if url.startswith("file:"):
+        return "This link opens a document on this computer:"
+    return "This link opens in your browser:"
+
+
+def open_file_link(decision: LinkDecision) -> str | None:
+    """Opens the document of a decided `file:` link; else (nothing opened) says why: the
+    disk no longer agrees it may be opened (moved, replaced by a program). A PDF page is
+    handed to the PDF viewer when it takes one (finding out which runs a program: off the
+    GUI thread); otherwise the file opens with the system's opener, at its start."""
+    target = links.file_target(decision.url)
+    if isinstance(target, str):
+        return target
+    if target.page is None:
+        _open_plain(target)
+        return None
+
+    def find() -> list[str] | None:
+        return links.page_command(target, links.pdf_viewer())
+
+    run_off_gui(find, lambda command: _open_at_page(target, command), lambda _: _open_plain(target))
+    return None
+
+
+def _open_at_page(target: FileTarget, command: list[str] | None) -> None:
+    if command is not None:
+        started, _pid = QProcess.startDetached(command[0], command[1:])
+        if started:  # a known viewer, a checked path, no shell
+            return
+        log.info("the PDF viewer %s did not start; opening the file plainly", command[0])
+    _open_plain(target)
+
+
+def _open_plain(target: FileTarget) -> None:
+    QDesktopServices.openUrl(QUrl.fromLocalFile(str(target.path)))

@@ -68,6 +68,8 @@ class MessageItem(ChatItem):
 @dataclass(eq=False)
 class UserMessage(MessageItem):
     attachments: list[str] = field(default_factory=list)
+    #: Said after the attachments' names ("images not sent: …").
+    attachments_note: str = ""
     #: The inline editor is open over this message (its height, for the layout).
     editing: bool = False
     editor_height: int = 0

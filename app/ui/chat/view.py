@@ -405,7 +405,20 @@ class ChatView(QTreeView):
             self.add_error(event.message, event.retryable, event.kind)
         elif isinstance(event, Notice):
             self._flush()
+            self._note_on_user_message(event)
             self._append(NoticeItem(message=event.message))
+
+    def _note_on_user_message(self, event: Notice) -> None:
+        """Images a model without images was not sent: said beside them on the message."""
+        from app.core.providers.vision import IMAGES_NOT_SENT, NO_IMAGES
+
+        if event.kind != IMAGES_NOT_SENT:
+            return
+        users = (i for i in reversed(self.chat_model.items) if isinstance(i, UserMessage))
+        item = next(users, None)
+        if item is not None:
+            item.attachments_note = f"images not sent: {NO_IMAGES}"
+            self.chat_model.changed(item)
 
     def add_error(self, message: str, retryable: bool = False, kind: str = "error") -> None:
         """An error row; kind "setup" (no model to talk to) offers "Connect a model"."""

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
         SecurityPage,
     )
     from app.ui.settings.integrations_page import IntegrationsPage
+    from app.ui.settings.knowledge_page import KnowledgePage
     from app.ui.settings.mcp_page import McpPage
     from app.ui.settings.memory_page import MemoryPage
     from app.ui.settings.providers_page import ProvidersPage
@@ -81,6 +82,7 @@ PageKey = Literal[
     "skills",
     "agents",
     "memory",
+    "knowledge",
     "general",
     "instructions",
     "security",
@@ -98,6 +100,7 @@ PAGE_KEYS: tuple[PageKey, ...] = (
     "skills",
     "agents",
     "memory",
+    "knowledge",
     "general",
     "instructions",
     "security",
@@ -115,6 +118,7 @@ NAV_TITLES = {
     "skills": "Skills",
     "agents": "Agents",
     "memory": "Memory",
+    "knowledge": "Knowledge",
     "general": "General",
     "instructions": "Instructions",
     "security": "Security",
@@ -135,6 +139,7 @@ PAGE_CLASSES: dict[PageKey, tuple[str, str]] = {
     "skills": ("app.ui.settings.skills_page", "SkillsPage"),
     "agents": ("app.ui.settings.agents_page", "AgentsPage"),
     "memory": ("app.ui.settings.memory_page", "MemoryPage"),
+    "knowledge": ("app.ui.settings.knowledge_page", "KnowledgePage"),
     "general": ("app.ui.settings.general_page", "GeneralPage"),
     "instructions": ("app.ui.settings.general_page", "InstructionsPage"),
     "security": ("app.ui.settings.general_page", "SecurityPage"),
@@ -204,6 +209,7 @@ class SettingsDialog(QDialog):
     skills: _Page[SkillsPage] = _Page("skills")
     agents: _Page[AgentsPage] = _Page("agents")
     memory: _Page[MemoryPage] = _Page("memory")
+    knowledge: _Page[KnowledgePage] = _Page("knowledge")
     general: _Page[GeneralPage] = _Page("general")
     instructions: _Page[InstructionsPage] = _Page("instructions")
     security: _Page[SecurityPage] = _Page("security")

@@ -101,6 +101,14 @@ TOOL_FORMAT_HINTS = {
 }
 
 
+#: The "Images" choices: ProviderAccount.images.
+IMAGE_CHOICES = {
+    "auto": "Automatic (by the model's name)",
+    "on": "On: the model takes images",
+    "off": "Off: send a note instead",
+}
+
+
 NO_MODELS = (
     "The server lists no models. Load or download one there (for Ollama: "
     "ollama pull <name>), then Test again."
@@ -301,6 +309,13 @@ class ProvidersPage(SettingsPage):
         form.addRow(form_label("Tool calls"), self.tool_field)
         self.tool_hint = muted_label("")
         form.addRow("", self.tool_hint)
+        self.images_combo = QComboBox()
+        self.images_combo.setObjectName("imagesCombo")
+        for value, text in IMAGE_CHOICES.items():
+            self.images_combo.addItem(text, value)
+        self.images_combo.setToolTip("Whether images (attached, screenshots) reach the model")
+        self.images_combo.currentIndexChanged.connect(self._on_images_changed)
+        form.addRow(form_label("Images"), natural_width(self.images_combo))
         self._form = form
 
         self.test_button = QPushButton("Test connection")
@@ -431,6 +446,7 @@ class ProvidersPage(SettingsPage):
             self.model_combo.setEditText(account.model)
             self.tool_combo.setCurrentIndex(self.tool_combo.findData(account.tool_format))
             self._show_tool_format(account)
+            self.images_combo.setCurrentIndex(self.images_combo.findData(account.images))
             ok, text = self._results.get(account.id, (True, ""))
             self._show_result(ok, text)
         finally:
@@ -627,6 +643,11 @@ class ProvidersPage(SettingsPage):
             return
         account.tool_format = self.tool_combo.currentData()
         self._show_tool_format(account)
+
+    def _on_images_changed(self, _: int) -> None:
+        account = self.current()
+        if not self._loading and account is not None:
+            account.images = self.images_combo.currentData()
 
     def add_account(self, preset: Preset, *, model: str = "") -> ProviderAccount:
         """Add an account from a preset, select it, and make it active if none is."""

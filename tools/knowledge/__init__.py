@@ -1,0 +1,1 @@
+"""Knowledge tools: search and read the documents of the user's knowledge folders."""
