@@ -347,7 +347,7 @@ def test_removing_a_folder_cleans_everything_of_it(tmp_path: Path) -> None:
     assert _value(tmp_path, "SELECT count(*) FROM problems") == 0
 
 
-def _value(tmp_path: Path, sql: str) -> Any:
+def _value(tmp_path: Path, sql: str, column: int = 0) -> Any:
     """One value from the index file, read by a connection of its own."""
     import apsw
     import sqlite_vec
@@ -356,7 +356,7 @@ def _value(tmp_path: Path, sql: str) -> Any:
     db.enable_load_extension(True)
     db.load_extension(sqlite_vec.loadable_path())
     try:
-        return db.execute(sql).fetchall()[0][0]
+        return db.execute(sql).fetchall()[0][column]
     finally:
         db.close()
 
@@ -726,3 +726,88 @@ def test_a_word_longer_than_a_chunk_is_cut_as_it_must() -> None:
 
 def test_empty_sections_make_no_chunks() -> None:
     assert chunk_document(_doc(("page 1", ""), ("page 2", "  \n\n "))) == []
+
+
+# ---------------------------------------------------------------------------- fusion and upgrade
+
+
+def _hit(chunk_id: int) -> Any:
+    from app.core.knowledge.index import Hit
+
+    return Hit(chunk_id, 1, f"/docs/{chunk_id}.txt", "page 1", f"chunk {chunk_id}", 0.0)
+
+
+def test_fusion_lets_the_vectors_lead_over_shared_words() -> None:
+    from app.core.knowledge.search import TEXT_WEIGHT, TEXT_WEIGHT_EXACT, fuse
+
+    # 1 is the vectors' first; 2 shares the query's words (the words' first) and comes
+    # fifth by meaning: plain rank fusion put 2 first, as it is in both lists.
+    by_meaning = [_hit(i) for i in (1, 3, 4, 6, 2)]
+    by_text = [_hit(i) for i in (2, 7, 8)]
+    assert fuse([by_meaning, by_text], 3, weights=[1.0, 1.0])[0].chunk_id == 2
+    led = fuse([by_meaning, by_text], 3, weights=[1.0, TEXT_WEIGHT])
+    assert [h.chunk_id for h in led] == [1, 2, 3]  # the shared words still lift 2 a little
+    exact = fuse([by_meaning, by_text], 3, weights=[1.0, TEXT_WEIGHT_EXACT])
+    assert exact[0].chunk_id == 2  # a code or a name: the words' first hit counts fully
+    only_words = fuse([[], by_text], 3, weights=[1.0, TEXT_WEIGHT])
+    assert [h.chunk_id for h in only_words] == [2, 7, 8]  # vectors gone: words still rank
+
+
+@pytest.mark.parametrize(
+    ("query", "exact"),
+    [
+        ("How long did the outage in INC-7016 last?", True),
+        ("What is the excess per claim on policy 5720?", True),
+        ("What do transfers abroad cost at Oberline Bank?", True),
+        ("How do I set up FortiClient", True),
+        ("Is the VPN required at home?", True),
+        ("When must the bill be paid?", False),
+        ("What's the fine for bringing things back overdue?", False),
+        ("how often to rotate login secrets", False),
+    ],
+)
+def test_codes_numbers_and_names_make_a_query_exact(query: str, exact: bool) -> None:
+    from app.core.knowledge.search import looks_exact
+
+    assert looks_exact(query) is exact
+
+
+def test_an_exact_code_ranks_first_among_chunks_that_share_its_other_words(
+    index: KnowledgeIndex,
+) -> None:
+    embedder = builtin_embedder()
+    folder = index.add_folder("/orders")
+    texts = [f"Order XK-{n} for office chairs was shipped on Monday." for n in range(4400, 4420)]
+    _add(index, folder.id, "/orders/log.txt", texts, embedder)
+    for n in (4401, 4417):
+        hits = hybrid_search(index, embedder, f"when was order XK-{n} for chairs shipped", k=3)
+        assert hits[0].text == texts[n - 4400]
+
+
+def test_an_index_of_the_first_version_is_upgraded_in_place_keeping_its_contents(
+    tmp_path: Path,
+) -> None:
+    import apsw
+
+    embedder = builtin_embedder()
+    index = _open(tmp_path)
+    folder = index.add_folder("/docs")
+    _add(index, folder.id, "/docs/a.txt", [DUE, *DISTRACTORS], embedder)
+    index.close()
+    db = apsw.Connection(str(tmp_path / "knowledge.db"))  # as version 1 left it
+    db.execute("DROP INDEX chunks_folder")
+    db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    db.close()
+
+    index = _open(tmp_path)
+    try:
+        assert index.stats(folder.id) == FolderStats(1, 6, 1_000, 0)
+        assert _texts(index.search_text("invoice", 5)) == [DUE]
+        assert hybrid_search(index, embedder, "when must the bill be paid", k=1)[0].text == DUE
+    finally:
+        index.close()
+    assert _value(tmp_path, "SELECT value FROM meta WHERE key = 'schema_version'") == "2"
+    plan = _value(
+        tmp_path, "EXPLAIN QUERY PLAN SELECT count(*) FROM chunks WHERE folder_id = 1", column=3
+    )
+    assert "USING COVERING INDEX chunks_folder" in plan  # no longer a scan of every chunk
