@@ -307,7 +307,7 @@ def test_a_note_on_what_was_not_indexed_never_holds_a_key(
     document.add_heading(f"Part {token}", level=1)  # the first part not read
     document.add_paragraph("The rest.")
     document.save(str(place.docs / "big.docx"))
-    service = place.service()
+    service = place.service(isolate=False)  # patched here, not in a child
     folder = service.add_folder(str(place.docs))
     index_all(service)
 

@@ -811,3 +811,18 @@ def test_an_index_of_the_first_version_is_upgraded_in_place_keeping_its_contents
         tmp_path, "EXPLAIN QUERY PLAN SELECT count(*) FROM chunks WHERE folder_id = 1", column=3
     )
     assert "USING COVERING INDEX chunks_folder" in plan  # no longer a scan of every chunk
+
+
+def test_a_problem_for_a_folder_removed_meanwhile_is_not_kept(tmp_path: Path) -> None:
+    index = KnowledgeIndex(tmp_path / "knowledge.db", embedder_name="test:words", dim=8)
+    try:
+        kept = index.add_folder(str(tmp_path / "kept"))
+        gone = index.add_folder(str(tmp_path / "gone"))
+        index.remove_folder(gone.id)
+        index.record_problem(gone.id, str(tmp_path / "gone" / "a.pdf"), "it is damaged")
+        index.record_problem(kept.id, str(tmp_path / "kept" / "b.pdf"), "it is encrypted")
+        assert index.problems(gone.id) == []
+        assert index.problems(kept.id) == [(str(tmp_path / "kept" / "b.pdf"), "it is encrypted")]
+        assert index.stats(kept.id).problems == 1
+    finally:
+        index.close()

@@ -6,6 +6,7 @@ file system (bubblewrap's --size tmpfs)."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import shutil
 import signal
@@ -543,7 +544,7 @@ def test_a_file_over_the_size_limit_is_never_opened(
 
     monkeypatch.setattr("builtins.open", spying_open)
     monkeypatch.setattr(Path, "open", lambda self, *a, **k: spying_open(self, *a, **k))
-    service = place.service()
+    service = place.service(isolate=False)  # patched here, not in a child
     folder = service.add_folder(str(place.docs))
     index_all(service)
     assert str(big) not in opened
@@ -636,7 +637,7 @@ def test_a_folder_over_the_document_cap_says_how_much_is_searchable(
     monkeypatch.setattr(indexer, "MAX_FOLDER_FILES", 5)
     for i in range(8):
         write(place.docs / f"doc{i}.txt", f"document {i}")
-    service = place.service()
+    service = place.service(isolate=False)  # patched here, not in a child
     folder = service.add_folder(str(place.docs))
     index_all(service)
     assert service.stats(folder.id).files == 5
@@ -649,7 +650,7 @@ def test_a_full_disk_pauses_indexing_and_loses_nothing(
 ) -> None:
     for i in range(6):
         write(place.docs / f"disk{i}.txt", f"disk file {i} about quinces{i}")
-    service = place.service()
+    service = place.service(isolate=False)  # patched here, not in a child
     index = service._open()[0]
     real_replace = index.replace_file
     calls = [0]
@@ -849,3 +850,100 @@ def test_importing_the_service_loads_no_index_or_embedder() -> None:
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+# ---- the indexing child process ------------------------------------------------------------
+
+
+def test_indexing_runs_in_a_child_process_that_exits_when_the_round_is_done(
+    place: Place,
+) -> None:
+    write(place.docs / "otters.txt", "Otters hold hands while they sleep.")
+    service = place.service()
+    children: list[list[str]] = []
+    service.subscribe(
+        lambda _p: children.append([c.name for c in multiprocessing.active_children()])
+    )
+    service.add_folder(str(place.docs))
+    index_all(service)
+    assert any("deskhand-knowledge-indexer" in names for names in children)
+    assert multiprocessing.active_children() == []  # its memory went back with it
+    assert "Otters" in texts(service.search("otters"))
+
+
+def test_a_child_killed_inside_a_file_costs_that_file_only_and_the_rest_is_indexed(
+    place: Place,
+) -> None:
+    """As the OOM killer or a crashing parser would: SIGKILL while the child reads it."""
+    heavy = place.docs / "heavy"
+    light = place.docs / "light"
+    big = write(
+        heavy / "big.txt", "\n\n".join(f"Paragraph {i} about alpacas. " * 30 for i in range(3000))
+    )
+    for word in ("ibis", "kestrel", "lapwing"):
+        write(light / f"{word}.txt", f"notes on the {word}")
+    service = place.service()
+    killed: list[int] = []
+
+    def kill_inside_big(progress: Progress) -> None:
+        if progress.current == str(big) and not killed:
+            (child,) = multiprocessing.active_children()
+            killed.append(child.pid or 0)
+            os.kill(child.pid or 0, signal.SIGKILL)
+
+    service.subscribe(kill_inside_big)
+    first = service.add_folder(str(heavy))
+    second = service.add_folder(str(light))
+    index_all(service)
+    assert killed
+    assert "stopped Deskhand's indexer" in problems(service, first.id)["big.txt"]
+    assert service.stats(first.id).files == 0
+    assert service.stats(second.id).files == 3  # a new child went on
+    assert "kestrel" in texts(service.search("kestrel"))
+    index_all(service)  # skipped until it changes
+    assert service.stats(first.id).files == 0
+    big.write_text("A short file about alpacas now.", encoding="utf-8")
+    index_all(service)
+    assert service.stats(first.id).files == 1
+
+
+def test_a_folder_removed_while_a_child_indexes_it_gets_no_file_stored_after(
+    place: Place,
+) -> None:
+    for i in range(40):
+        write(place.docs / f"note{i:02d}.txt", f"note {i} about herons and egrets " * 50)
+    service = place.service()
+    folder = service.add_folder(str(place.docs))
+    removed = threading.Event()
+
+    def remove_once_indexing(progress: Progress) -> None:
+        if progress.state == "indexing" and not removed.is_set():
+            removed.set()
+            threading.Thread(target=service.remove_folder, args=(folder.id,)).start()
+
+    service.subscribe(remove_once_indexing)
+    index_all(service)
+    assert removed.is_set()
+    assert service.all_folders() == []
+    index = service._open()[0]
+    assert index.file_states(folder.id) == {}
+    assert service.search("herons") == []
+
+
+def test_a_rescan_with_nothing_changed_starts_no_child_and_a_change_starts_one(
+    place: Place,
+) -> None:
+    note = write(place.docs / "otters.txt", "Otters hold hands while they sleep.")
+    service = place.service()
+    service.add_folder(str(place.docs))
+    index_all(service)
+    seen: list[tuple[str, list[str]]] = []
+    service.subscribe(
+        lambda p: seen.append((p.state, [c.name for c in multiprocessing.active_children()]))
+    )
+    index_all(service)  # the periodic rescan: nothing changed
+    assert seen == []
+    note.write_text("Otters hold hands while they sleep, and float on their backs.", "utf-8")
+    index_all(service)
+    assert any("deskhand-knowledge-indexer" in names for _state, names in seen)
+    assert "float on their backs" in texts(service.search("otters floating"))

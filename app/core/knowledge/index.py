@@ -455,10 +455,13 @@ class KnowledgeIndex:
     # ------------------------------------------------------------------ problems
 
     def record_problem(self, folder_id: int, path: str, reason: str) -> None:
+        """Noted only while the folder exists (one removed meanwhile, by another process
+        too, keeps no problem)."""
         with self._write() as db:
             db.execute(
-                "INSERT OR REPLACE INTO problems(folder_id, path, reason) VALUES (?, ?, ?)",
-                (folder_id, path, reason),
+                "INSERT OR REPLACE INTO problems(folder_id, path, reason) "
+                "SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM folders WHERE id = ?)",
+                (folder_id, path, reason, folder_id),
             )
 
     def clear_problem(self, folder_id: int, path: str) -> None:

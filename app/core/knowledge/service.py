@@ -1,15 +1,19 @@
 """`KnowledgeService`: the one owner of knowledge folders — which may be added, indexing them
-on a background thread (incremental, resumable, pausable), watching them for changes,
+in the background (incremental, resumable, pausable), watching them for changes,
 re-embedding when the embedder setting changes, and searching them.
 
-The folders live in knowledge.db (the index owns them), not in settings. Everything that
-is slow — opening the index, loading the embedder, reading files — happens on the worker
-thread or on the caller's; the window calls in from a worker, never on the GUI thread.
-Listeners of `subscribe` are called on the indexing thread (the window moves them to its
-own)."""
+The folders live in knowledge.db (the index owns them), not in settings. Indexing runs in
+a child process per round (`worker.py`): parsing, masking and embedding share no GIL with
+the window and their memory goes back when the child exits; a document that crashes a
+reader costs that file only. The service's thread keeps the schedule and relays what the
+child tells. Everything else that is slow — opening the index, loading the embedder —
+happens on that thread or on the caller's; the window calls in from a worker, never on the
+GUI thread. Listeners of `subscribe` are called on the service's thread (the window moves
+them to its own)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -36,8 +40,12 @@ from app.core.knowledge.indexer import (
 from app.core.knowledge.watch import RESCAN_SECONDS, Schedule
 
 if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
+
     from app.core.knowledge.embedding import Embedder
     from app.core.knowledge.index import FileState, Folder, FolderStats, Hit, KnowledgeIndex
+    from app.core.knowledge.worker import Job
     from app.core.settings import Settings
     from tools.fs.sandbox import Sandbox
     from tools.redact import Tripwire
@@ -69,6 +77,17 @@ NOTIFY_SECONDS = 0.1
 #: How long `close` waits for a file being read to be done.
 CLOSE_WAIT = 10.0
 
+#: A round gives up after this many children died inside files (each such file is named).
+MAX_CHILD_DEATHS = 20
+#: How long a child may take to stop after `close` before it is killed (a kill loses
+#: nothing stored: each file is one transaction).
+CHILD_STOP_WAIT = 3.0
+CRASHED = (
+    "reading it stopped Deskhand's indexer (the file may be damaged, or need more memory "
+    "than there is): it is skipped until it changes"
+)
+CHILD_DIED = "the indexer stopped unexpectedly: it tries again at the next rescan (or resume it)"
+
 #: (account id or None for the active one) -> (base URL, API key, account id)
 ProviderLookup = Callable[[str | None], tuple[str, str | None, str]]
 
@@ -87,8 +106,11 @@ class KnowledgeService:
         provider: ProviderLookup | None = None,
         rescan_seconds: float = RESCAN_SECONDS,
         embedder: Callable[[str, int | None], Embedder] | None = None,
+        isolate: bool | None = None,
     ) -> None:
-        """`embedder`: makes the embedder of a name and known size (tests wrap it)."""
+        """`embedder`: makes the embedder of a name and known size (tests wrap it).
+        `isolate`: index in a child process (`worker.py`); by default unless `embedder` is
+        given (a child cannot use this process's objects)."""
         from tools.redact import TRIPWIRE
 
         self.home = home
@@ -118,6 +140,9 @@ class KnowledgeService:
         self._busy = False
         self._watch = True
         self._only: set[int] | None = None
+        self._isolate = embedder is None if isolate is None else isolate
+        self._children: list[Connection] = []  # control ends of running children
+        self._closing_since = 0.0
 
     # ------------------------------------------------------------------ folders
 
@@ -135,7 +160,7 @@ class KnowledgeService:
             sandbox.check(real, shown=path)
         except SandboxError as exc:
             raise ValueError(str(exc)) from None
-        index = self._open()[0]
+        index = self._index_open()
         for other in index.folders(conversation_id):
             if real != Path(other.path) and _inside(real, Path(other.path)):
                 scope = "in every conversation" if other.conversation_id is None else "here"
@@ -162,11 +187,14 @@ class KnowledgeService:
             raise ValueError(
                 f"{path} is in a protected place ({hit.label}): Deskhand never reads it"
             )
-        index = self._open()[0]
+        index = self._index_open()
         folder = index.add_folder(str(real), conversation_id)
         with self._lock:
             self._removed.discard(folder.id)
-        self._index_folder(folder, attachment=True, stop=self._closing.is_set)
+        if self._isolate:
+            self._in_child([folder.id])
+        else:
+            self._index_folder(folder, attachment=True, stop=self._closing.is_set)
         problem = dict(index.problems(folder.id)).get(str(real))
         ended = self.progress().get(folder.id)
         failed = ended is not None and ended.state != "idle"
@@ -178,19 +206,22 @@ class KnowledgeService:
 
     def folders(self, conversation_id: str | None = None) -> list[Folder]:
         """The global folders and `conversation_id`'s own."""
-        return self._open()[0].folders(conversation_id)
+        return self._index_open().folders(conversation_id)
 
     def all_folders(self) -> list[Folder]:
         """Every folder, every conversation's too (what the worker indexes)."""
-        return self._open()[0].folders(all_conversations=True)
+        return self._index_open().folders(all_conversations=True)
 
     def remove_folder(self, folder_id: int) -> None:
         """Stops indexing it and forgets everything indexed from it."""
         self._event(self._cancelled, folder_id).set()
         with self._lock:
             self._removed.add(folder_id)
-        with self._file_lock:  # never while one of its files is being stored
-            self._open()[0].remove_folder(folder_id)
+        self._control("remove", folder_id)
+        # never while one of its files is being stored: in this process the lock; a child
+        # stores a file in one transaction, and a file row needs its folder's (foreign key)
+        with self._file_lock:
+            self._index_open().remove_folder(folder_id)
         with self._lock:
             self._progress.pop(folder_id, None)
             self._skip.pop(folder_id, None)
@@ -200,14 +231,15 @@ class KnowledgeService:
 
     def pause(self, folder_id: int) -> None:
         """Stops indexing it after the file (or batch) under way, until `resume`."""
-        index = self._open()[0]
+        index = self._index_open()
         with self._lock:  # the stored flag and the event change together
             index.set_paused(folder_id, True)
             self._event(self._paused, folder_id).set()
+        self._control("pause", folder_id)
         self._set_state(folder_id, "paused")
 
     def resume(self, folder_id: int) -> None:
-        index = self._open()[0]
+        index = self._index_open()
         with self._lock:
             index.set_paused(folder_id, False)
             self._event(self._paused, folder_id).clear()
@@ -218,11 +250,12 @@ class KnowledgeService:
     def cancel(self, folder_id: int) -> None:
         """Stops the run under way; the folder stays as far as it got and waits (paused)
         until it is resumed or reindexed."""
-        index = self._open()[0]
+        index = self._index_open()
         with self._lock:
             index.set_paused(folder_id, True)
             self._event(self._paused, folder_id).set()
             self._event(self._cancelled, folder_id).set()
+        self._control("cancel", folder_id)
         self._set_state(folder_id, "cancelled")
 
     def reindex(self, folder_id: int) -> None:
@@ -253,10 +286,10 @@ class KnowledgeService:
         return unsubscribe
 
     def stats(self, folder_id: int) -> FolderStats:
-        return self._open()[0].stats(folder_id)
+        return self._index_open().stats(folder_id)
 
     def problems(self, folder_id: int) -> list[tuple[str, str]]:
-        return self._open()[0].problems(folder_id)
+        return self._index_open().problems(folder_id)
 
     @property
     def embedder_name(self) -> str:
@@ -309,7 +342,7 @@ class KnowledgeService:
     ) -> list[Hit]:
         """A document's chunks in order (one section's if `location` names it), only from
         folders `conversation_id` sees (without one: the global folders), as `search`."""
-        index = self._open()[0]
+        index = self._index_open()
         hits = index.chunks_of(path, [f.id for f in self._visible(index, conversation_id)])
         if location is not None:
             hits = [h for h in hits if h.location == location]
@@ -363,6 +396,7 @@ class KnowledgeService:
         """Stops the worker (a file under way is left for next time) and closes the index;
         for good: a closed service starts and opens nothing again."""
         self._closing.set()
+        self._control("close")
         self._schedule.ask()
         thread = self._thread
         if (
@@ -387,7 +421,10 @@ class KnowledgeService:
         try:
             while not self._closing.is_set():
                 if self._schedule.pending():
-                    self._round()
+                    if self._isolate:
+                        self._child_round()
+                    else:
+                        self._round()
                 with self._idle:
                     if not self._schedule.pending():
                         self._busy = False
@@ -425,13 +462,229 @@ class KnowledgeService:
     def _stopped(self) -> bool:
         return self._closing.is_set() or self._disk_full.is_set()
 
+    # ------------------------------------------------------------------ the child process
+
+    def _child_round(self) -> None:
+        """A round in a child process (`worker.py`), started only when there is something
+        to do: folders asked for, the rescan due, or an embedder to switch to."""
+        everything, asked = self._schedule.take()
+        started = time.monotonic()
+        self._disk_full.clear()
+        folders = self.all_folders()
+        if self._only is not None:
+            folders = [f for f in folders if f.id in self._only]
+        if not everything:
+            folders = [f for f in folders if f.id in asked]
+        else:  # a rescan: only folders where something changed start a child
+            folders = [f for f in folders if f.id in asked or self._has_work(f)]
+        if folders or self._embedder_to_switch():
+            self._in_child([f.id for f in folders])
+        if everything:
+            self._schedule.scanned(time.monotonic() - started)
+
+    def _has_work(self, folder: Folder) -> bool:
+        """Whether a child would find anything to do in `folder`: the same walk and plan,
+        here, without reading a file, so a rescan with nothing changed starts no process
+        (its imports and the embedder cost about a second of CPU)."""
+        if self._closing.is_set():
+            return False
+        with self._lock:
+            shown = self._progress.get(folder.id)
+        if folder.paused:  # said here, as a child's round would
+            if shown is None or shown.state not in ("paused", "cancelled"):
+                self._set_state(folder.id, "paused")
+            return False
+        sandbox = self._sandbox()
+        if not self._usable(sandbox, folder):  # said once; said again if it changes
+            return shown is None or shown.state != "error"
+        with self._lock:
+            if folder.id in self._forced:
+                return True
+            skip = dict(self._skip.get(folder.id, {}))
+        root = Path(folder.path)
+        try:
+            todo = plan(
+                self._index_open(),
+                folder.id,
+                root,
+                FolderGuard(sandbox, root),
+                skip=skip,
+                should_stop=self._closing.is_set,
+            )
+        except Exception:  # the child will say what is wrong
+            return True
+        return bool(todo.changed or todo.removed or todo.stale_problems)
+
+    def _embedder_to_switch(self) -> bool:
+        """The settings ask for another embedder, or chunks wait to be re-embedded."""
+        index = self._index_open()
+        try:
+            return self._wanted() != index.embedder_name or index.needs_reembed()
+        except ValueError:
+            return True  # the child says what is wrong with the choice
+
+    def _in_child(self, folder_ids: list[int]) -> None:
+        """Index these folders in child processes until done. A child that dies inside a
+        file (a parser crashed, memory ran out) costs that file only: it is named as a
+        problem, skipped until it changes, and a new child goes on with the rest."""
+        for _ in range(MAX_CHILD_DEATHS):
+            if self._closing.is_set():
+                return
+            died_in = self._one_child(folder_ids)
+            self._follow_embedder()
+            if died_in is None:
+                return
+            folder_id, found = died_in
+            if found is None:
+                message = CHILD_DIED
+                for folder_id in folder_ids:
+                    self._set_state(folder_id, "error", message)
+                return
+            from app.core.knowledge.index import FileState
+
+            log.warning("the knowledge indexer died reading %s", found.path)
+            self._skipped(folder_id, found.path, FileState(found.size, found.mtime_ns))
+            if folder_id not in self._removed:
+                self._write(self._index_open().record_problem, folder_id, found.path, CRASHED)
+
+    def _one_child(self, folder_ids: list[int]) -> tuple[int, Found | None] | None:
+        """Run one child to its end, relaying what it tells; None when it ended well,
+        else (folder, the file it was reading or None) when it died."""
+        import multiprocessing
+
+        from app.core.knowledge.worker import child_main
+
+        context = multiprocessing.get_context("spawn")
+        inbox, outbox = context.Pipe(duplex=False)
+        their_control, control = context.Pipe(duplex=False)
+        process = context.Process(
+            target=child_main,
+            args=(self._job(folder_ids), outbox, their_control),
+            name="deskhand-knowledge-indexer",
+            daemon=True,
+        )
+        if self._closing.is_set():
+            return None
+        process.start()  # tens of ms: not under the lock `progress()` takes
+        with self._lock:
+            self._children.append(control)
+            closing = self._closing.is_set()
+        if closing:  # `close` told the children before this one was listed
+            with contextlib.suppress(OSError):
+                control.send(("close",))
+        outbox.close()
+        their_control.close()
+        try:
+            return self._relay(process, inbox)
+        finally:
+            with self._lock:
+                self._children.remove(control)
+            control.close()
+            inbox.close()
+
+    def _relay(self, process: BaseProcess, inbox: Connection) -> tuple[int, Found | None] | None:
+        """Tell the listeners what the child tells, until it ends; kill it if it does not
+        stop soon after `close`."""
+        current: tuple[int, Found | None] = (0, None)
+        ended = killed = False
+        while True:
+            if self._closing.is_set() and not killed:
+                self._closing_since = self._closing_since or time.monotonic()
+                if time.monotonic() - self._closing_since > CHILD_STOP_WAIT:
+                    process.kill()
+                    killed = True
+            try:
+                if not inbox.poll(0.1):
+                    if not process.is_alive() and not inbox.poll(0):
+                        break
+                    continue
+                message = inbox.recv()
+            except (EOFError, OSError):
+                break
+            kind = message[0]
+            if kind == "progress":
+                self._heard(message[1])
+            elif kind == "file":
+                current = (message[1], message[2])
+            elif kind == "file_ended":
+                current = (message[1], None)
+            elif kind == "skip":
+                self._skipped(message[1], message[2], message[3])
+            elif kind == "forced_done":
+                self._forced_done(message[1])
+            elif kind == "end":
+                ended = True
+        process.join(CLOSE_WAIT)
+        if ended or killed or self._closing.is_set():
+            return None
+        log.warning("the knowledge indexer ended with exit code %s", process.exitcode)
+        return current
+
+    def _heard(self, progress: Progress) -> None:
+        """A child's progress; re-embedding means it switched embedder: searches follow."""
+        if progress.folder_id == REEMBED and progress.state == "indexing":
+            self._follow_embedder()
+        if progress.state == "paused" and progress.message == DISK_FULL:
+            self._disk_full.set()
+        self._tell(progress)
+
+    def _job(self, folder_ids: list[int]) -> Job:
+        """What a child needs: a snapshot of the settings, of the secrets known, of the
+        provider accounts it may embed with, and of what this process remembers."""
+        from app.core.knowledge.worker import Job
+
+        with self._lock:
+            job = Job(
+                home=self.home,
+                settings=self._settings(),
+                secrets=self._tripwire.known(),
+                folders=list(folder_ids),
+                skip={k: dict(v) for k, v in self._skip.items()},
+                forced=set(self._forced),
+                cancelled={k for k, e in self._cancelled.items() if e.is_set()},
+                removed=set(self._removed),
+            )
+        names = {self._index_open().embedder_name}
+        stored = _stored_embedder(self.db_path)
+        if stored is not None:
+            names.add(stored[0])
+        with contextlib.suppress(ValueError):
+            names.add(self._wanted())
+        for name in names:
+            if name.startswith("provider:") and self._provider is not None:
+                account = name.split(":", 2)[1]
+                try:
+                    job.accounts[account] = self._provider(account)
+                except Exception as exc:
+                    job.accounts[account] = _plain(exc)
+        return job
+
+    def _follow_embedder(self) -> None:
+        """Searches use the embedder the index was last opened with (a child switched)."""
+        stored = _stored_embedder(self.db_path)
+        with self._lock:
+            current = self._index
+            if stored is None or current is None or stored[0] == current.embedder_name:
+                return
+            # opened again on next use, with the embedder it was left with (kept open
+            # until `close`: a search under way may still use it)
+            self._retired.append(current)
+            self._index, self._embedder = None, None
+
+    def _control(self, *message: object) -> None:
+        """Tell running children (pause, cancel, remove a folder, close)."""
+        with self._lock:
+            for control in self._children:
+                with contextlib.suppress(OSError, ValueError):
+                    control.send(message)
+
     # ------------------------------------------------------------------ one folder
 
     def _index_folder(self, folder: Folder, *, attachment: bool, stop: Callable[[], bool]) -> None:
         """Bring one folder up to date: scan, remove what is gone, index what changed."""
         paused = self._event(self._paused, folder.id)
         cancelled = self._event(self._cancelled, folder.id)
-        index = self._open()[0]
+        index = self._index_open()
         with self._lock:  # the stored flag is the truth (another process may have changed it)
             folders = index.folders(all_conversations=True)
             now = next((f for f in folders if f.id == folder.id), None)
@@ -512,6 +765,7 @@ class KnowledgeService:
         for found in todo.changed:
             if should_stop():
                 raise Stopped
+            self._file_started(folder.id, found)
             run.at(found)
             with self._file_lock:
                 if should_stop():
@@ -519,10 +773,10 @@ class KnowledgeService:
                 outcome = self._one_file(files, folder.id, found)
                 self._settle(index, folder.id, found, outcome, found.path in todo.previously)
             run.done(found)
+            self._file_ended(folder.id)
         if todo.truncated:
             self._write(index.record_problem, folder.id, folder.path, too_many())
-        with self._lock:
-            self._forced.discard(folder.id)
+        self._forced_done(folder.id)
         run.finish("idle")
 
     def _one_file(self, files: FileIndexer, folder_id: int, found: Found) -> Outcome:
@@ -556,8 +810,7 @@ class KnowledgeService:
             if outcome.problem:
                 self._write(index.record_problem, folder_id, found.path, outcome.problem)
             return
-        with self._lock:
-            self._skip.setdefault(folder_id, {})[found.path] = state
+        self._skipped(folder_id, found.path, state)
         if outcome.gone and was_indexed:
             self._write(index.remove_file, folder_id, found.path)
         if outcome.not_a_document:
@@ -565,6 +818,23 @@ class KnowledgeService:
                 self._write(index.remove_file, folder_id, found.path)
             return
         self._write(index.record_problem, folder_id, found.path, outcome.problem)
+
+    def _file_started(self, folder_id: int, found: Found) -> None:
+        """A file is about to be read (a child tells its parent, which names it if the
+        child dies reading it)."""
+
+    def _file_ended(self, folder_id: int) -> None:
+        """The file started last is settled."""
+
+    def _skipped(self, folder_id: int, path: str, state: FileState) -> None:
+        """Not read again until it changes: it failed or is no document."""
+        with self._lock:
+            self._skip.setdefault(folder_id, {})[path] = state
+
+    def _forced_done(self, folder_id: int) -> None:
+        """A reindex of the folder is done."""
+        with self._lock:
+            self._forced.discard(folder_id)
 
     @staticmethod
     def _write(action: Callable[..., None], *args: object) -> None:
@@ -578,6 +848,26 @@ class KnowledgeService:
 
     # ------------------------------------------------------------------ embedders
 
+    def _index_open(self) -> KnowledgeIndex:
+        """The index alone: with the built-in embedder (the default) it opens without
+        loading it, so adding, listing and indexing in a child cost this process no model
+        (+38 MiB) until a search needs it."""
+        from app.core.knowledge.embedding import BUILTIN_DIM, BUILTIN_NAME
+
+        with self._lock:
+            if self._index is not None:
+                return self._index
+            if self._closing.is_set():
+                raise RuntimeError("the knowledge service is closed")
+            stored = _stored_embedder(self.db_path)
+            if self._make == self._embedder_named and (stored is None or stored[0] == BUILTIN_NAME):
+                from app.core.knowledge.index import KnowledgeIndex
+
+                dim = stored[1] if stored is not None else BUILTIN_DIM
+                self._index = KnowledgeIndex(self.db_path, embedder_name=BUILTIN_NAME, dim=dim)
+                return self._index
+        return self._open()[0]
+
     def _open(self) -> tuple[KnowledgeIndex, Embedder]:
         """The index and the embedder its searches use, opened on first use: with the
         embedder the index was last used with (no network needed); `_switch_embedder`
@@ -590,6 +880,9 @@ class KnowledgeService:
             from app.core.knowledge.embedding import BUILTIN_NAME
             from app.core.knowledge.index import KnowledgeIndex
 
+            if self._index is not None:  # opened alone, with the built-in embedder
+                self._embedder = self._make(BUILTIN_NAME, None)
+                return self._index, self._embedder
             stored = _stored_embedder(self.db_path)
             embedder = None
             if stored is not None and stored[0] != BUILTIN_NAME:
@@ -771,6 +1064,7 @@ class _Run:
         self._bytes_done = 0
         self._started = time.monotonic()
         self._current: str | None = None
+        self._first = False
 
     def tell(self, state: State, message: str = "", *, force: bool = False) -> None:
         eta = _eta(self._started, self._bytes_done, self._bytes_total)
@@ -790,14 +1084,16 @@ class _Run:
         )
 
     def begin(self, todo: Plan) -> None:
+        """Told with the first file (`at`): listeners hear which file that is."""
         self._files_total = len(todo.changed)
         self._bytes_total = todo.bytes_total
         self._started = time.monotonic()
-        self.tell("indexing", force=True)
+        self._first = True
 
     def at(self, found: Found) -> None:
         self._current = found.path
-        self.tell("indexing")
+        self.tell("indexing", force=self._first)
+        self._first = False
 
     def done(self, found: Found) -> None:
         self._files_done += 1
