@@ -272,9 +272,9 @@ def test_a_providers_embeddings_need_a_model_name(open_dialog: Any, runtime: Run
 def test_a_file_name_with_markup_shows_as_it_is_in_the_tooltips() -> None:
     from PySide6.QtGui import QTextDocument
 
-    from app.ui.settings.knowledge_page import _plain_tip
+    from app.ui.plain_text import plain_tooltip
 
-    tip = _plain_tip("/docs/<b>urgent</b>.pdf", "it is damaged & cut")
+    tip = plain_tooltip("/docs/<b>urgent</b>.pdf\nit is damaged & cut")
     shown = QTextDocument()
     shown.setHtml(tip)
     assert shown.toPlainText() == "/docs/<b>urgent</b>.pdf\nit is damaged & cut"

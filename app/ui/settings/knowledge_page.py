@@ -35,6 +35,7 @@ from app.core.runtime import KNOWLEDGE_DB, Runtime
 from app.core.settings import Settings
 from app.core.visible import one_line, visible
 from app.ui.off_gui import off_gui
+from app.ui.plain_text import plain_tooltip
 from app.ui.removal import confirm_removal
 from app.ui.settings.account_list import DETAIL_ROLE, TwoLineDelegate
 from app.ui.settings.form import FormPage, SettingsForm
@@ -392,7 +393,7 @@ class KnowledgePage(FormPage):
         item.setText(name)
         item.setData(DETAIL_ROLE, text)
         item.setData(TAG_ROLE, row.tag())
-        item.setToolTip(_plain_tip(visible(row.folder.path), text))
+        item.setToolTip(plain_tooltip(f"{visible(row.folder.path, keep_newlines=False)}\n{text}"))
         item.setData(Qt.ItemDataRole.AccessibleDescriptionRole, text)
 
     # ---- progress (GUI thread) ---------------------------------------------------------
@@ -478,7 +479,8 @@ class KnowledgePage(FormPage):
             shown = problem_file(folder, path)
             item = QListWidgetItem(visible(shown, keep_newlines=False))
             item.setData(DETAIL_ROLE, one_line(reason, 300))
-            item.setToolTip(_plain_tip(visible(path), visible(reason)))
+            shown_path = visible(path, keep_newlines=False)
+            item.setToolTip(plain_tooltip(f"{shown_path}\n{reason}"))
             self.problem_list.addItem(item)
         _fit_rows(self.problem_list, PROBLEM_ROWS)
         has_problems = row is not None and bool(row.problems)
@@ -612,10 +614,3 @@ class KnowledgePage(FormPage):
             self.status.setVisible(bool(text))
             set_role(self.status, role)
 
-
-def _plain_tip(*lines: str) -> str:
-    """A tooltip of file names and reasons, never read as markup (a file named "<b>x" shows
-    as it is): Qt guesses rich text from a tag, so the lines go escaped inside one."""
-    import html
-
-    return "<qt>" + "<br>".join(html.escape(line) for line in lines) + "</qt>"
