@@ -9,8 +9,9 @@ from typing import Any
 
 from PySide6.QtWidgets import QApplication, QDialogButtonBox, QInputDialog, QWidget
 
+from app.core.attachments import PASSWORD_TRIES
 from app.core.paths import db_path
-from app.ui.controller import PASSWORD_TRIES, ChatController
+from app.ui.controller import ChatController
 from app.ui.password_prompt import ask_file_password
 from tests.fakellm import text
 from tests.fixtures_qt import wait_until

@@ -195,11 +195,17 @@ def test_ask_leaves_the_collector_running_after_its_turn(llm: ScriptedLLM, tmp_p
         gc.disable()
 
 
-def _ask_with(home: Path, prompt: str, *extra: str) -> subprocess.CompletedProcess[str]:
+def _ask_env() -> dict[str, str]:
+    """`ask`'s environment: no API key or home from the outside, no keyring."""
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env.pop("DESKHAND_HOME", None)
     env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"
     env["PYTHONPATH"] = str(REPO)
+    return env
+
+
+def _ask_with(home: Path, prompt: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = _ask_env()
     return subprocess.run(
         [sys.executable, "-m", "app.cli", "--home", str(home), "ask", prompt, *extra],
         capture_output=True,
@@ -249,10 +255,7 @@ def test_ask_at_a_terminal_asks_an_encrypted_pdfs_password_without_echo(
     locked = write_pdf(tmp_path / "payslip.pdf", ["Net pay: 3,141 euros."], password="hunter2")
     home = _make_home(tmp_path, llm)
     llm.add(text("3,141 euros."))
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env.pop("DESKHAND_HOME", None)
-    env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"
-    env["PYTHONPATH"] = str(REPO)
+    env = _ask_env()
     terminal = _Terminal()
     try:
         proc = subprocess.Popen(

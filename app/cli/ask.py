@@ -131,20 +131,19 @@ def _message(
     is handed to `searchable` (made searchable once the conversation is stored)."""
     if not args.attach:
         return str(args.prompt)
-    from app.core.attachments import build_user_message
+    from app.core.attachments import PasswordTries, build_user_message
 
-    passwords: dict[str, str] = {}
-    tries: dict[str, int] = {}
+    tries = PasswordTries()
     while True:
         message, problems = build_user_message(
-            args.prompt, list(args.attach), searchable=searchable, passwords=passwords
+            args.prompt, list(args.attach), searchable=searchable, passwords=tries.passwords
         )
-        locked = [p for p in problems if p.needs_password and tries.get(p.path, 0) < 3]
+        locked = tries.to_ask(problems)
         if not locked or not can_ask(args):
             break
         for problem in locked:  # someone is at the terminal: ask, then read them again
-            tries[problem.path] = tries.get(problem.path, 0) + 1
-            passwords[problem.path] = _read_password(Path(problem.path).name, problem.reason)
+            name = Path(problem.path).name
+            tries.answer(problem.path, _read_password(name, problem.reason))
     for problem in problems:
         print(f"deskhand: cannot attach {problem.path}: {problem.reason}", file=sys.stderr)
     return None if problems else message

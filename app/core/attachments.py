@@ -55,6 +55,36 @@ class _PasswordNeeded(ValueError):
     pass
 
 
+#: How often an encrypted attachment's password is asked before it is left out.
+PASSWORD_TRIES = 3
+
+
+class PasswordTries:
+    """The passwords typed for encrypted attachments, and which to ask for next (each file
+    at most `PASSWORD_TRIES` times; no answer leaves it out). The window and `ask` read
+    the files again with `passwords` after each round of answers."""
+
+    def __init__(self) -> None:
+        self.passwords: dict[str, str] = {}
+        self._asked: dict[str, int] = {}
+
+    def to_ask(self, problems: list[AttachmentProblem]) -> list[AttachmentProblem]:
+        locked = [
+            p
+            for p in problems
+            if p.needs_password and self._asked.get(p.path, 0) < PASSWORD_TRIES
+        ]
+        for problem in locked:
+            self._asked[problem.path] = self._asked.get(problem.path, 0) + 1
+        return locked
+
+    def answer(self, path: str, password: str | None) -> None:
+        if password:
+            self.passwords[path] = password
+        else:  # the user chose not to: the file stays out, its reason said
+            self._asked[path] = PASSWORD_TRIES
+
+
 def build_user_message(
     text: str,
     paths: list[str],

@@ -21,7 +21,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.core import compaction
 from app.core.approval import ApprovalRequest, Decision
-from app.core.attachments import AttachmentProblem, build_user_message
+from app.core.attachments import AttachmentProblem, PasswordTries, build_user_message
 from app.core.events import (
     AgentEvent,
     ApprovalRequested,
@@ -45,8 +45,6 @@ T = TypeVar("T")
 STOPPED = "Stopped"
 #: Said after a regenerate's marker when nothing new came and the earlier answer is back.
 KEPT = "The earlier answer is kept."
-#: How often an encrypted attachment's password is asked before it is left out.
-PASSWORD_TRIES = 3
 #: Asks the user for an encrypted file's password: (file name, why) → the password, or None.
 PasswordAsker = Callable[[str, str], Awaitable[str | None]]
 #: How `build_user_message` starts the text of an attached file or image.
@@ -479,10 +477,9 @@ class ChatController(QObject):
         self, text: str, attachments: list[str]
     ) -> tuple[ChatMessage, list[AttachmentProblem]]:
         """The message with the files' text; an encrypted document's password is asked
-        (`password_asker`, up to `PASSWORD_TRIES` times) and the files read again."""
+        (`password_asker`) and the files read again."""
         searchable = self._searchable()
-        passwords: dict[str, str] = {}
-        tries: dict[str, int] = {}
+        tries = PasswordTries()
         while True:
             message, problems = await _off_gui(
                 functools.partial(
@@ -490,23 +487,15 @@ class ChatController(QObject):
                     text,
                     attachments,
                     searchable=searchable,
-                    passwords=dict(passwords),
+                    passwords=dict(tries.passwords),
                 )
             )
-            locked = [
-                p
-                for p in problems
-                if p.needs_password and tries.get(p.path, 0) < PASSWORD_TRIES
-            ]
+            locked = tries.to_ask(problems)
             if not locked or self.password_asker is None:
                 return message, problems
             for problem in locked:
-                tries[problem.path] = tries.get(problem.path, 0) + 1
-                password = await self.password_asker(Path(problem.path).name, problem.reason)
-                if not password:  # the user chose not to: the file stays out, said why
-                    tries[problem.path] = PASSWORD_TRIES
-                    continue
-                passwords[problem.path] = password
+                name = Path(problem.path).name
+                tries.answer(problem.path, await self.password_asker(name, problem.reason))
 
     def _searchable(self) -> Callable[[Path], object] | None:
         """How a large attached document joins this conversation's knowledge (None: the
