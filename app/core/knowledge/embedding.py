@@ -110,8 +110,6 @@ def _wordllama_folder() -> Path:
 
 
 def _load_wordllama() -> _WordLlama:
-    import numpy as np
-    from safetensors import safe_open
     from tokenizers import Tokenizer
 
     folder = _wordllama_folder()
@@ -119,13 +117,43 @@ def _load_wordllama() -> _WordLlama:
     weights = folder / "weights" / f"l2_supercat_{BUILTIN_DIM}.safetensors"
     try:
         tokenizer = Tokenizer.from_file(str(tokens))
-        with safe_open(str(weights), framework="np") as f:
-            table = np.ascontiguousarray(f.get_tensor("embedding.weight"), dtype=np.float16)
-    except (OSError, ValueError, KeyError, RuntimeError) as e:
+        table = _mapped_table(weights, "embedding.weight")
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:
         raise EmbeddingError(f"The built-in embedding model could not be loaded: {e}") from e
     if table.ndim != 2 or table.shape[1] != BUILTIN_DIM:
         raise EmbeddingError("The built-in embedding model's weights have an unexpected shape.")
     return _WordLlama(table, tokenizer)
+
+
+#: The largest safetensors header read (the file's own JSON index of its tensors).
+_HEADER_MAX = 1 << 20
+
+
+def _mapped_table(path: Path, name: str) -> npt.NDArray[np.float16]:
+    """A float16 tensor of a safetensors file, mapped rather than read: its pages are the
+    file's, shared and droppable, where `safe_open(...).get_tensor` makes a private copy
+    (16 MB, and as much again while reading it) in every process that embeds.
+
+    The format: an 8-byte little-endian header length, a JSON header giving each tensor's
+    dtype, shape and byte range after the header, then the data."""
+    import json
+    import struct
+
+    import numpy as np
+
+    with path.open("rb") as f:
+        (length,) = struct.unpack("<Q", f.read(8))
+        if not 0 < length <= _HEADER_MAX:
+            raise ValueError(f"{path.name} has no readable safetensors header")
+        entry = json.loads(f.read(length))[name]
+    if entry["dtype"] != "F16":
+        raise ValueError(f"{name} in {path.name} is {entry['dtype']}, not float16")
+    shape = tuple(int(n) for n in entry["shape"])
+    start, end = (int(n) for n in entry["data_offsets"])
+    if end - start != 2 * int(np.prod(shape)) or 8 + length + end > path.stat().st_size:
+        raise ValueError(f"{name} in {path.name} does not fit its declared shape")
+    table = np.memmap(path, dtype=np.float16, mode="r", offset=8 + length + start, shape=shape)
+    return table
 
 
 _builtin: _WordLlama | None = None

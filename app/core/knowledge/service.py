@@ -19,6 +19,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -90,6 +91,49 @@ CHILD_DIED = "the indexer stopped unexpectedly: it tries again at the next resca
 
 #: (account id or None for the active one) -> (base URL, API key, account id)
 ProviderLookup = Callable[[str | None], tuple[str, str | None, str]]
+
+
+@dataclass(frozen=True)
+class Choices:
+    """What indexing needs of the settings, in plain values: the child process gets this
+    rather than the settings themselves, which would cost it pydantic (about 16 MiB)."""
+
+    embedder: str
+    provider: str | None
+    model: str
+    active_provider: str | None
+    roots: tuple[str, ...]
+    roots_note: str | None
+    denied: tuple[str, ...]
+
+    @classmethod
+    def of(cls, settings: Settings) -> Choices:
+        from tools.fs.sandbox import effective_roots
+
+        # As the user set them: no current-folder fallback, the index outlives this run.
+        roots, note = effective_roots(settings, Path.cwd(), headless=False)
+        return cls(
+            embedder=settings.knowledge.embedder,
+            provider=settings.knowledge.provider,
+            model=settings.knowledge.model,
+            active_provider=settings.active_provider,
+            roots=tuple(str(r) for r in roots),
+            roots_note=note,
+            denied=tuple(str(d) for d in settings.files.denied_paths),
+        )
+
+
+def _stop_resource_tracker() -> None:
+    """On Linux and macOS, `multiprocessing` starts a resource-tracker process with the first
+    child and keeps it for good (about 13 MiB). The indexer shares no semaphores or shared
+    memory with its child, so the tracker is stopped once the child has ended; the next
+    child starts one again."""
+    from multiprocessing import resource_tracker
+
+    stop = getattr(getattr(resource_tracker, "_resource_tracker", None), "_stop", None)
+    if stop is not None:
+        with contextlib.suppress(Exception):
+            stop()
 
 
 class KnowledgeService:
@@ -581,6 +625,8 @@ class KnowledgeService:
                 self._children.remove(control)
             control.close()
             inbox.close()
+            if not process.is_alive():
+                _stop_resource_tracker()
 
     def _relay(self, process: BaseProcess, inbox: Connection) -> tuple[int, Found | None] | None:
         """Tell the listeners what the child tells, until it ends; kill it if it does not
@@ -636,7 +682,7 @@ class KnowledgeService:
         with self._lock:
             job = Job(
                 home=self.home,
-                settings=self._settings(),
+                choices=self._choices(),
                 secrets=self._tripwire.known(),
                 folders=list(folder_ids),
                 skip={k: dict(v) for k, v in self._skip.items()},
@@ -901,16 +947,18 @@ class KnowledgeService:
         """The name of the embedder the settings ask for."""
         from app.core.knowledge.embedding import BUILTIN_NAME
 
-        settings = self._settings()
-        choice = settings.knowledge
-        if choice.embedder == "builtin":
+        choices = self._choices()
+        if choices.embedder == "builtin":
             return BUILTIN_NAME
-        account = choice.provider or settings.active_provider
+        account = choices.provider or choices.active_provider
         if not account:
             raise ValueError("no provider account is chosen for embeddings: choose one")
-        if not choice.model.strip():
+        if not choices.model.strip():
             raise ValueError("no embedding model is chosen: name one (e.g. nomic-embed-text)")
-        return f"provider:{account}:{choice.model.strip()}"
+        return f"provider:{account}:{choices.model.strip()}"
+
+    def _choices(self) -> Choices:
+        return Choices.of(self._settings())
 
     def _switch_embedder(self) -> bool:
         """Moves to the embedder the settings ask for and re-embeds what the index holds
@@ -985,14 +1033,16 @@ class KnowledgeService:
     # ------------------------------------------------------------------ helpers
 
     def _sandbox(self) -> Sandbox:
-        """The allowed folders (as the user set them: no current-folder fallback, the index
-        outlives this run) minus protected places, Deskhand's home among them."""
-        from tools.fs.sandbox import Sandbox, effective_roots
+        """The allowed folders minus protected places, Deskhand's home among them."""
+        from tools.fs.sandbox import Sandbox
 
-        settings = self._settings()
-        roots, note = effective_roots(settings, Path.cwd(), headless=False)
-        denied = [Path(d) for d in settings.files.denied_paths]
-        return Sandbox(roots, denied, deskhand_home=self.home, note=note)
+        choices = self._choices()
+        return Sandbox(
+            [Path(r) for r in choices.roots],
+            [Path(d) for d in choices.denied],
+            deskhand_home=self.home,
+            note=choices.roots_note,
+        )
 
     @staticmethod
     def _attachment(folder: Folder) -> bool:

@@ -10,10 +10,11 @@ service names the file as a problem and goes on with the next.
 
 The child is started with `multiprocessing`'s "spawn" (the same on Linux, macOS, Windows and
 in the frozen bundle, whose launcher calls `freeze_support`). It gets a `Job` (a snapshot of
-the settings and of the secrets the tripwire knows, the provider accounts it may embed with,
-what the parent remembers of failed files) and two one-way pipes: messages to the parent
-(progress, the file under way, files to skip, the end) and control from it (pause, cancel,
-remove, close). The parent's end closing (the window died) closes the child too.
+what indexing needs of the settings, `Choices`, in plain values; of the secrets the tripwire
+knows, the provider accounts it may embed with, what the parent remembers of failed files)
+and two one-way pipes: messages to the parent (progress, the file under way, files to skip,
+the end) and control from it (pause, cancel, remove, close). The parent's end closing (the
+window died) closes the child too.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
     from app.core.knowledge.index import FileState
     from app.core.knowledge.indexer import Found
+    from app.core.knowledge.service import Choices
     from app.core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -46,7 +48,7 @@ class Job:
     """What one child round needs from the window's process."""
 
     home: Path
-    settings: Settings
+    choices: Choices
     secrets: set[str]
     folders: list[int]
     #: Provider accounts by id (None: the active one), resolved by the parent.
@@ -99,6 +101,10 @@ def _listen(service: Any, control: Connection) -> None:
         service.control(*message)
 
 
+def _no_settings() -> Settings:
+    raise AssertionError("the child has the settings' choices only (Job.choices)")
+
+
 def _child_service(job: Job, messages: Connection) -> Any:
     from app.core.knowledge.service import KnowledgeService
     from tools.redact import Tripwire
@@ -109,7 +115,7 @@ def _child_service(job: Job, messages: Connection) -> Any:
         def __init__(self) -> None:
             super().__init__(
                 job.home,
-                settings=lambda: job.settings,
+                settings=_no_settings,
                 tripwire=Tripwire(set(job.secrets)),
                 provider=self._account,
                 isolate=False,
@@ -121,6 +127,9 @@ def _child_service(job: Job, messages: Connection) -> Any:
             for folder_id in job.cancelled:
                 self._event(self._cancelled, folder_id).set()
             self.subscribe(lambda progress: self._send("progress", progress))
+
+        def _choices(self) -> Choices:
+            return job.choices
 
         def run_round(self, folders: list[int]) -> None:
             self._only = set(folders)
