@@ -18,6 +18,7 @@ from app.core.providers.kinds import (
     PRESETS,
     PROVIDER_KINDS,
     KindName,
+    addressed_kinds,
     default_preset,
     local_presets,
     provider_kind,
@@ -29,6 +30,8 @@ from app.core.settings import ProviderAccount
 from tests.fakellm import ScriptedLLM
 
 KINDS = list(PROVIDER_KINDS)
+#: The kinds whose accounts name a server (the built-in engine has none).
+SERVER_KINDS = [k.name for k in addressed_kinds()]
 
 
 def test_settings_accept_exactly_the_kinds_of_the_table() -> None:
@@ -39,7 +42,11 @@ def test_settings_accept_exactly_the_kinds_of_the_table() -> None:
         ProviderAccount(kind="gemini", label="x", base_url="")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("kind", KINDS)
+def test_only_the_built_in_engine_names_no_server() -> None:
+    assert [k for k in KINDS if k not in SERVER_KINDS] == ["engine"]
+
+
+@pytest.mark.parametrize("kind", SERVER_KINDS)
 def test_each_kind_lists_models_through_its_own_class(llm: ScriptedLLM, kind: KindName) -> None:
     """A row is enough to reach a server: its class, built by the factory, lists the
     models at a bare address normalised by the row's path rules."""
@@ -69,7 +76,7 @@ def test_an_unknown_kind_is_refused_naming_the_known_ones(tmp_path: Path) -> Non
         runtime.close()
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", SERVER_KINDS)
 def test_a_kind_starts_from_the_preset_at_its_default_server(kind: KindName) -> None:
     preset = default_preset(kind)
     assert preset.kind == kind
@@ -89,7 +96,7 @@ def test_every_preset_url_is_already_what_its_kind_expects() -> None:
         assert normalize_base_url(preset.kind, preset.base_url) == preset.base_url
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", SERVER_KINDS)
 def test_an_environment_key_goes_only_to_its_own_server(
     kind: KindName, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -39,9 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     ask = sub.add_parser("ask", help="ask once and stream the answer")
     ask.add_argument("prompt")
-    ask.add_argument("--provider", choices=["openai", "anthropic"])
+    ask.add_argument("--provider", choices=["openai", "anthropic", "engine"])
     ask.add_argument("--base-url")
-    ask.add_argument("--model")
+    ask.add_argument(
+        "--model", help="the model; one of `deskhand models list` runs in the built-in engine"
+    )
     ask.add_argument(
         "--yes",
         action="store_true",
@@ -108,6 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
     from app.cli.knowledge import add_parsers as add_knowledge_parsers
 
     add_knowledge_parsers(sub)
+    from app.cli.models import add_parsers as add_models_parsers
+
+    add_models_parsers(sub)
     return parser
 
 
@@ -166,6 +171,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from app.cli.knowledge import run_knowledge
 
             return run_knowledge(args, runtime)
+        if args.command == "models":
+            from app.cli.models import run_models
+
+            return run_models(args, runtime)
         from app.cli.tool_commands import tools_call, tools_list
 
         if args.tools_command == "list":

@@ -10,6 +10,7 @@ import importlib.resources
 import logging
 import sys
 import threading
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -28,6 +29,7 @@ if TYPE_CHECKING:  # imported where used: the window is ready before the agent l
     from app.core.agent import Agent, Conversation
     from app.core.agent_book import AgentBook
     from app.core.approval import Approver
+    from app.core.engine.models import LocalModels
     from app.core.jobs import JobBook
     from app.core.knowledge.service import KnowledgeService
     from app.core.knowledge_tools import KnowledgeTools
@@ -62,6 +64,9 @@ MCP_ASK_WAIT = 1.5
 MCP_CALL_WAIT = 20.0
 
 DEFAULT_BASE_URLS: dict[str, str] = {k: v.default_base_url for k, v in PROVIDER_KINDS.items()}
+#: The built-in engine's provider kind, and its models' folder in the home.
+ENGINE_KIND = "engine"
+MODELS_DIR = "models"
 #: The knowledge index in the home (app/core/knowledge).
 KNOWLEDGE_DB = "knowledge.db"
 #: Tools the model is offered from the start where there is knowledge.
@@ -270,6 +275,22 @@ class Runtime:
             tripwire=self.tripwire,
             provider=self._embeddings_provider,
         )
+
+    @cached_property
+    def local_models(self) -> LocalModels:
+        """The built-in engine's models (app.core.engine.models.LocalModels)."""
+        from app.core.engine.models import LocalModels
+
+        return LocalModels(
+            self.home,
+            update_settings=self.update_settings,
+            endpoint=lambda: self.settings.engine.endpoint or None,
+        )
+
+    def update_settings(self, change: Callable[[Settings], None]) -> Settings:
+        """Change, save and apply the settings."""
+        self.settings = self.settings_store.update(change)
+        return self.settings
 
     def start_knowledge(self) -> bool:
         """Index and watch the knowledge folders in the background, if there are any (a
@@ -685,7 +706,10 @@ class Runtime:
         base_url: str | None = None,
         model: str | None = None,
     ) -> ProviderConfig:
-        """Flags win over the active provider account in settings."""
+        """Flags win over the active provider account in settings; a model the built-in
+        engine has (`--model` alone) is run by it."""
+        if kind is None and base_url is None and model and self._local_model(model):
+            kind = ENGINE_KIND
         account = self.settings.active_provider_account()
         if account is not None and kind not in (None, account.kind):
             account = None
@@ -706,7 +730,7 @@ class Runtime:
         keyed = account
         if origin(url) != origin(account.base_url or DEFAULT_BASE_URLS[kind]):
             keyed = ProviderAccount(id="cli", kind=kind, label="command line", base_url=url)
-        api_key = self._api_key(keyed, url)
+        api_key = None if kind == ENGINE_KIND else self._api_key(keyed, url)
         from app.core.providers.base import ProviderConfig
 
         return ProviderConfig(
@@ -717,7 +741,27 @@ class Runtime:
             tool_format=account.tool_format,
             images=account.images,
             key_source=(keyed.id, keyed.base_url, url),
+            models_dir=self._models_dir(kind),
         )
+
+    def _local_model(self, name: str) -> bool:
+        """Whether the built-in engine has a model of this name (nothing is loaded for a
+        home that never downloaded one)."""
+        if not (self.home / MODELS_DIR / "models.json").is_file():
+            return False
+        from app.core.engine.store import ModelStore
+
+        return ModelStore(self.home).resolve(name) is not None
+
+    def _models_dir(self, kind: str) -> str:
+        """Where the built-in engine's models are, for its accounts (and the engine learns
+        the settings' idle time)."""
+        if kind != ENGINE_KIND:
+            return ""
+        from app.core.engine.engine import engine
+
+        engine().idle_seconds = self.settings.engine.idle_minutes * 60
+        return str(self.home / MODELS_DIR)
 
     def account_provider_config(
         self, account_id: str | None, model: str | None = None, *, recheck_key: bool = False
@@ -745,10 +789,15 @@ class Runtime:
             kind=account.kind,
             base_url=normalize_base_url(account.kind, url),
             model=model or account.model,
-            api_key=self._api_key(account, url, recheck=recheck_key),
+            api_key=(
+                None
+                if account.kind == ENGINE_KIND
+                else self._api_key(account, url, recheck=recheck_key)
+            ),
             tool_format=account.tool_format,
             images=account.images,
             key_source=(account.id, account.base_url, url),
+            models_dir=self._models_dir(account.kind),
         )
 
     def _api_key(self, account: ProviderAccount, url: str, *, recheck: bool = False) -> str | None:

@@ -348,6 +348,29 @@ class KnowledgeSettings(_Model):
     model: str = Field("", title="Embedding model", json_schema_extra={UI: False})
 
 
+class EngineSettings(_Model):
+    """The built-in engine: where its models are downloaded from, and when an unused model
+    is unloaded to give its memory back."""
+
+    endpoint: str = Field(
+        "",
+        title="Download models from",
+        description=(
+            "A mirror of Hugging Face (its address). Empty: Hugging Face itself, or the "
+            "HF_ENDPOINT environment variable when it is set."
+        ),
+        max_length=500,
+    )
+    idle_minutes: int = Field(
+        10,
+        ge=1,
+        le=1440,
+        title="Unload a model after",
+        description="Minutes without use before the built-in engine frees a model's memory.",
+        json_schema_extra={"suffix": " min"},
+    )
+
+
 class ConversationSettings(_Model):
     #: Older turns are summarised once a conversation's history passes this many characters.
     compact_after_chars: int = Field(
@@ -438,6 +461,7 @@ class Settings(_Model):
     skills: SkillSettings = Field(default_factory=SkillSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     knowledge: KnowledgeSettings = Field(default_factory=KnowledgeSettings)
+    engine: EngineSettings = Field(default_factory=EngineSettings)
     conversation: ConversationSettings = Field(default_factory=ConversationSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
     shell: ShellSettings = Field(default_factory=ShellSettings)

@@ -173,6 +173,9 @@ class ProviderConfig:
     #: Where `api_key` comes from, so it can be read again the same way: the account's id
     #: and base URL, and the URL the key is for (`SecretStore.api_key_for`). Not secret.
     key_source: tuple[str, str, str] | None = None
+    #: The built-in engine (kind "engine"): the home's models folder, where `model` is
+    #: looked up (app/core/engine/store.py).
+    models_dir: str = ""
 
 
 class Provider(Protocol):

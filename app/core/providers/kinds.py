@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 #: The `kind` of a provider account or config (settings.json, `--provider`).
-KindName = Literal["openai", "anthropic"]
+KindName = Literal["openai", "anthropic", "engine"]
+
+
+#: The "base URL" of the built-in engine's account: not an address (the engine is started
+#: on a free loopback port when a model is first used).
+ENGINE_URL = "builtin://engine"
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,9 @@ class ProviderKind:
     env_key: EnvKey | None
     #: Servers of this kind named when telling a newcomer what Deskhand talks to.
     examples: tuple[str, ...]
+    #: A server somewhere, at an address the user gives; False for the built-in engine,
+    #: which Deskhand starts itself (no address, no key, not offered as an "API type").
+    addressed: bool = True
 
 
 PROVIDER_KINDS: dict[KindName, ProviderKind] = {
@@ -72,6 +80,19 @@ PROVIDER_KINDS: dict[KindName, ProviderKind] = {
         tool_formats=False,
         env_key=EnvKey("ANTHROPIC_API_KEY", ("https", "api.anthropic.com", 443)),
         examples=(),
+    ),
+    "engine": ProviderKind(
+        name="engine",
+        label="Built-in engine",
+        module="app.core.engine.provider",
+        class_name="EngineProvider",
+        default_base_url=ENGINE_URL,
+        bare_path="",
+        own_path="",
+        tool_formats=True,
+        env_key=None,
+        examples=(),
+        addressed=False,
     ),
 }
 
@@ -112,8 +133,13 @@ def provider_kind(name: str) -> ProviderKind:
 
 
 def known_kinds(joiner: str = ", ") -> str:
-    """The kind names as a user types them: "openai or anthropic"."""
+    """The kind names as a user types them: "openai or anthropic or engine"."""
     return joiner.join(PROVIDER_KINDS)
+
+
+def addressed_kinds() -> tuple[ProviderKind, ...]:
+    """The kinds an account names a server of (the "API type" choices)."""
+    return tuple(k for k in PROVIDER_KINDS.values() if k.addressed)
 
 
 def default_preset(kind: KindName) -> Preset:
@@ -134,5 +160,5 @@ def what_deskhand_talks_to() -> str:
     """ "any OpenAI-compatible server (Ollama, …) or to Anthropic", for first-run text."""
     return " or to ".join(
         f"any {k.label} server ({', '.join(k.examples)})" if k.examples else k.label
-        for k in PROVIDER_KINDS.values()
+        for k in addressed_kinds()
     )

