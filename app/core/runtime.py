@@ -100,6 +100,8 @@ class Runtime:
         it is whole); anything that needs them waits for them either way."""
         self.home = deskhand_home(home)
         self.settings_store = SettingsStore(settings_path(self.home))
+        #: The built-in engine's model that knowledge embeds with, once started for it.
+        self._engine_embedder: str | None = None
         self._settings: Settings = self.settings_store.load()
         self.secrets = SecretStore(mode=self.settings.security.keyring, home=self.home)
         # names of stored secrets are known now; values load in the background (no keyring
@@ -274,6 +276,7 @@ class Runtime:
             settings=lambda: self.settings,
             tripwire=self.tripwire,
             provider=self._embeddings_provider,
+            keep_alive=self._keep_embedder_loaded,
         )
 
     @cached_property
@@ -306,9 +309,26 @@ class Runtime:
         return True
 
     def _embeddings_provider(self, account_id: str | None) -> tuple[str, str | None, str]:
-        """(base URL, API key, account id) of the account whose embeddings are used."""
+        """(base URL, API key, account id) of the account whose embeddings are used; for
+        the built-in engine's account, its embedding model started (`embedding: true`)."""
         config = self.account_provider_config(account_id)
-        return config.base_url, config.api_key, account_id or self.settings.active_provider or ""
+        account = account_id or self.settings.active_provider or ""
+        if config.kind != ENGINE_KIND:
+            return config.base_url, config.api_key, account
+        from app.core.engine.engine import engine
+
+        model = self.local_models.find(self.settings.knowledge.model)
+        endpoint = engine().ensure(model.id, model.path, embedding=True)
+        self._engine_embedder = model.id
+        return endpoint.base_url, endpoint.api_key, account
+
+    def _keep_embedder_loaded(self) -> None:
+        """While a knowledge child embeds with the built-in engine, the engine is in use
+        (the child's requests do not reach the engine's idle clock)."""
+        if self._engine_embedder is not None:
+            from app.core.engine.engine import engine
+
+            engine().touch(self._engine_embedder)
 
     @property
     def skills(self) -> SkillLibrary:

@@ -640,7 +640,11 @@ class MainWindow(QMainWindow):
         self.undo_bar.undoRequested.connect(self.undo_delete)
         self.task_question_bar.reviewRequested.connect(self.taskQuestionReview)
         self.setup_card.settingsRequested.connect(lambda: self.settingsRequested.emit("providers"))
+        self.setup_card.modelsRequested.connect(lambda: self.settingsRequested.emit("providers"))
         self.setup_card.useServerRequested.connect(self.use_local_server)
+        self.setup_card.modelReady.connect(self.use_local_model)
+        runtime = self.runtime
+        self.setup_card.set_models_source(lambda: runtime.local_models)
 
     def _connect_sidebar(self) -> None:
         """The chat list's requests: connected in the part that finishes the window, so a
@@ -855,6 +859,7 @@ class MainWindow(QMainWindow):
     async def _detect_servers(self) -> None:
         from app.core.local_servers import DEFAULTS, detect_local_servers
 
+        self.setup_card.look_for_model()  # the model to offer for this computer
         servers = await detect_local_servers(candidates=self.local_candidates or DEFAULTS)
         self.setup_card.show_servers(servers)
 
@@ -874,6 +879,13 @@ class MainWindow(QMainWindow):
 
         self.runtime.settings = self.runtime.settings_store.update(add)
         self.refresh_provider()
+
+    def use_local_model(self, model: Any) -> None:
+        """A model downloaded or a model file added on the setup card: the built-in engine
+        runs it from now on, and typing can start."""
+        self.runtime.local_models.use(model)
+        self.refresh_provider()
+        self.focus_composer()
 
     # ---- actions -------------------------------------------------------------------------
 
@@ -1354,6 +1366,7 @@ class MainWindow(QMainWindow):
     def stop_background_work(self) -> None:
         self._stopped = True
         self.model_picker.cancel()
+        self.setup_card.download.cancel()  # a model download stops; its partial file stays
         self.elicitation.close_all()  # waiting MCP servers are told "declined"
         self.controller.stop()
         if self._detect_task is not None and not self._detect_task.done():

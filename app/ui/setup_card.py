@@ -1,5 +1,6 @@
-"""Shown in the chat area while no model provider is configured: offers local servers
-found on this machine, or the Providers page."""
+"""Shown in the chat area while no model provider is configured: offers to run a model on
+this computer (download the recommended one, or use a GGUF file), local servers found on
+this machine, an address to type, or the Providers page."""
 
 from __future__ import annotations
 
@@ -21,11 +22,23 @@ from PySide6.QtWidgets import (
 
 from app.core.providers.kinds import ADDRESS_KIND, local_presets, what_deskhand_talks_to
 from app.core.visible import one_line
+from app.ui.engine_models import (
+    LOCAL_NOTE,
+    TOO_LITTLE_MEMORY,
+    DownloadControl,
+    ModelsSource,
+    Offer,
+    choose_model_file,
+    recommended_offer,
+)
+from app.ui.off_gui import run_off_gui
 from app.ui.settings.connection import TEST_DEADLINE, classify_failure, list_models, probe_config
 from app.ui.settings.presets import host, preset_for, url_problem
 from app.ui.settings.widgets import plural, role_label
 
 if TYPE_CHECKING:
+    from app.core.engine.models import LocalModels
+    from app.core.engine.store import LocalModel
     from app.core.local_servers import LocalServer
 
 NO_MODELS = "The server lists no models. Load or download one there, then Connect again."
@@ -39,10 +52,14 @@ def local_ports() -> str:
 
 class SetupCard(QFrame):
     """`useServerRequested(LocalServer)`: a found server's button, or an address typed in
-    and checked with Connect (it answered with its models)."""
+    and checked with Connect (it answered with its models). `modelReady(LocalModel)`: a
+    model was downloaded, or a model file checked and added, to run on this computer.
+    `modelsRequested()`: "Other models…" (Settings → Providers)."""
 
     useServerRequested = Signal(object)  # a LocalServer
     settingsRequested = Signal()
+    modelReady = Signal(object)  # a LocalModel
+    modelsRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -55,6 +72,34 @@ class SetupCard(QFrame):
             "without one."
         )
         self.body.setWordWrap(True)
+        self._models: ModelsSource | None = None
+        self.local_heading = QLabel("Run a model on this computer")
+        self.local_heading.setProperty("role", "section")
+        self.local_note = QLabel("")
+        self.local_note.setObjectName("setupStatus")
+        self.local_note.setWordWrap(True)
+        self.local_note.hide()
+        self.download = DownloadControl(self._local_models)
+        self.download.set_offer(None)
+        self.download.downloaded.connect(self.modelReady)
+        self.download.textChanged.connect(self._fit_labels)
+        self.file_button = QPushButton("Use a model file…")
+        self.file_button.setToolTip("A GGUF model file you already have; it stays where it is")
+        self.file_button.clicked.connect(self.use_model_file)
+        self.other_button = QPushButton("Other models…")
+        self.other_button.setObjectName("linkButton")
+        self.other_button.setToolTip("Choose another model in Settings → Providers")
+        self.other_button.clicked.connect(self.modelsRequested)
+        self.file_error = role_label("", "error", wrap=True)
+        self.file_error.setTextFormat(Qt.TextFormat.PlainText)
+        self.file_error.hide()
+        local_buttons = QHBoxLayout()
+        local_buttons.setSpacing(8)
+        local_buttons.addWidget(self.file_button)
+        local_buttons.addWidget(self.other_button)
+        local_buttons.addStretch(1)
+        self.server_heading = QLabel("Or connect to a model server")
+        self.server_heading.setProperty("role", "section")
         self.status = QLabel("Looking for a local model server…")
         self.status.setObjectName("setupStatus")
         self.status.setWordWrap(True)
@@ -84,6 +129,14 @@ class SetupCard(QFrame):
         layout.setSpacing(12)
         layout.addWidget(self.title)
         layout.addWidget(self.body)
+        layout.addSpacing(4)
+        layout.addWidget(self.local_heading)
+        layout.addWidget(self.local_note)
+        layout.addWidget(self.download)
+        layout.addLayout(local_buttons)
+        layout.addWidget(self.file_error)
+        layout.addSpacing(4)
+        layout.addWidget(self.server_heading)
         layout.addWidget(self.status)
         layout.addLayout(self._servers)
         layout.addLayout(address)
@@ -99,8 +152,73 @@ class SetupCard(QFrame):
         assert layout is not None
         margins = layout.contentsMargins()
         inner = self.width() - margins.left() - margins.right()
-        for label in (self.title, self.body, self.status, self.url_error):
+        labels = (self.title, self.body, self.local_note, self.file_error, self.status)
+        for label in (*labels, *self.download.labels(), self.url_error):
             label.setMinimumHeight(label.heightForWidth(inner) if label.text() else 0)
+
+    # -- a model on this computer --
+
+    def set_models_source(self, source: ModelsSource) -> None:
+        """Where the built-in engine's models are (the runtime's `LocalModels`)."""
+        self._models = source
+
+    def _local_models(self) -> LocalModels:
+        assert self._models is not None, "set_models_source first"
+        return self._models()
+
+    def look_for_model(self) -> None:
+        """Find the catalogue's model for this computer (on a worker) and offer it."""
+        if self._models is None or self.download.busy():
+            return
+        source = self._models
+        run_off_gui(lambda: recommended_offer(source()), self._offer_found, self._offer_failed)
+
+    def _offer_found(self, offer: Offer | None) -> None:
+        if shiboken6.isValid(self):
+            self.show_offer(offer)
+
+    def _offer_failed(self, exc: BaseException) -> None:
+        if shiboken6.isValid(self):
+            self.show_local_note(f"The models Deskhand offers could not be read: {exc}")
+
+    def show_offer(self, offer: Offer | None) -> None:
+        """The download button for `offer`; None: this computer has too little memory."""
+        if self.download.busy():
+            return
+        self.download.set_offer(offer)
+        self.show_local_note(LOCAL_NOTE if offer is not None else TOO_LITTLE_MEMORY)
+
+    def show_local_note(self, text: str) -> None:
+        self.local_note.setText(text)
+        self.local_note.setVisible(bool(text))
+        self._fit_labels()
+
+    def show_file_error(self, text: str) -> None:
+        """Why the chosen model file cannot be used, under its button (empty: nothing)."""
+        self.file_error.setText(text)
+        self.file_error.setVisible(bool(text))
+        self.file_button.setAccessibleDescription(text)
+        self._fit_labels()
+
+    def use_model_file(self) -> None:
+        """A GGUF file the user has: checked (on a worker) and added where it is."""
+        path = choose_model_file(self)
+        if path is None or self._models is None:
+            return
+        self.show_file_error("")
+        self.file_button.setEnabled(False)
+        source = self._models
+        run_off_gui(lambda: source().add_file(path), self._file_added, self._file_failed)
+
+    def _file_added(self, model: LocalModel) -> None:
+        if shiboken6.isValid(self):
+            self.file_button.setEnabled(True)
+            self.modelReady.emit(model)
+
+    def _file_failed(self, exc: BaseException) -> None:
+        if shiboken6.isValid(self):
+            self.file_button.setEnabled(True)
+            self.show_file_error(str(exc))
 
     # -- connecting to a typed address --
 

@@ -339,6 +339,8 @@ class Engine:
         self._starting: set[str] = set()
         self._stopping: dict[str, _Child] = {}  # asked to stop, not yet ended
         self._exits: dict[str, str] = {}
+        #: Why a model's process ended when nobody asked it to (a crash, a kill).
+        self._crashes: dict[str, str] = {}
         self._run_dir: Path | None = None
         self._spawner: ThreadPoolExecutor | None = None
         self._reaper: threading.Thread | None = None
@@ -386,6 +388,7 @@ class Engine:
                 if started is not None:
                     self._children[model_id] = started
                     self._exits.pop(model_id, None)
+                    self._crashes.pop(model_id, None)
                 self._cond.notify_all()
             if started is not None:
                 self._ensure_reaper()
@@ -433,6 +436,13 @@ class Engine:
             if child is not None and child.proc.poll() is not None:
                 self._record_exit(child)
             return self._exits.get(model_id)
+
+    def crashed(self, model_id: str) -> str | None:
+        """Why the model's last process ended when nobody stopped it (died, killed), or
+        None: what the user is told, where a stop on request or when idle is not news."""
+        self.last_exit(model_id)  # notes an end its watcher has not noted yet
+        with self._cond:
+            return self._crashes.get(model_id)
 
     def wait_stopped(self, model_id: str, timeout: float) -> bool:
         """Wait until the model is not running (idle stop, crash); False on timeout."""
@@ -640,11 +650,12 @@ class Engine:
         child.recorded = True
         if child.stop_reason is not None:
             self._exits[child.model_id] = child.stop_reason
+            self._crashes.pop(child.model_id, None)
             return
         why = describe_exit(child.proc.returncode)
         verb = "was " if why.startswith("killed") else ""
         detail = _telling_lines(_log_tail(child.log_path))
-        self._exits[child.model_id] = f"the engine {verb}{why}" + (
+        self._exits[child.model_id] = self._crashes[child.model_id] = f"the engine {verb}{why}" + (
             f"; its log ends: {detail}" if detail else ""
         )
 

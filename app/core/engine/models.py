@@ -37,7 +37,7 @@ class ModelState:
     rss_bytes: int
     #: What the engine chose when it loaded it ("CPU; context 8,192 tokens …"), or "".
     choice: str
-    #: Why it stopped the last time, if it died.
+    #: Why it stopped the last time, if it died (a stop on request or when idle is not shown).
     last_exit: str | None
 
 
@@ -84,7 +84,7 @@ class LocalModels:
                     loaded=loaded is not None,
                     rss_bytes=loaded.rss_bytes if loaded else 0,
                     choice=loaded.choice.why if loaded else "",
-                    last_exit=engine().last_exit(model.id),
+                    last_exit=engine().crashed(model.id),
                 )
             )
         return states
@@ -104,6 +104,13 @@ class LocalModels:
         if model is None:
             raise ModelError(f"no downloaded model is named {name!r}: see `deskhand models list`")
         return model
+
+    def has_partial(self, file: str) -> bool:
+        """Whether part of `file` was downloaded and is kept for a resume."""
+        from app.core.engine.download import partial_files
+
+        partial_dir = self.store.download_dir()
+        return bool(partial_files(partial_dir.parent / file, partial_dir))
 
     # ------------------------------------------------------------------ changing
 

@@ -22,13 +22,19 @@ from app.core.providers.base import (
     ProviderError,
     ProviderEvent,
     ServerError,
+    StreamError,
     ToolSpec,
+    UnreachableError,
 )
 
 if TYPE_CHECKING:
     from app.core.engine.engine import Endpoint
     from app.core.engine.store import LocalModel
     from app.core.providers.openai_compat import OpenAICompatProvider
+
+
+#: How long a cut connection waits for the engine's process to be seen ending, if it is.
+DEATH_WAIT_S = 2.0
 
 
 class NoLocalModel(ProviderError):
@@ -112,7 +118,10 @@ class EngineProvider:
             ):
                 yield event
         except ProviderError as exc:
-            why = engine().last_exit(model.id)
+            if isinstance(exc, StreamError | UnreachableError):
+                # a connection cut: the engine may be dying, and is not yet reaped
+                await asyncio.to_thread(engine().wait_stopped, model.id, DEATH_WAIT_S)
+            why = engine().crashed(model.id)
             if why:
                 raise ServerError(
                     f"The built-in engine stopped while answering ({why}). Send your message "

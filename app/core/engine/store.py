@@ -86,8 +86,8 @@ class ModelStore:
         return next((m for m in self.models() if m.id == wanted), None)
 
     def resolve(self, name: str) -> LocalModel | None:
-        """The model called `name`: by id, else by name or file name (case-insensitive);
-        None when nothing, or more than one model, has that name."""
+        """The model called `name`: by id, else by name or file name, with or without its
+        .gguf (case-insensitive); None when nothing, or more than one model, has that name."""
         wanted = name.strip().lower()
         if not wanted:
             return None
@@ -95,7 +95,11 @@ class ModelStore:
         by_id = next((m for m in models if m.id == wanted), None)
         if by_id is not None:
             return by_id
-        named = [m for m in models if m.name.lower() == wanted or m.path.name.lower() == wanted]
+        named = [
+            m
+            for m in models
+            if wanted in (m.name.lower(), m.path.name.lower(), m.path.stem.lower())
+        ]
         return named[0] if len(named) == 1 else None
 
     def download_dir(self) -> Path:

@@ -287,7 +287,15 @@ class ProviderEmbedder:
         try:
             items = response.json()["data"]
             ordered = sorted(items, key=lambda item: int(item.get("index", 0)))
-            rows = np.asarray([item["embedding"] for item in ordered], dtype=np.float32)
+            embeddings = [item["embedding"] for item in ordered]
+            first = embeddings[0] if embeddings else None
+            if isinstance(first, list) and first and isinstance(first[0], list):
+                raise EmbeddingError(
+                    f"Model {self._model} at {self._where} gave a vector per word, not "
+                    "one per passage: it is a chat model, not an embedding model. "
+                    "Choose an embedding model (e.g. nomic-embed-text)."
+                )
+            rows = np.asarray(embeddings, dtype=np.float32)
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise bad from e
         if rows.ndim != 2 or rows.shape[0] != count or rows.shape[1] == 0:

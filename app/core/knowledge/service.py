@@ -151,10 +151,12 @@ class KnowledgeService:
         rescan_seconds: float = RESCAN_SECONDS,
         embedder: Callable[[str, int | None], Embedder] | None = None,
         isolate: bool | None = None,
+        keep_alive: Callable[[], None] | None = None,
     ) -> None:
         """`embedder`: makes the embedder of a name and known size (tests wrap it).
         `isolate`: index in a child process (`worker.py`); by default unless `embedder` is
-        given (a child cannot use this process's objects)."""
+        given (a child cannot use this process's objects). `keep_alive`: called while a
+        child is heard from (the embedder it uses must not be unloaded meanwhile)."""
         from tools.redact import TRIPWIRE
 
         self.home = home
@@ -162,6 +164,7 @@ class KnowledgeService:
         self._settings = settings
         self._tripwire = tripwire or TRIPWIRE
         self._provider = provider
+        self._keep_alive = keep_alive
         self._make = embedder or self._embedder_named
         self._lock = threading.RLock()
         self._idle = threading.Condition(self._lock)
@@ -645,6 +648,8 @@ class KnowledgeService:
                         break
                     continue
                 message = inbox.recv()
+                if self._keep_alive is not None:
+                    self._keep_alive()
             except (EOFError, OSError):
                 break
             kind = message[0]

@@ -32,7 +32,12 @@ from app.core.local_servers import DEFAULTS as LOCAL_CANDIDATES
 from app.core.local_servers import Candidate, detect_local_servers
 from app.core.provider_keys import save_key_changes, stored_key
 from app.core.providers.base import ProviderConfig
-from app.core.providers.kinds import PROVIDER_KINDS, default_preset, provider_kind
+from app.core.providers.kinds import (
+    ENGINE_URL,
+    addressed_kinds,
+    default_preset,
+    provider_kind,
+)
 from app.core.providers.urls import (
     display_origin,
     display_url,
@@ -44,6 +49,7 @@ from app.core.runtime import Runtime
 from app.core.secrets import SecretStoreError, env_api_key
 from app.core.settings import ProviderAccount, Settings
 from app.core.visible import one_line
+from app.ui.engine_models import EngineModelsPanel
 from app.ui.plain_text import plain_tooltip
 from app.ui.settings.account_list import ACTIVE_ROLE, DETAIL_ROLE, AccountDelegate
 from app.ui.settings.connection import (
@@ -109,6 +115,9 @@ IMAGE_CHOICES = {
 }
 
 
+#: The built-in engine's kind (app.core.providers.kinds).
+ENGINE_KIND = "engine"
+
 NO_MODELS = (
     "The server lists no models. Load or download one there (for Ollama: "
     "ollama pull <name>), then Test again."
@@ -132,8 +141,8 @@ class _Failed(Exception):
 class ProvidersPage(SettingsPage):
     title = "Model providers"
     subtitle = (
-        "Where Deskhand sends your messages: a local server "
-        f"({', '.join(c.name for c in LOCAL_CANDIDATES)}) or a cloud API. "
+        "Where Deskhand sends your messages: a model it runs on this computer, a local "
+        f"server ({', '.join(c.name for c in LOCAL_CANDIDATES)}) or a cloud API. "
         "API keys are kept in the system keyring."
     )
 
@@ -191,6 +200,7 @@ class ProvidersPage(SettingsPage):
         buttons.setSpacing(6)
         self.add_button = QPushButton("Add")
         _attach_preset_menu(self.add_button, self.add_account)
+        self._add_engine_choice(self.add_button)
         self.remove_button = QPushButton("Remove")
         self.remove_button.clicked.connect(self.remove_selected)
         for b in (self.add_button, self.remove_button):
@@ -216,7 +226,59 @@ class ProvidersPage(SettingsPage):
         self.empty_hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.details.addWidget(self.empty_hint)
         self.details.addWidget(self._build_form())
+        self.details.addWidget(self._build_engine_panel())
         root.addWidget(self.details, 1)
+
+    # -- the built-in engine --
+
+    def _build_engine_panel(self) -> QWidget:
+        """The built-in engine's details: its models instead of an address and a key."""
+        runtime = self.runtime
+        self.engine_panel = EngineModelsPanel(lambda: runtime.local_models)
+        self.engine_panel.useRequested.connect(self.use_engine_model)
+        self.engine_panel.activeRequested.connect(self.make_selected_active)
+        self.engine_panel.removed.connect(self._engine_model_removed)
+        return self.engine_panel
+
+    def _add_engine_choice(self, button: QPushButton) -> None:
+        menu = button.menu()
+        assert menu is not None
+        menu.addSeparator()
+        menu.addAction("Built-in engine (run a model on this computer)", self.add_engine)
+
+    def engine_account(self) -> ProviderAccount | None:
+        return next((a for a in self.accounts if a.kind == ENGINE_KIND), None)
+
+    def add_engine(self) -> ProviderAccount:
+        """Select the built-in engine's account, adding it first if there is none."""
+        account = self.engine_account()
+        if account is None:
+            from app.core.engine.models import ENGINE_LABEL
+
+            account = ProviderAccount(kind=ENGINE_KIND, label=ENGINE_LABEL, base_url=ENGINE_URL)
+            self.accounts.append(account)
+            if self.active is None or self._index_of(self.active) < 0:
+                self.active = account.id
+        self._refill_list(select=self._index_of(account.id))
+        return account
+
+    def use_engine_model(self, model_id: str) -> None:
+        """Use: the built-in engine runs this model, and is the active account (on Save)."""
+        account = self.engine_account() or self.add_engine()
+        account.model = model_id
+        self.active = account.id
+        self._refill_list(select=self._index_of(account.id))
+
+    def _engine_model_removed(self, model_id: str) -> None:
+        """The account's model was removed: another one of the engine's, or none."""
+        account = self.engine_account()
+        if account is None or account.model != model_id:
+            return
+        others = [m for m in self.engine_panel.model_ids() if m != model_id]
+        account.model = others[0] if others else ""
+        self._update_item(account)
+        if self.current() is account:
+            self._load_form()
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         """At the dialog's smallest sizes the list and the side buttons narrow first, so
@@ -246,7 +308,7 @@ class ProvidersPage(SettingsPage):
         form.addRow("", active_row)
 
         self.kind_combo = QComboBox()
-        for kind in PROVIDER_KINDS.values():
+        for kind in addressed_kinds():
             self.kind_combo.addItem(kind.label, kind.name)
         self.kind_combo.currentIndexChanged.connect(self._on_kind_changed)
         form.addRow(form_label("API type"), self.kind_combo)
@@ -397,7 +459,10 @@ class ProvidersPage(SettingsPage):
 
     def _fill_item(self, item: QListWidgetItem, account: ProviderAccount) -> None:
         item.setText(account.label.strip() or "Unnamed")
-        item.setData(DETAIL_ROLE, f"{provider_kind(account.kind).label} · {host(account.base_url)}")
+        detail = f"{provider_kind(account.kind).label} · {host(account.base_url)}"
+        if account.kind == ENGINE_KIND:
+            detail = f"On this computer · {account.model or 'no model chosen'}"
+        item.setData(DETAIL_ROLE, detail)
         item.setData(ACTIVE_ROLE, account.id == self.active)
         item.setToolTip(plain_tooltip(f"{item.text()}\n{display_url(account.base_url)}"))
 
@@ -423,7 +488,8 @@ class ProvidersPage(SettingsPage):
         if self._loading:
             return
         has = 0 <= row < len(self.accounts)
-        self.details.setCurrentIndex(1 if has else 0)
+        engine = has and self.accounts[row].kind == ENGINE_KIND
+        self.details.setCurrentIndex(2 if engine else 1 if has else 0)
         self.remove_button.setEnabled(has)
         self._load_form()
 
@@ -433,6 +499,10 @@ class ProvidersPage(SettingsPage):
         self.active_button.setVisible(account is not None and not is_active)
         self.active_note.setVisible(is_active)
         if account is None:
+            return
+        if account.kind == ENGINE_KIND:
+            self.engine_panel.set_account(account.model, is_active)
+            self.engine_panel.refresh()
             return
         self._loading = True
         try:
@@ -946,6 +1016,8 @@ class ProvidersPage(SettingsPage):
 
     def problem(self) -> str | None:
         for row, account in enumerate(self.accounts):
+            if account.kind == ENGINE_KIND:
+                continue  # no address: Deskhand starts it
             problem = url_problem(account.base_url)
             if not account.label.strip():
                 problem = "Give this provider a name."
