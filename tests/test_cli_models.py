@@ -210,16 +210,24 @@ def test_an_engine_killed_mid_answer_is_reported_and_restarted_on_the_next_messa
 
 
 def engine_embeds_knowledge(
-    place: Place, model: Path, docs: Path, capsys: pytest.CaptureFixture[str]
+    place: Place,
+    model: Path,
+    docs: Path,
+    capsys: pytest.CaptureFixture[str],
+    *,
+    through_account: bool = False,
 ) -> None:
     """`model` added and made active, Settings → Knowledge on its embeddings for `docs`."""
     assert place.run("models", "add", str(model), "--use") == 0
     capsys.readouterr()
 
     def embed_with_the_engine(settings: object) -> None:
-        engine_account = settings.active_provider_account()  # type: ignore[attr-defined]
-        settings.knowledge.embedder = "provider"  # type: ignore[attr-defined]
-        settings.knowledge.provider = engine_account.id  # type: ignore[attr-defined]
+        if through_account:  # the engine's provider account, as for any provider
+            engine_account = settings.active_provider_account()  # type: ignore[attr-defined]
+            settings.knowledge.embedder = "provider"  # type: ignore[attr-defined]
+            settings.knowledge.provider = engine_account.id  # type: ignore[attr-defined]
+        else:  # "An embedding model on this computer", whatever the active provider
+            settings.knowledge.embedder = "engine"  # type: ignore[attr-defined]
         settings.knowledge.model = model.stem  # type: ignore[attr-defined]
         settings.files.allowed_roots = [str(docs)]  # type: ignore[attr-defined]
 
@@ -236,7 +244,7 @@ def test_a_chat_model_chosen_for_embeddings_is_named_as_the_wrong_kind(
     (docs / "boat.md").write_text("# Sailing\n\nThe sailboat leaves the harbour at dawn.\n")
     chat = tmp_path / "chatty.gguf"
     chat.write_bytes(smollm_path().read_bytes())
-    engine_embeds_knowledge(place, chat, docs, capsys)
+    engine_embeds_knowledge(place, chat, docs, capsys, through_account=True)
     place.run("knowledge", "add", str(docs))
     captured = capsys.readouterr()
     assert "it is a chat model, not an embedding model" in captured.out + captured.err
@@ -268,9 +276,7 @@ def test_knowledge_is_embedded_by_a_model_of_the_built_in_engine(
     from app.core.knowledge.service import _stored_embedder
 
     stored = _stored_embedder(place.home / "knowledge.db")
-    assert (
-        stored is not None and stored[0].startswith("provider:") and stored[0].endswith(":embedder")
-    )
+    assert stored is not None and stored[0] == "provider:engine:embedder"
     assert stored[1] == 576  # SmolLM2-135M's embedding size: the engine's vectors
     args = json.dumps({"query": "when does the boat depart", "limit": 2})
     assert place.run("tools", "call", "knowledge_search", "--args", args) == 0
@@ -299,3 +305,42 @@ def embedding_model(chat_model: Path, dest: Path) -> Path:
     padding = b"\0" * ((-len(header)) % reader.alignment)
     dest.write_bytes(header + padding + raw[reader.data_offset :])
     return dest
+
+
+def test_a_catalogue_entry_with_a_wrong_hash_leaves_nothing_behind(
+    place: Place, tmp_path: Path
+) -> None:
+    """The file the Hub serves is not the one the catalogue pinned: refused after the
+    download, in plain words, with no model added and no file, whole or partial, kept."""
+    from app.core.engine.catalogue import CatalogueModel
+    from app.core.engine.download import DownloadError
+    from app.core.engine.models import LocalModels
+
+    served = place.hub.size()
+    wrong = CatalogueModel(
+        id="tiny",
+        name="Tiny",
+        repo=SMOLLM_REPO,
+        file=SMOLLM_FILE,
+        revision="main",
+        size=served,
+        sha256="0" * 64,
+        ram_bytes=served * 4,
+        licence="Apache-2.0",
+        tools="basic",
+        purpose="chat",
+        context=2048,
+        notes="",
+    )
+    models = LocalModels(
+        place.home,
+        update_settings=lambda change: SettingsStore(place.home / "settings.json").update(change),
+        endpoint=lambda: place.hub.url,
+        catalogue=lambda: (wrong,),
+    )
+    with pytest.raises(DownloadError) as caught:
+        models.pull("tiny")
+    assert SMOLLM_FILE in str(caught.value) and "000000000000" in str(caught.value)
+    assert models.store.models() == []
+    assert not list((place.home / "models").rglob("*.gguf*"))
+    assert not list((place.home / "models").rglob("*.part"))

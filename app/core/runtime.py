@@ -311,10 +311,15 @@ class Runtime:
     def _embeddings_provider(self, account_id: str | None) -> tuple[str, str | None, str]:
         """(base URL, API key, account id) of the account whose embeddings are used; for
         the built-in engine's account, its embedding model started (`embedding: true`)."""
-        config = self.account_provider_config(account_id)
-        account = account_id or self.settings.active_provider or ""
-        if config.kind != ENGINE_KIND:
-            return config.base_url, config.api_key, account
+        from app.core.knowledge.service import ENGINE_EMBEDDINGS  # the caller's module
+
+        if account_id != ENGINE_EMBEDDINGS:
+            config = self.account_provider_config(account_id)
+            account = account_id or self.settings.active_provider or ""
+            if config.kind != ENGINE_KIND:
+                return config.base_url, config.api_key, account
+        else:
+            account = ENGINE_EMBEDDINGS
         from app.core.engine.engine import engine
 
         model = self.local_models.find(self.settings.knowledge.model)

@@ -331,7 +331,7 @@ class KnowledgeSettings(_Model):
     """Which embedder turns knowledge folders into vectors (the folders are in
     knowledge.db); changing it re-embeds everything in the background."""
 
-    embedder: Literal["builtin", "provider"] = Field(
+    embedder: Literal["builtin", "provider", "engine"] = Field(
         "builtin",
         title="Search by meaning with",
         description="Changing this re-embeds your knowledge folders in the background.",
@@ -339,12 +339,13 @@ class KnowledgeSettings(_Model):
             "labels": {
                 "builtin": "The built-in model (offline, recommended)",
                 "provider": "A provider's embedding model",
+                "engine": "An embedding model on this computer (built-in engine)",
             }
         },
     )
     #: The provider account whose `/v1/embeddings` is used (None: the active account).
     provider: str | None = Field(None, json_schema_extra={UI: False})
-    #: Its embedding model, e.g. nomic-embed-text.
+    #: Its embedding model, e.g. nomic-embed-text (for "engine": one of `deskhand models`).
     model: str = Field("", title="Embedding model", json_schema_extra={UI: False})
 
 

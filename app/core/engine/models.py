@@ -55,13 +55,16 @@ class LocalModels:
         *,
         update_settings: Callable[[Callable[[Settings], None]], Settings],
         endpoint: Callable[[], str | None] = lambda: None,
+        catalogue: Callable[[], tuple[CatalogueModel, ...]] | None = None,
     ) -> None:
         """`update_settings`: changes and saves the settings (the runtime's, so that they
         take effect); `endpoint`: the download URL base the settings ask for (None:
-        $HF_ENDPOINT, else Hugging Face)."""
+        $HF_ENDPOINT, else Hugging Face); `catalogue`: the models offered (the shipped
+        list unless given)."""
         self.home = home
         self._update_settings = update_settings
         self._endpoint = endpoint
+        self._catalogue = catalogue
 
     @property
     def store(self) -> ModelStore:
@@ -92,12 +95,16 @@ class LocalModels:
     def catalogue(self) -> tuple[CatalogueModel, ...]:
         from app.core.engine.catalogue import catalogue
 
-        return catalogue()
+        return (self._catalogue or catalogue)()
 
     def recommended(self, machine: Machine | None = None) -> CatalogueModel | None:
         from app.core.engine.catalogue import recommend, this_machine
 
-        return recommend(machine or this_machine())
+        return recommend(machine or this_machine(), models=self.catalogue())
+
+    def _entry(self, ref: str) -> CatalogueModel | None:
+        wanted = ref.strip().lower()
+        return next((m for m in self.catalogue() if m.id == wanted), None)
 
     def find(self, name: str) -> LocalModel:
         model = self.store.resolve(name)
@@ -123,10 +130,9 @@ class LocalModels:
     ) -> LocalModel:
         """Download a catalogue model (by id) or a Hugging Face GGUF ("owner/repo/file.gguf"),
         check it, and add it. One already downloaded is returned as it is."""
-        from app.core.engine.catalogue import find
         from app.core.engine.download import download_model
 
-        entry = find(ref.strip())
+        entry = self._entry(ref)
         store = self.store
         if entry is not None:
             existing = store.get(entry.id)

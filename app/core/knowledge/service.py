@@ -54,6 +54,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 KNOWLEDGE_DB = "knowledge.db"
+#: The "account" of the built-in engine's embeddings in an embedder's name
+#: ("provider:engine:<model>"): the runtime starts that local model to embed with.
+ENGINE_EMBEDDINGS = "engine"
 #: The progress of re-embedding every folder after the embedder changed: its `files_*`
 #: count chunks.
 REEMBED = 0
@@ -955,6 +958,13 @@ class KnowledgeService:
         choices = self._choices()
         if choices.embedder == "builtin":
             return BUILTIN_NAME
+        if choices.embedder == "engine":
+            if not choices.model.strip():
+                raise ValueError(
+                    "no embedding model is chosen: name one of the built-in engine's models "
+                    "(e.g. nomic-embed-text-v1.5)"
+                )
+            return f"provider:{ENGINE_EMBEDDINGS}:{choices.model.strip()}"
         account = choices.provider or choices.active_provider
         if not account:
             raise ValueError("no provider account is chosen for embeddings: choose one")

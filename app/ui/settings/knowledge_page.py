@@ -294,8 +294,6 @@ class KnowledgePage(FormPage):
         self.embedder_form: SettingsForm[Any] = self.add_form(
             layout, "Embeddings", _knowledge, fields=("embedder", "model")
         )
-        model = self.embedder_form.editor("model", QLineEdit)
-        model.setPlaceholderText("The active provider's embedding model, e.g. nomic-embed-text")
         layout.addStretch(1)
         self.embedder_form.changed.connect(self._fit_embedder)
         self._fit_embedder()
@@ -303,9 +301,15 @@ class KnowledgePage(FormPage):
         self._on_selection()
 
     def _fit_embedder(self) -> None:
-        """The model name only matters for a provider's embeddings."""
+        """The model name only matters for a provider's or the engine's embeddings."""
         chosen = self.embedder_form.raw().get("embedder")
-        self.embedder_form.editor("model").setEnabled(chosen == "provider")
+        model = self.embedder_form.editor("model", QLineEdit)
+        model.setEnabled(chosen in ("provider", "engine"))
+        model.setPlaceholderText(
+            "One of the built-in engine's models, e.g. nomic-embed-text-v1.5"
+            if chosen == "engine"
+            else "The active provider's embedding model, e.g. nomic-embed-text"
+        )
 
     def problem(self) -> str | None:
         found = super().problem()
@@ -316,6 +320,11 @@ class KnowledgePage(FormPage):
             return (
                 "Embedding model: name the provider's embedding model (e.g. nomic-embed-text) "
                 "to search with its embeddings"
+            )
+        if raw.get("embedder") == "engine" and not str(raw.get("model") or "").strip():
+            return (
+                "Embedding model: name one of the built-in engine's models (Settings → "
+                "Providers → Built-in engine, or `deskhand models pull nomic-embed-text-v1.5`)"
             )
         return None
 
