@@ -129,3 +129,17 @@ def test_an_unreadable_catalogue_gives_no_models(
     with caplog.at_level(logging.WARNING):
         assert load_catalogue(path) == ()
     assert "catalogue.json" in caplog.text
+
+
+def test_a_download_mirror_must_be_a_whole_address() -> None:
+    from app.core.settings import EngineSettings
+
+    mirror = EngineSettings(endpoint=" https://mirror.example/ ")
+    assert mirror.endpoint == "https://mirror.example"
+    assert EngineSettings(endpoint="").endpoint == ""
+    with pytest.raises(ValueError, match="whole address, starting with https://"):
+        # as the Settings form checks it (a hand-edited file falls back to the default)
+        EngineSettings.model_validate(
+            {"endpoint": "mirror.example"}, context={"strict_ranges": True}
+        )
+    assert EngineSettings.model_validate({"endpoint": "mirror.example"}).endpoint == ""

@@ -362,6 +362,14 @@ class EngineSettings(_Model):
         ),
         max_length=500,
     )
+    @field_validator("endpoint")
+    @classmethod
+    def _an_address(cls, value: str) -> str:
+        value = value.strip().rstrip("/")
+        if value and not value.startswith(("https://", "http://")):
+            raise ValueError("Give the mirror's whole address, starting with https://.")
+        return value
+
     idle_minutes: int = Field(
         10,
         ge=1,

@@ -24,6 +24,7 @@ from app.core.runtime import Runtime, default_system_prompt
 from app.core.settings import (
     BrowserSettings,
     ConversationSettings,
+    EngineSettings,
     GeneralSettings,
     SecuritySettings,
     Settings,
@@ -54,6 +55,9 @@ class GeneralPage(FormPage):
         group = self.limits.parentWidget()
         assert isinstance(group, QGroupBox)
         self.conversations = self.add_form(layout, group, _conversation, ["compact_after_chars"])
+        self.engine = self.add_form(
+            layout, "Models on this computer", _engine, ["idle_minutes", "endpoint"]
+        )
         layout.addStretch(1)
         self.theme_combo = self.appearance.editor("theme", QComboBox)
         self.font_spin = self.appearance.editor("font_size", QSpinBox)
@@ -153,6 +157,10 @@ def _root(settings: Settings) -> Settings:
 
 def _conversation(settings: Settings) -> ConversationSettings:
     return settings.conversation
+
+
+def _engine(settings: Settings) -> EngineSettings:
+    return settings.engine
 
 
 def _browser(settings: Settings) -> BrowserSettings:
