@@ -127,6 +127,13 @@ def test_the_token_is_not_on_the_command_line_and_a_second_ensure_reuses_the_pro
     assert all(first.api_key not in arg for command in commands.run for arg in command)
 
 
+def test_running_gives_a_running_model_at_once_and_nothing_else(engine: Engine, model: Path):
+    endpoint = engine.ensure(ALIAS, model)
+    assert engine.running(ALIAS, model) == endpoint
+    assert engine.running(ALIAS, model, embedding=True) is None  # it runs for chat
+    assert engine.running("other", model) is None
+
+
 def test_a_request_without_the_token_gets_401(engine: Engine, model: Path):
     endpoint = engine.ensure(ALIAS, model)
 

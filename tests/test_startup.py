@@ -23,6 +23,8 @@ HEAVY += ("PySide6.QtNetwork",)
 #: Knowledge search and documents: numpy, SQLite with its vector extension, the embedder.
 HEAVY += ("numpy", "apsw", "sqlite_vec", "tokenizers", "safetensors", "wordllama")
 HEAVY += ("app.core.knowledge", "app.core.memory_search", "pypdfium2", "docx", "openpyxl")
+#: The built-in engine: its package, llama.cpp's bindings, the GGUF reader, the downloader.
+HEAVY += ("app.core.engine", "llama_cpp", "gguf", "huggingface_hub")
 #: Not needed to paint the frame: they come right after it.
 AFTER_PAINT = ("pydantic", "qasync", "app.core.runtime", "app.core.settings", "app.ui.chat")
 

@@ -49,7 +49,7 @@ from app.core.engine.memory import MIN_CONTEXT, available_memory, fit_context, g
 PORT_ATTEMPTS = 3
 STOP_GRACE_S = 10.0
 _PROBE_TIMEOUT_S = 1.0
-_PROBE_INTERVAL_S = 0.25
+_PROBE_INTERVAL_S = 0.05
 _LOG_TAIL_BYTES = 16384
 
 # What the child may see of the parent's environment (no keys, tokens or proxies).
@@ -392,6 +392,23 @@ class Engine:
                 self._cond.notify_all()
             if started is not None:
                 self._ensure_reaper()
+
+    def running(self, model_id: str, path: Path, *, embedding: bool = False) -> Endpoint | None:
+        """The endpoint of the model if it runs now as asked (its idle time starts again),
+        else None: `ensure`'s answer without blocking, for the common case."""
+        with self._cond:
+            child = self._children.get(model_id)
+            if (
+                child is None
+                or not child.ready
+                or child.proc.poll() is not None
+                or child.path != Path(path)
+                or child.embedding != embedding
+            ):
+                return None
+            child.last_used = time.monotonic()
+            self._cond.notify_all()
+            return child.endpoint
 
     def touch(self, model_id: str) -> None:
         """The model is in use: its idle time starts again."""

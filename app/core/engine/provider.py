@@ -47,6 +47,8 @@ class EngineProvider:
         self.on_sent: Callable[[], None] | None = None
         self._inner: OpenAICompatProvider | None = None
         self._endpoint: Endpoint | None = None
+        #: The local model, found once (the account's model does not change under it).
+        self._local: LocalModel | None = None
 
     def _model(self) -> LocalModel:
         from app.core.engine.store import ModelStore
@@ -70,11 +72,18 @@ class EngineProvider:
         from app.core.engine.engine import EngineError, engine
         from app.core.providers.openai_compat import OpenAICompatProvider
 
-        model = await asyncio.to_thread(self._model)
-        try:
-            endpoint = await asyncio.to_thread(engine().ensure, model.id, model.path)
-        except EngineError as exc:
-            raise ServerError(f"The built-in engine could not start {model.name}: {exc}") from exc
+        model = self._local
+        if model is None or not model.path.is_file():
+            model = self._local = await asyncio.to_thread(self._model)
+        # running: no thread hop (a request's first token is not kept waiting for one)
+        endpoint = engine().running(model.id, model.path)
+        if endpoint is None:
+            try:
+                endpoint = await asyncio.to_thread(engine().ensure, model.id, model.path)
+            except EngineError as exc:
+                raise ServerError(
+                    f"The built-in engine could not start {model.name}: {exc}"
+                ) from exc
         if self._inner is None or self._endpoint != endpoint:
             if self._inner is not None:
                 await self._inner.aclose()
