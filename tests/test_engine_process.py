@@ -307,6 +307,43 @@ def test_a_port_taken_while_starting_is_survived(model: Path, tmp_path: Path, ta
         eng.stop_all()
 
 
+def test_a_program_that_holds_the_port_and_answers_like_the_engine_never_gets_the_token(
+    model: Path, tmp_path: Path
+):
+    """Another program on the chosen port, answering /v1/models with our model's name: the
+    engine waits for its own child to say it listens, so the token never reaches it."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: list[str | None] = []
+
+    class Impostor(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.headers.get("Authorization"))
+            body = json.dumps({"data": [{"id": ALIAS}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    impostor = ThreadingHTTPServer(("127.0.0.1", 0), Impostor)
+    threading.Thread(target=impostor.serve_forever, daemon=True).start()
+    port = impostor.server_address[1]
+    ports = iter([port])
+    eng, commands = refused_engine(tmp_path, ports=lambda: next(ports, None) or free_port())
+    try:
+        endpoint = eng.ensure(ALIAS, model)
+        assert f":{port}/" not in endpoint.base_url and len(commands.run) == 2
+        assert seen == []
+        assert answer_text(endpoint).strip()
+    finally:
+        eng.stop_all()
+        impostor.shutdown()
+
+
 def test_ports_that_stay_taken_give_a_plain_error(model: Path, tmp_path: Path, taken_port: int):
     eng, commands = refused_engine(tmp_path, ports=lambda: taken_port)
 

@@ -191,3 +191,67 @@ def test_a_model_is_found_by_its_file_name_without_the_extension(tmp_path: Path)
     added = store.add_file(own)
     assert store.resolve("tiny-model.q4_1") == added
     assert store.resolve("Tiny-Model.Q4_1.gguf") == added
+
+
+# ---- a registry written by someone else ---------------------------------------------------
+
+
+def add_entries(store: ModelStore, *entries: dict[str, object]) -> None:
+    doc = json.loads(store.registry.read_text())
+    for entry in entries:
+        doc["models"].append(
+            {"name": "x", "source": "catalogue", "repo": None, "file": None, "size": 1,
+             "sha256": None, "owned": True, **entry}
+        )  # fmt: skip
+    store.registry.write_text(json.dumps(doc))
+
+
+def test_an_entry_with_an_impossible_size_or_path_is_skipped(
+    store: ModelStore, tmp_path: Path
+) -> None:
+    good = store.add_file(write_gguf(tmp_path / "good.gguf"))
+    add_entries(
+        store,
+        {"id": "huge", "path": "huge.gguf", "size": 1e999},  # JSON's infinity
+        {"id": "nul", "path": "nul\u0000.gguf"},
+    )
+    assert store.models() == [good]
+    other = store.add_file(write_gguf(tmp_path / "other.gguf"))
+    assert store.models() == [good, other]
+
+
+def test_a_registry_nested_beyond_reason_counts_as_damaged(store: ModelStore) -> None:
+    download(store)
+    store.dir.mkdir(parents=True, exist_ok=True)
+    store.registry.write_text('{"models": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    assert [m.path.name for m in store.models()] == ["Qwen-Tiny-Q4_K_M.gguf"]
+
+
+def test_a_linked_downloads_folder_never_leads_deletion_outside(
+    store: ModelStore, tmp_path: Path
+) -> None:
+    path = download(store)
+    model = store.add_downloaded("qwen", "Qwen", path, "catalogue", "r/x", path.name, None)
+    elsewhere = tmp_path / "documents"
+    elsewhere.mkdir()
+    keep = elsewhere / f"{path.name}.report.txt"  # named like a partial download
+    keep.write_text("mine")
+    (store.dir / "downloads").rmdir()
+    (store.dir / "downloads").symlink_to(elsewhere, target_is_directory=True)
+    store.remove(model.id)
+    assert not path.exists()
+    assert keep.read_text() == "mine"
+
+
+def test_downloads_in_a_models_folder_linked_to_another_disk_can_be_removed(
+    tmp_path: Path,
+) -> None:
+    disk = tmp_path / "big-disk" / "models"
+    disk.mkdir(parents=True)
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "models").symlink_to(disk, target_is_directory=True)
+    store = ModelStore(tmp_path / "home")
+    path = download(store)
+    model = store.add_downloaded("qwen", "Qwen", path, "catalogue", "r/x", path.name, None)
+    store.remove(model.id)
+    assert not (disk / path.name).exists()

@@ -109,8 +109,9 @@ def download_model(
     sent as credentials (never one from the environment or the Hugging Face cache).
     Raises DownloadError (DownloadCancelled when `cancel` is set).
     """
-    if dest.is_file():
-        return dest  # it only ever appears there verified
+    if dest.is_file():  # it only appears there verified, but maybe for another repository
+        _check_existing(dest, sha256, size, file)
+        return dest
     cancel = cancel or threading.Event()
     base = _endpoint(endpoint)
     remote = _find(repo, file, revision, base, token)
@@ -171,6 +172,10 @@ def _find(repo: str, file: str, revision: str, base: str, token: str | None) -> 
         )
     if meta.size is None:
         raise DownloadError(f"{_host(base)} did not say how big {file} in {repo} is.")
+    if meta.size < 1:  # nothing to fetch, or a lie: either way no model
+        raise DownloadError(
+            f"{_host(base)} says {file} in {repo} is {meta.size} bytes long, which is no model."
+        )
     if _origin(meta.location) != _origin(url):
         headers.pop("authorization", None)
     headers["Accept-Encoding"] = "identity"  # sizes and ranges count the file's own bytes
@@ -335,9 +340,9 @@ def _fetch(
             raise DownloadCancelled(file)
         meter.restart()
         meter.tell(have)
+        failure: Exception | None = None
         try:
             _fetch_once(remote, partial, have, meter, cancel)
-            continue
         except (httpx2.TransportError, HfHubHTTPError) as exc:
             if cancel.is_set():
                 raise DownloadCancelled(file) from exc
@@ -350,15 +355,16 @@ def _fetch(
                     "pulling again may work.",
                     resumable=True,
                 ) from exc
-            failure: Exception = exc
+            failure = exc
         if _size(partial) > have:
             fruitless = 0
             continue
-        fruitless += 1
+        fruitless += 1  # a dropped connection, or an answer that ended with no new byte
         if fruitless > len(_RETRY_WAITS):
+            why = _reason(failure) if failure else "its answers ended before the file did"
             raise DownloadError(
                 f"The connection to {_host(remote.location)} kept dropping while downloading "
-                f"{file} ({_reason(failure)}); pulling again resumes it.",
+                f"{file} ({why}); pulling again resumes it.",
                 resumable=True,
             ) from failure
         if cancel.wait(_RETRY_WAITS[fruitless - 1]):
@@ -384,7 +390,7 @@ def _fetch_once(
             have = 0  # the server ignored the range: its whole answer is the file
         with _watch(cancel, resp), _writing(partial, append=have > 0) as out:
             done = have
-            for chunk in resp.iter_bytes():
+            for chunk in resp.iter_raw():  # never decoded: a gzip bomb stays small
                 if cancel.is_set():
                     return
                 out.write(chunk)
@@ -444,13 +450,33 @@ def _watch(cancel: threading.Event, response: httpx2.Response) -> Iterator[None]
 # ---- checking and placing the file ---------------------------------------------------
 
 
-def _verify(partial: Path, want: str, file: str, repo: str) -> None:
-    """A file whose sha256 is not the expected one is deleted, never used."""
+def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    with open(partial, "rb") as fh:
+    with open(path, "rb") as fh:
         while block := fh.read(_HASH_CHUNK):
             digest.update(block)
-    got = digest.hexdigest()
+    return digest.hexdigest()
+
+
+def _check_existing(dest: Path, sha256: str | None, size: int | None, file: str) -> None:
+    """A file already at `dest` stands for `file` only with its size and sha256, if known
+    (it is left alone: it may be another model of the same name)."""
+    try:
+        wrong = (size is not None and _size(dest) != size) or (
+            sha256 is not None and _sha256(dest) != sha256.lower()
+        )
+    except OSError as exc:
+        raise DownloadError(f"Could not read {dest}: {exc.strerror or exc}") from exc
+    if wrong:
+        raise DownloadError(
+            f"{dest.name} in {dest.parent} is not the {file} asked for (its size or sha256 "
+            "differs): remove that model first, then pull again."
+        )
+
+
+def _verify(partial: Path, want: str, file: str, repo: str) -> None:
+    """A file whose sha256 is not the expected one is deleted, never used."""
+    got = _sha256(partial)
     if got != want:
         partial.unlink(missing_ok=True)
         raise DownloadError(

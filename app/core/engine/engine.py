@@ -20,6 +20,7 @@ known by the build's library names, and what the child really did by its log.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import platform
@@ -526,7 +527,10 @@ class Engine:
         token = secrets.token_urlsafe(32)
         config = self._write_config(model_id, path, embedding, choice, port, token)
         log_path = self._log_path(model_id)
-        log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with contextlib.suppress(OSError, AttributeError):  # an older log kept its mode
+            os.fchmod(fd, 0o600)
+        log = os.fdopen(fd, "wb")
         try:
             proc = self._spawn(config, log)
         except OSError as exc:
@@ -637,7 +641,11 @@ class Engine:
             if child.ended.is_set() or child.proc.poll() is not None:
                 child.proc.wait()
                 raise _failure(_log_tail(child.log_path), child.proc.returncode)
-            if _answers(opener, request, child.model_id):
+            # Only once our child says it listens: until then the port may be another
+            # program's, which must not get the token.
+            if _listening(child.log_path, child.endpoint.base_url) and _answers(
+                opener, request, child.model_id
+            ):
                 return
             if time.monotonic() > deadline:
                 raise EngineError(
@@ -730,6 +738,17 @@ class Engine:
         now = time.monotonic()
         nxt = min(c.last_used + self.idle_seconds for c in self._children.values())
         return max(nxt - now, 0.01)
+
+
+def _listening(log_path: Path, base_url: str) -> bool:
+    """Whether the child's own log (0600, written by it alone) says it listens at
+    `base_url`'s address: uvicorn's "Uvicorn running on http://127.0.0.1:PORT"."""
+    address = base_url.removesuffix("/v1").encode()
+    try:
+        with log_path.open("rb") as log:
+            return b"Uvicorn running on " + address in log.read()
+    except OSError:
+        return False
 
 
 def _answers(

@@ -17,6 +17,8 @@ _MAGIC = b"GGUF"
 _VERSIONS = (2, 3)
 _MAX_KV = 1 << 20  # far more than any real file; guards against garbage counts
 _MAX_KEY = 1 << 16
+_MAX_TEXT = 1 << 16  # a kept text value (name, architecture); longer is not a real header
+_MAX_ITEMS = 1 << 23  # strings in arrays, all told: 30x a large vocabulary, ~1 s to skip
 
 # GGUF value types: id -> struct code (fixed-size scalars)
 _SCALARS: dict[int, str] = {
@@ -123,6 +125,7 @@ class _Reader:
         self.fh = fh
         self.size = size
         self.endian = endian
+        self.items_left = _MAX_ITEMS
 
     def read(self, n: int) -> bytes:
         data = self.fh.read(n)
@@ -153,7 +156,10 @@ class _Reader:
         return length
 
     def string(self) -> str:
-        return self.read(self.string_length()).decode("utf-8", errors="replace")
+        length = self.string_length()
+        if length > _MAX_TEXT:
+            raise ValueError(f"a text value is {length:,} bytes long")
+        return self.read(length).decode("utf-8", errors="replace")
 
     def skip_value(self, vtype: int) -> None:
         if vtype in _SCALARS:
@@ -170,10 +176,29 @@ class _Reader:
         if etype in _SCALARS:
             self.skip(count * struct.calcsize(_SCALARS[etype]))
             return
+        if etype != _STRING:  # llama.cpp refuses arrays of arrays too
+            raise ValueError(f"an array holds values of type {etype}")
         if count * 8 > self.size - self.fh.tell():
             raise _Truncated
+        if count > self.items_left:
+            raise ValueError(f"its arrays hold more than {_MAX_ITEMS:,} strings")
+        self.items_left -= count
+        self._skip_strings(count)
+
+    def _skip_strings(self, count: int) -> None:
+        """Skip `count` strings: the hot loop of a header (the vocabulary), kept lean."""
+        left = self.size - self.fh.tell()
+        length_of = struct.Struct(self.endian + "Q").unpack
+        read, seek = self.fh.read, self.fh.seek
         for _ in range(count):
-            self.skip_value(etype)
+            data = read(8)
+            if len(data) != 8:
+                raise _Truncated
+            (length,) = length_of(data)
+            left -= 8 + length
+            if left < 0:
+                raise _Truncated
+            seek(length, 1)
 
     def value(self, vtype: int) -> int | float | bool | str | None:
         """A scalar or string value; arrays are skipped and give None."""

@@ -20,7 +20,9 @@ if TYPE_CHECKING:
     from app.core.settings import ProviderAccount, Settings
 
 #: "owner/repo/file.gguf" or "owner/repo:file.gguf": a Hugging Face GGUF not in the catalogue.
-_HF_REF = re.compile(r"^(?P<repo>[\w.-]+/[\w.-]+)[:/](?P<file>[^/\\:]+\.gguf)$", re.IGNORECASE)
+_HF_REF = re.compile(
+    r"^(?P<repo>[\w.-]+/[\w.-]+)[:/](?P<file>[^/\\:\x00-\x1f]+\.gguf)$", re.IGNORECASE
+)
 ENGINE_LABEL = "Built-in engine"
 
 
@@ -146,6 +148,15 @@ class LocalModels:
             sha256, size, name, model_id = None, None, hub.file.removesuffix(".gguf"), None
             source = "huggingface"
         dest = store.download_dir().parent / hub.file
+        if sha256 is None and dest.exists():
+            # nothing to check it against: only Deskhand's download of this very file is it
+            there = next((m for m in store.models() if m.path == dest), None)
+            if there is None or (there.repo, there.file) != (hub.repo, hub.file):
+                where = f"`deskhand models rm {there.id}`" if there else f"move {dest} away"
+                raise ModelError(
+                    f"another model file named {hub.file} is already in the models folder: "
+                    f"{where} first"
+                )
         path = download_model(
             repo=hub.repo,
             file=hub.file,

@@ -56,12 +56,13 @@ def slug(text: str) -> str:
 
 
 def _inside(path: Path, folder: Path) -> bool:
-    """Whether `path` is in `folder`, both as written and with links followed."""
+    """Whether `path` is in `folder`, both as written and with links followed (a models
+    folder that is itself a link to another disk still holds its files)."""
     try:
-        folder = folder.resolve()
         lexical = Path(os.path.normpath(path.absolute()))
-        return lexical.is_relative_to(folder) and path.resolve().is_relative_to(folder)
-    except (OSError, RuntimeError):
+        in_written = lexical.is_relative_to(os.path.normpath(folder.absolute()))
+        return in_written and path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError, ValueError):
         return False
 
 
@@ -211,8 +212,8 @@ class ModelStore:
     def _delete_partials(self, names: set[str]) -> None:
         """Remove partial downloads named after the model's file from the downloads folder."""
         folder = self.dir / DOWNLOADS
-        if not folder.is_dir():
-            return
+        if not folder.is_dir() or not _inside(folder, self.dir):
+            return  # a downloads folder linked elsewhere holds no partials of ours
         for root, _dirs, files in os.walk(folder, followlinks=False):
             for entry in files:
                 if any(entry == n or entry.startswith(n + ".") for n in names):
@@ -242,7 +243,7 @@ class ModelStore:
             entries = doc["models"]
             if not isinstance(entries, list):
                 raise ValueError("models is not a list")
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
             return self._recover(f"it is not a readable model list ({exc})")
         models: list[LocalModel] = []
         for index, entry in enumerate(entries):
@@ -258,6 +259,8 @@ class ModelStore:
         if not isinstance(entry, dict):
             return None
         try:
+            if "\0" in str(entry["path"]):
+                return None  # no file system takes it; every use of it would raise
             path = Path(entry["path"])
             model = LocalModel(
                 id=str(entry["id"]),
@@ -270,7 +273,7 @@ class ModelStore:
                 sha256=_optional(entry.get("sha256")),
                 owned=entry["owned"] is True,
             )
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):  # size: JSON's 1e999
             return None
         if slug(model.id) != model.id or model.source not in SOURCES:
             return None
