@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from app.core import compaction
+from app.core import compaction, untrusted
 from app.core.events import (
     AgentEvent,
     Error,
@@ -162,6 +162,28 @@ class Agent:
             log.error("could not save a message: %s", exc)
             self._save_failures.append(str(exc))
 
+    def _note_attachments(self, conv: Conversation, msg: ChatMessage) -> None:
+        """An attached file or image is the user's private data and text from outside the
+        conversation (a PDF from the web can carry instructions): like a file the
+        assistant read, it makes sending anything out ask, now and when the conversation
+        is continued (§5.8). Kept with no call: it stays while the conversation does."""
+        from app.core.attachments import attached_names
+
+        names = attached_names(msg.content)
+        if not names:
+            return
+        what = untrusted.clean_origin(f"attached file {names[-1]}")
+        conv.session.last_untrusted_origin = what
+        conv.session.private_data_read = what
+        add = getattr(self.recorder, "add_taint", None)
+        if add is None or conv.id is None:
+            return
+        for kind in (untrusted.UNTRUSTED, untrusted.PRIVATE):
+            try:
+                add(conv.id, kind, what)
+            except Exception:  # this run still knows; a later one would not
+                log.exception("could not keep what this conversation was given")
+
     def _redacted(self, msg: ChatMessage) -> ChatMessage:
         redactor = self.tripwire.redactor()
         content = redactor.text(msg.content)
@@ -224,6 +246,7 @@ class Agent:
             # redacted with every stored secret known, not just those loaded so far
             await self._secrets_known()
             self._append(conv, user_message)
+            self._note_attachments(conv, user_message)
             if user_message.images and not self._takes_images():
                 model = self.provider.config.model
                 yield Notice(_images_not_sent(model), kind=vision.IMAGES_NOT_SENT)

@@ -134,6 +134,16 @@ def build_user_message(
     return ChatMessage("user", "\n\n".join(parts), images=images), problems
 
 
+#: How each attachment starts in a user message's text (`build_user_message`).
+_ATTACHED = re.compile(r"(?m)^(?:Attached file `([^`\n]+)`|\[attached image: ([^\]\n]+)\])")
+
+
+def attached_names(content: str) -> list[str]:
+    """The files and images a user message's text says were attached, in order, once
+    each (text that merely looks like one counts too: on the safe side)."""
+    return list(dict.fromkeys(file or image for file, image in _ATTACHED.findall(content)))
+
+
 def _regular_size(path: Path) -> int:
     """The size of the file `path` names; a pipe or a device (reading one could wait
     forever or never end) is refused before it is opened."""
