@@ -11,7 +11,6 @@ import sys
 ENGINE_SERVER = "--engine-server"
 
 
-
 def _end_with_the_app() -> None:
     """The engine's server ends when the app that started it does: the app holds this
     process's stdin open, so end-of-file there means it is gone (even after a hard kill,

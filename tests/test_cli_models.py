@@ -126,9 +126,12 @@ def test_a_downloaded_model_is_deleted_when_removed(
     place: Place, capsys: pytest.CaptureFixture[str]
 ) -> None:
     model_id = pulled(place, capsys)
+    assert place.settings().active_provider_account().model == model_id  # type: ignore[attr-defined]
     assert place.run("models", "rm", model_id) == 0
     assert "Removed" in capsys.readouterr().out
     assert not (place.home / "models" / SMOLLM_FILE).exists()
+    # the engine's account no longer names a model that is gone
+    assert place.settings().active_provider_account().model == ""  # type: ignore[attr-defined]
     assert place.run("models", "list", "--json") == 0
     assert json.loads(capsys.readouterr().out) == []
 
@@ -342,7 +345,7 @@ def test_a_catalogue_entry_with_a_wrong_hash_leaves_nothing_behind(
         models.pull("tiny")
     assert SMOLLM_FILE in str(caught.value) and "000000000000" in str(caught.value)
     assert models.store.models() == []
-    assert not list((place.home / "models").rglob("*.gguf*"))
+    assert not list((place.home / "models").rglob("*.gguf"))
     assert not list((place.home / "models").rglob("*.part"))
 
 
@@ -359,3 +362,86 @@ def test_a_hub_file_of_another_repository_with_the_same_name_is_not_taken_for_it
     assert place.run("models", "list", "--json") == 0
     (only,) = json.loads(capsys.readouterr().out)
     assert only["repository"] == SMOLLM_REPO
+
+
+def test_an_answer_longer_than_the_idle_time_is_not_cut_off(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The idle stop counts from the last use, and a streaming answer is use."""
+    import time
+
+    from app.core.providers import make_provider
+    from app.core.providers.base import ChatMessage, TextChunk
+    from app.core.runtime import Runtime
+
+    model_id = pulled(place, capsys)
+    runtime = Runtime(place.home)
+    try:
+        config = runtime.provider_config(model=model_id)
+    finally:
+        runtime.close()
+    config.max_tokens = 400
+    idle = 0.3
+    chunks: list[str] = []
+
+    async def long_answer() -> float:
+        provider = make_provider(config)
+        try:
+            events = provider.stream(
+                [ChatMessage(role="user", content="Write a long story about a lighthouse.")],
+                [],
+            )
+            first = await anext(events)
+            engine().idle_seconds = idle  # from now on, only the answer keeps it in use
+            began = time.monotonic()
+            if isinstance(first, TextChunk):
+                chunks.append(first.text)
+            async for event in events:
+                if isinstance(event, TextChunk):
+                    chunks.append(event.text)
+            return time.monotonic() - began
+        finally:
+            await provider.aclose()
+
+    try:
+        took = asyncio.run(long_answer())
+    finally:
+        engine().idle_seconds = 600
+    assert took > 3 * idle, f"the answer took {took:.2f} s: too short to tell"
+    assert "".join(chunks).strip()
+    assert engine().last_exit(model_id) is None  # never stopped, idle or otherwise
+
+
+def test_a_models_folder_that_cannot_be_used_is_one_plain_line(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (place.home / "models").write_text("not a folder")
+    assert place.run("models", "pull", REF) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("deskhand: models: The models folder") and "Traceback" not in err
+    (place.home / "models").unlink()
+    (place.home / "models" / "models.json").mkdir(parents=True)
+    assert place.run("models", "list") == 1
+    err = capsys.readouterr().err
+    assert err.startswith("deskhand: models: ") and "models.json" in err
+
+
+def test_without_the_engine_installed_pull_and_ask_say_how_to_install_it(
+    place: Place, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A minimal install (no `deskhand[engine]`): a plain line naming the extra."""
+    import sys
+
+    import app.core.engine.models as models
+
+    model_id = pulled(place, capsys)
+    monkeypatch.setattr(models, "_installed", False)
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # as if it were not installed
+    assert place.run("models", "pull", REF) == 2
+    err = capsys.readouterr().err
+    assert "the built-in engine is not installed (llama_cpp missing)" in err
+    assert "pip install 'deskhand[engine]'" in err
+    assert place.run("ask", "--model", model_id, "hi") != 0
+    captured = capsys.readouterr()
+    assert "The built-in engine is not installed" in captured.out + captured.err
+    assert engine().loaded() == []

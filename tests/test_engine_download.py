@@ -278,13 +278,13 @@ def test_a_missing_file_repository_or_revision_is_named(hub: HFEndpoint, tmp_pat
     assert not (tmp_path / "models").exists()
 
 
-def test_a_gated_model_asks_for_the_licence_and_a_token(hub: HFEndpoint, tmp_path: Path) -> None:
+def test_a_gated_model_says_how_to_get_it_another_way(hub: HFEndpoint, tmp_path: Path) -> None:
     hub.gate(SMOLLM_REPO)
     with pytest.raises(DownloadError) as caught:
         pull(hub, tmp_path)
     message = str(caught.value)
     assert f"{SMOLLM_REPO} is a gated model" in message
-    assert "accept its licence" in message and "access token" in message
+    assert "accept its licence" in message and "deskhand models add" in message
 
 
 def test_an_unreachable_server_is_a_plain_resumable_error(tmp_path: Path) -> None:
@@ -490,3 +490,30 @@ def test_the_file_already_at_the_destination_is_used_when_it_matches(
     first = pull(hub, tmp_path)
     assert pull(hub, tmp_path) == first
     assert len(hub.downloads()) == 1
+
+
+def test_a_second_download_of_the_same_file_is_refused_while_the_first_runs(
+    hub: HFEndpoint, tmp_path: Path
+) -> None:
+    """The window's card, Settings and `deskhand models pull` could start the same file
+    at once: both would write into one partial file and ruin it."""
+    hub.stall_at(5 * MB)
+    first: dict[str, Any] = {}
+
+    def download() -> None:
+        try:
+            first["path"] = pull(hub, tmp_path)
+        except Exception as exc:
+            first["error"] = exc
+
+    worker = threading.Thread(target=download)
+    worker.start()
+    try:
+        assert hub.stalled.wait(30), "the first download never got under way"
+        with pytest.raises(DownloadError, match="is already being downloaded"):
+            pull(hub, tmp_path)
+    finally:
+        hub.release.set()
+        worker.join(60)
+    assert "error" not in first, first.get("error")
+    assert sha256(first["path"]) == hub.sha256()

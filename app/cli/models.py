@@ -76,9 +76,11 @@ def run_models(args: argparse.Namespace, runtime: Runtime) -> int:
     except DownloadCancelled:
         print("\ndeskhand: models: stopped; pull again to go on from here", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (ModelError, DownloadError, EngineError, ValueError) as exc:
+    except (ModelError, DownloadError, EngineError, ValueError, OSError) as exc:
+        # OSError: the models folder or its list (ModelStoreError) cannot be used
         print(f"deskhand: models: {exc}", file=sys.stderr)
-        return EXIT_FAILED if isinstance(exc, DownloadError | EngineError) else EXIT_USAGE
+        failed = isinstance(exc, DownloadError | EngineError | OSError)
+        return EXIT_FAILED if failed else EXIT_USAGE
 
 
 def _list(args: argparse.Namespace, models: LocalModels) -> int:
@@ -170,7 +172,7 @@ def _pull(args: argparse.Namespace, runtime: Runtime, models: LocalModels) -> in
 
 def _maybe_use(use: bool, runtime: Runtime, models: LocalModels, name: str) -> int:
     if not use:
-        print(f"Use it with: deskhand ask --model {name} \"…\"  (or `deskhand models use {name}`)")
+        print(f'Use it with: deskhand ask --model {name} "…"  (or `deskhand models use {name}`)')
         return EXIT_OK
     model = models.find(name)
     models.use(model)

@@ -287,6 +287,7 @@ class Runtime:
         return LocalModels(
             self.home,
             update_settings=self.update_settings,
+            settings=lambda: self.settings,
             endpoint=lambda: self.settings.engine.endpoint or None,
         )
 

@@ -362,6 +362,7 @@ class EngineSettings(_Model):
         ),
         max_length=500,
     )
+
     @field_validator("endpoint")
     @classmethod
     def _an_address(cls, value: str) -> str:
@@ -511,6 +512,7 @@ class Settings(_Model):
 
 
 # ---- the secret guard --------------------------------------------------------------
+
 
 def looks_like_credential(key: str) -> bool:
     """True for key names such as `api_key`, `password`, `accessToken`, `client-secret`

@@ -142,7 +142,13 @@ class Offer:
 
 
 def recommended_offer(models: LocalModels) -> Offer | None:
-    """The catalogue's model for this computer, as an offer (blocking: call off the GUI)."""
+    """The catalogue's model for this computer, as an offer (blocking: call off the GUI);
+    ModelError when the engine is not installed."""
+    from app.core.engine.models import ModelError, engine_missing
+
+    missing = engine_missing()
+    if missing:
+        raise ModelError(f"{missing[0].upper()}{missing[1:]}.")
     entry = models.recommended()
     return Offer.of(entry, models=models) if entry is not None else None
 

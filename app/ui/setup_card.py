@@ -178,7 +178,15 @@ class SetupCard(QFrame):
             self.show_offer(offer)
 
     def _offer_failed(self, exc: BaseException) -> None:
-        if shiboken6.isValid(self):
+        from app.core.engine.models import ModelError
+
+        if not shiboken6.isValid(self):
+            return
+        self.download.set_offer(None)
+        if isinstance(exc, ModelError):  # the engine is not installed: say how to install
+            self.file_button.setVisible(False)
+            self.show_local_note(str(exc))
+        else:
             self.show_local_note(f"The models Deskhand offers could not be read: {exc}")
 
     def show_offer(self, offer: Offer | None) -> None:

@@ -122,16 +122,40 @@ def download_model(
         )
     want = (sha256 or _sha_like(remote.etag) or "").lower() or None
     partial_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    partial = partial_dir / f"{dest.name}.{_tag(want, remote.etag, repo, file, revision)}.part"
-    for stale in partial_files(dest, partial_dir):
-        if stale != partial:
-            stale.unlink(missing_ok=True)
-    _check_space(partial, remote.size)
-    _fetch(remote, partial, file, progress, cancel)
-    if want is not None:
-        _verify(partial, want, file, repo)
-    _move_into_place(partial, dest)
+    with _only_download(partial_dir / f"{dest.name}.lock", file):
+        if dest.is_file():  # another process finished it meanwhile
+            _check_existing(dest, sha256, size, file)
+            return dest
+        partial = partial_dir / f"{dest.name}.{_tag(want, remote.etag, repo, file, revision)}.part"
+        for stale in partial_files(dest, partial_dir):
+            if stale != partial:
+                stale.unlink(missing_ok=True)
+        _check_space(partial, remote.size)
+        _fetch(remote, partial, file, progress, cancel)
+        if want is not None:
+            _verify(partial, want, file, repo)
+        _move_into_place(partial, dest)
     return dest
+
+
+@contextlib.contextmanager
+def _only_download(lock_path: Path, file: str) -> Iterator[None]:
+    """One download of a file at a time, across processes (the window's card, Settings and
+    `deskhand models pull`): a second one would write into the same partial file."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(lock_path, timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise DownloadError(
+            f"{file} is already being downloaded (in another window or `deskhand models "
+            "pull`): wait for that download, or stop it there first"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 # ---- finding the file ----------------------------------------------------------------
@@ -205,13 +229,14 @@ def _plain(exc: Exception, repo: str, file: str, revision: str, base: str) -> Do
         status in (401, 403) and not isinstance(exc, RepositoryNotFoundError)
     ):
         return DownloadError(
-            f"{repo} is a gated model: accept its licence on its page at {base}/{repo} while "
-            "signed in, then give a Hugging Face access token to download it."
+            f"{repo} is a gated model, which Deskhand cannot download (it would need your "
+            f"Hugging Face sign-in): accept its licence at {base}/{repo}, download the file "
+            'there, and add it with "Use a model file…" or `deskhand models add`.'
         )
     if isinstance(exc, RepositoryNotFoundError):
         return DownloadError(
-            f"There is no repository {repo} on {host} (if it is private or gated, accept its "
-            "licence and give a Hugging Face access token)."
+            f"There is no repository {repo} on {host} (a private or gated one cannot be "
+            "downloaded by Deskhand: download the file yourself and add it)."
         )
     if isinstance(exc, RevisionNotFoundError):
         return DownloadError(f"{repo} on {host} has no revision {revision}.")

@@ -526,17 +526,22 @@ class Engine:
         port = self._ports()
         token = secrets.token_urlsafe(32)
         config = self._write_config(model_id, path, embedding, choice, port, token)
-        log_path = self._log_path(model_id)
-        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            log_path = self._log_path(model_id)
+            fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        except OSError as exc:
+            config.unlink(missing_ok=True)  # it holds the token
+            raise EngineError(f"the engine's log cannot be written: {exc.strerror or exc}") from exc
         with contextlib.suppress(OSError, AttributeError):  # an older log kept its mode
             os.fchmod(fd, 0o600)
         log = os.fdopen(fd, "wb")
         try:
             proc = self._spawn(config, log)
-        except OSError as exc:
+        except (OSError, subprocess.SubprocessError) as exc:
             log.close()
             config.unlink(missing_ok=True)
-            raise EngineError(f"the engine could not be started: {exc.strerror or exc}") from exc
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise EngineError(f"the engine could not be started: {why}") from exc
         now = time.monotonic()
         endpoint = Endpoint(f"http://127.0.0.1:{port}/v1", token, model_id, choice)
         child = _Child(model_id, path, embedding, proc, log_path, log, endpoint, time.time(), now)

@@ -30,6 +30,31 @@ class ModelError(ValueError):
     """What the user asked for cannot be done; the message says why, in plain words."""
 
 
+#: What installs the built-in engine (an optional part of Deskhand).
+ENGINE_EXTRA = "pip install 'deskhand[engine]'"
+
+
+_installed = False
+
+
+def engine_missing() -> str | None:
+    """Why the built-in engine cannot run or download here (its packages are not installed:
+    a minimal install), or None. Once found, not looked for again (every request asks)."""
+    global _installed
+    import importlib.util
+
+    if _installed:
+        return None
+    absent = [n for n in ("llama_cpp", "huggingface_hub") if importlib.util.find_spec(n) is None]
+    if not absent:
+        _installed = True
+        return None
+    return (
+        f"the built-in engine is not installed ({' and '.join(absent)} missing): "
+        f"install it with {ENGINE_EXTRA}"
+    )
+
+
 @dataclass(frozen=True)
 class ModelState:
     """A local model and what the engine is doing with it."""
@@ -56,6 +81,7 @@ class LocalModels:
         home: Path,
         *,
         update_settings: Callable[[Callable[[Settings], None]], Settings],
+        settings: Callable[[], Settings] | None = None,
         endpoint: Callable[[], str | None] = lambda: None,
         catalogue: Callable[[], tuple[CatalogueModel, ...]] | None = None,
     ) -> None:
@@ -65,6 +91,7 @@ class LocalModels:
         list unless given)."""
         self.home = home
         self._update_settings = update_settings
+        self._current = settings
         self._endpoint = endpoint
         self._catalogue = catalogue
 
@@ -114,6 +141,11 @@ class LocalModels:
             raise ModelError(f"no downloaded model is named {name!r}: see `deskhand models list`")
         return model
 
+    def _settings(self) -> Settings:
+        if self._current is not None:
+            return self._current()
+        return self._update_settings(lambda _: None)  # loads (and saves as it was)
+
     def has_partial(self, file: str) -> bool:
         """Whether part of `file` was downloaded and is kept for a resume."""
         from app.core.engine.download import partial_files
@@ -132,6 +164,9 @@ class LocalModels:
     ) -> LocalModel:
         """Download a catalogue model (by id) or a Hugging Face GGUF ("owner/repo/file.gguf"),
         check it, and add it. One already downloaded is returned as it is."""
+        missing = engine_missing()
+        if missing:
+            raise ModelError(missing)
         from app.core.engine.download import download_model
 
         entry = self._entry(ref)
@@ -195,7 +230,22 @@ class LocalModels:
 
         model = self.find(name)
         engine().stop(model.id)
-        return self.store.remove(model.id)
+        removed = self.store.remove(model.id)
+        store = self.store
+        if any(
+            a.kind == "engine" and store.resolve(a.model) is None
+            for a in self._settings().providers
+        ):
+            left = [m.id for m in store.models()]
+
+            def another(settings: Settings) -> None:
+                """The engine's account was on that model: the next one, or none."""
+                for account in settings.providers:
+                    if account.kind == "engine" and store.resolve(account.model) is None:
+                        account.model = left[0] if left else ""
+
+            self._update_settings(another)
+        return removed
 
     def use(self, model: LocalModel) -> ProviderAccount:
         """Make `model` the one Deskhand talks to: the built-in engine's account (made the

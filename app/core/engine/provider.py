@@ -11,6 +11,7 @@ message starts it again.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import replace
 from pathlib import Path
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
     from app.core.providers.openai_compat import OpenAICompatProvider
 
 
+#: While an answer streams, the engine is told it is in use this often (its idle stop
+#: must never land in the middle of a long answer).
+TOUCH_EVERY_S = 1.0
 #: How long a cut connection waits for the engine's process to be seen ending, if it is.
 DEATH_WAIT_S = 2.0
 
@@ -70,8 +74,12 @@ class EngineProvider:
 
     async def _ready(self) -> tuple[OpenAICompatProvider, LocalModel]:
         from app.core.engine.engine import EngineError, engine
+        from app.core.engine.models import engine_missing
         from app.core.providers.openai_compat import OpenAICompatProvider
 
+        missing = engine_missing()
+        if missing:
+            raise NoLocalModel(f"{missing[0].upper()}{missing[1:]}.")
         model = self._local
         if model is None or not model.path.is_file():
             model = self._local = await asyncio.to_thread(self._model)
@@ -121,10 +129,16 @@ class EngineProvider:
         from app.core.engine.engine import engine
 
         inner, model = await self._ready()
+        running = engine()
+        touched = time.monotonic()
         try:
             async for event in inner.stream(
                 messages, tools, system=system, known_tools=known_tools
             ):
+                now = time.monotonic()
+                if now - touched > min(TOUCH_EVERY_S, running.idle_seconds / 4):
+                    running.touch(model.id)  # a long answer is use
+                    touched = now
                 yield event
         except ProviderError as exc:
             if isinstance(exc, StreamError | UnreachableError):

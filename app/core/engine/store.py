@@ -9,12 +9,14 @@ and only inside the models folder, whatever the registry says.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import re
 import shutil
 import threading
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -118,7 +120,7 @@ class ModelStore:
 
         path = Path(path).expanduser().absolute()
         info = read_gguf_info(path)
-        with _lock:
+        with self._changing():
             models = self._load()
             for model in models:
                 if _same_file(model.path, path):
@@ -156,7 +158,7 @@ class ModelStore:
             size = path.stat().st_size
         except OSError as exc:
             raise ModelStoreError(f"{path.name} cannot be added: {exc.strerror or exc}") from exc
-        with _lock:
+        with self._changing():
             models = self._load()
             wanted = slug(model_id)
             kept = [
@@ -181,7 +183,7 @@ class ModelStore:
     def remove(self, model_id: str) -> LocalModel:
         """Forget a model. A download Deskhand owns is deleted with its partial download; a
         user's own file never is, nor is anything outside the models folder."""
-        with _lock:
+        with self._changing():
             models = self._load()
             wanted = model_id.strip().lower()
             model = next((m for m in models if m.id == wanted), None)
@@ -191,6 +193,16 @@ class ModelStore:
                 self._delete_owned(model)
             self._save([m for m in models if m.id != model.id])
             return model
+
+    @contextlib.contextmanager
+    def _changing(self) -> Iterator[None]:
+        """One change of the list at a time (load, change, save), in this process and
+        across processes: the window and `deskhand models` share it."""
+        from filelock import FileLock
+
+        self._make_dir(self.dir)
+        with _lock, FileLock(self.dir / f"{REGISTRY}.lock", mode=0o600):
+            yield
 
     def _delete_owned(self, model: LocalModel) -> None:
         """Delete a download's file and partial download, inside the models folder only."""
@@ -225,11 +237,16 @@ class ModelStore:
     # -- the registry file ---------------------------------------------------------------
 
     def _make_dir(self, path: Path) -> None:
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if os.name == "posix":
-            for folder in {self.dir, path}:
-                if folder.is_dir() and not folder.is_symlink():
-                    folder.chmod(0o700)
+        try:
+            path.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if os.name == "posix":
+                for folder in {self.dir, path}:
+                    if folder.is_dir() and not folder.is_symlink():
+                        folder.chmod(0o700)
+        except OSError as exc:
+            raise ModelStoreError(
+                f"The models folder {path} cannot be made: {exc.strerror or exc}"
+            ) from exc
 
     def _load(self) -> list[LocalModel]:
         try:
@@ -319,7 +336,12 @@ class ModelStore:
             )
             entries.append(entry)
         payload = json.dumps({"version": 1, "models": entries}, indent=2) + "\n"
-        atomic_write(self.registry, payload.encode("utf-8"), mode=0o600)
+        try:
+            atomic_write(self.registry, payload.encode("utf-8"), mode=0o600)
+        except OSError as exc:
+            raise ModelStoreError(
+                f"The model list {self.registry.name} cannot be saved: {exc.strerror or exc}"
+            ) from exc
 
 
 def _lexically_in(path: Path, folder: Path) -> bool:
