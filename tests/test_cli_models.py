@@ -445,3 +445,54 @@ def test_without_the_engine_installed_pull_and_ask_say_how_to_install_it(
     captured = capsys.readouterr()
     assert "The built-in engine is not installed" in captured.out + captured.err
     assert engine().loaded() == []
+
+
+def test_the_catalogue_is_offered_recommended_first_with_what_fits_and_what_is_here(
+    place: Place, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One list for the window and `models list --available`: the recommended model first,
+    then chat models before embedding ones, each by memory needed; too large ones and
+    partial downloads marked."""
+    from app.core.engine.catalogue import CatalogueModel, Machine
+    from app.core.engine.models import LocalModels
+
+    def entry(model_id: str, ram_gb: float, purpose: str = "chat") -> CatalogueModel:
+        return CatalogueModel(
+            id=model_id,
+            name=model_id.title(),
+            repo=SMOLLM_REPO,
+            file=f"{model_id}.gguf",
+            revision="main",
+            size=1000,
+            sha256="0" * 64,
+            ram_bytes=int(ram_gb * 1e9),
+            licence="Apache-2.0",
+            tools="good" if purpose == "chat" else "none",
+            purpose=purpose,
+            context=4096,
+            notes="",
+        )
+
+    listed = (
+        entry("huge", 40),
+        entry("small", 1),
+        entry("medium", 4),
+        entry("embed", 0.2, "embedding"),
+    )
+    models = LocalModels(
+        place.home,
+        update_settings=lambda change: SettingsStore(place.home / "settings.json").update(change),
+        catalogue=lambda: listed,
+    )
+    (models.store.download_dir() / "small.gguf.0123456789abcdef.part").write_bytes(b"x")
+    eight_gb = Machine(ram_total=8_000_000_000, ram_available=6_000_000_000, vram=0, gpu=None)
+    offers = models.offers(eight_gb)
+    assert [o.model.id for o in offers] == ["medium", "small", "huge", "embed"]  # chat first
+    assert [o.recommended for o in offers] == [True, False, False, False]
+    assert [o.fits for o in offers] == [True, True, False, True]
+    assert [o.partial for o in offers] == [False, True, False, False]
+    assert [o.model.id for o in models.offers(eight_gb, purpose="chat")] == [
+        "medium",
+        "small",
+        "huge",
+    ]

@@ -104,24 +104,22 @@ def _available(args: argparse.Namespace, models: LocalModels) -> int:
     from app.core.engine.catalogue import this_machine
 
     machine = this_machine()
-    recommended = models.recommended(machine)
-    have = {m.id for m in models.store.models()}
-    rows: list[dict[str, Any]] = []
-    for entry in models.catalogue():
-        rows.append(
-            {
-                "id": entry.id,
-                "name": entry.name,
-                "purpose": entry.purpose,
-                "size": entry.size,
-                "ram": entry.ram_bytes,
-                "licence": entry.licence,
-                "tools": entry.tools,
-                "fits": entry.ram_bytes <= machine.ram_total,
-                "recommended": recommended is not None and entry.id == recommended.id,
-                "downloaded": entry.id in have,
-            }
-        )
+    rows: list[dict[str, Any]] = [
+        {
+            "id": offer.model.id,
+            "name": offer.model.name,
+            "purpose": offer.model.purpose,
+            "size": offer.model.size,
+            "ram": offer.model.ram_bytes,
+            "licence": offer.model.licence,
+            "tools": offer.model.tools,
+            "fits": offer.fits,
+            "recommended": offer.recommended,
+            "downloaded": offer.downloaded,
+            "partly_downloaded": offer.partial,
+        }
+        for offer in models.offers(machine)
+    ]
     if args.json:
         print(json.dumps(rows, indent=2))
         return EXIT_OK
@@ -130,6 +128,7 @@ def _available(args: argparse.Namespace, models: LocalModels) -> int:
         marks = [
             "recommended" if row["recommended"] else "",
             "downloaded" if row["downloaded"] else "",
+            "partly downloaded: pull to go on" if row["partly_downloaded"] else "",
             "" if row["fits"] else "too large for this computer",
         ]
         note = ", ".join(m for m in marks if m)

@@ -156,18 +156,17 @@ def recommended_offer(models: LocalModels) -> Offer | None:
 def catalogue_offers(models: LocalModels) -> list[Offer]:
     """The catalogue's chat models, the recommended one first and said so, the ones too
     large for this computer marked (blocking: call off the GUI)."""
-    from app.core.engine.catalogue import this_machine
-
-    machine = this_machine()
-    best = models.recommended(machine)
-    chat = [m for m in models.catalogue() if m.purpose == "chat"]
-    chat.sort(key=lambda m: (best is None or m.id != best.id, m.ram_bytes))
-    offers = [Offer.of(m, machine, models) for m in chat]
-    if best is not None and offers:
-        first = offers[0]
-        offers[0] = Offer(
-            first.ref, first.name, first.size, "recommended", first.fits, first.partial
+    offers = []
+    for found in models.offers(purpose="chat"):
+        model = found.model
+        note = (
+            "recommended"
+            if found.recommended
+            else ""
+            if found.fits
+            else f"needs {size_text(model.ram_bytes)} of memory: too much here"
         )
+        offers.append(Offer(model.id, model.name, model.size, note, found.fits, found.partial))
     return offers
 
 

@@ -69,6 +69,19 @@ class ModelState:
 
 
 @dataclass(frozen=True)
+class CatalogueOffer:
+    """A catalogue model as the user chooses from it."""
+
+    model: CatalogueModel
+    #: Its memory needed is within this computer's.
+    fits: bool
+    recommended: bool
+    downloaded: bool
+    #: Part of it was downloaded before (kept after a cancel or a cut connection).
+    partial: bool
+
+
+@dataclass(frozen=True)
 class HubRef:
     repo: str
     file: str
@@ -130,6 +143,30 @@ class LocalModels:
         from app.core.engine.catalogue import recommend, this_machine
 
         return recommend(machine or this_machine(), models=self.catalogue())
+
+    def offers(
+        self, machine: Machine | None = None, *, purpose: str | None = None
+    ) -> list[CatalogueOffer]:
+        """The catalogue (of one `purpose`, or all) as the window and `deskhand models list
+        --available` show it: the recommended model first, then chat models before
+        embedding ones, each by memory needed (blocking: reads the models folder)."""
+        from app.core.engine.catalogue import this_machine
+
+        machine = machine or this_machine()
+        best = self.recommended(machine)
+        have = {m.id for m in self.store.models()}
+        chosen = [m for m in self.catalogue() if purpose is None or m.purpose == purpose]
+        chosen.sort(key=lambda m: (best is None or m.id != best.id, m.purpose, m.ram_bytes))
+        return [
+            CatalogueOffer(
+                model=m,
+                fits=m.ram_bytes <= machine.ram_total,
+                recommended=best is not None and m.id == best.id,
+                downloaded=m.id in have,
+                partial=self.has_partial(m.file),
+            )
+            for m in chosen
+        ]
 
     def _entry(self, ref: str) -> CatalogueModel | None:
         wanted = ref.strip().lower()
