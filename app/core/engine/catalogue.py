@@ -186,7 +186,9 @@ def recommend(
 
 def this_machine() -> Machine:
     """Total and available memory of this computer, and its GPU when known cheaply."""
-    total, available = _memory()
+    from app.core.engine.memory import machine_memory
+
+    total, available = machine_memory()
     gpu: str | None = None
     vram = 0
     if sys.platform == "darwin" and os.uname().machine == "arm64":
@@ -194,67 +196,3 @@ def this_machine() -> Machine:
         gpu = "Apple silicon (Metal)"
         vram = total * 2 // 3
     return Machine(ram_total=total, ram_available=available, vram=vram, gpu=gpu)
-
-
-def _memory() -> tuple[int, int]:
-    """(total, available) bytes of memory; 0 when unknown."""
-    if sys.platform == "win32":
-        return _windows_memory()
-    if sys.platform.startswith("linux"):
-        found = _proc_meminfo()
-        if found is not None:
-            return found
-    total = _sysconf("SC_PHYS_PAGES")
-    available = _sysconf("SC_AVPHYS_PAGES") or total
-    return total, available
-
-
-def _sysconf(name: str) -> int:
-    try:
-        pages = os.sysconf(name)
-        page_size = os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):
-        return 0
-    return max(pages, 0) * max(page_size, 0)
-
-
-def _proc_meminfo() -> tuple[int, int] | None:
-    """MemTotal and MemAvailable from /proc/meminfo (Linux)."""
-    values: dict[str, int] = {}
-    try:
-        with open("/proc/meminfo", encoding="ascii", errors="replace") as fh:
-            for line in fh:
-                key, _, rest = line.partition(":")
-                parts = rest.split()
-                if key in ("MemTotal", "MemAvailable") and parts and parts[0].isdigit():
-                    values[key] = int(parts[0]) * 1024
-    except OSError:
-        return None
-    if "MemTotal" not in values:
-        return None
-    return values["MemTotal"], values.get("MemAvailable", values["MemTotal"])
-
-
-def _windows_memory() -> tuple[int, int]:
-    """ullTotalPhys and ullAvailPhys from GlobalMemoryStatusEx."""
-    import ctypes
-
-    class MemoryStatusEx(ctypes.Structure):
-        _fields_ = [
-            ("dwLength", ctypes.c_ulong),
-            ("dwMemoryLoad", ctypes.c_ulong),
-            ("ullTotalPhys", ctypes.c_ulonglong),
-            ("ullAvailPhys", ctypes.c_ulonglong),
-            ("ullTotalPageFile", ctypes.c_ulonglong),
-            ("ullAvailPageFile", ctypes.c_ulonglong),
-            ("ullTotalVirtual", ctypes.c_ulonglong),
-            ("ullAvailVirtual", ctypes.c_ulonglong),
-            ("ullAvailExtendedVirtual", ctypes.c_ulonglong),
-        ]
-
-    status = MemoryStatusEx()
-    status.dwLength = ctypes.sizeof(MemoryStatusEx)
-    windll = getattr(ctypes, "windll", None)
-    if windll is None or not windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status)):
-        return 0, 0
-    return int(status.ullTotalPhys), int(status.ullAvailPhys)

@@ -74,31 +74,47 @@ def gigabytes(n: int) -> str:
 
 def available_memory() -> int:
     """Bytes of memory a new process can use now without swapping (0 when unknown)."""
+    return machine_memory()[1]
+
+
+def machine_memory() -> tuple[int, int]:
+    """(total, available now) bytes of this computer's memory; 0 when unknown."""
     if sys.platform.startswith("linux"):
-        return _linux_available()
+        found = _proc_meminfo()
+        if found is not None:
+            return found
     if sys.platform == "win32":
-        return _windows_available()
+        return _windows_memory()
+    total = _sysconf("SC_PHYS_PAGES")
     if sys.platform == "darwin":
-        return _mac_available()
-    return _sysconf_available()
+        return total, _mac_available()
+    return total, _sysconf("SC_AVPHYS_PAGES") or total
 
 
-def _linux_available() -> int:
+def _sysconf(name: str) -> int:
     try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return _sysconf_available()
-
-
-def _sysconf_available() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
+        pages = os.sysconf(name)
+        page_size = os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
         return 0
+    return max(pages, 0) * max(page_size, 0)
+
+
+def _proc_meminfo() -> tuple[int, int] | None:
+    """MemTotal and MemAvailable from /proc/meminfo (Linux)."""
+    values: dict[str, int] = {}
+    try:
+        with open("/proc/meminfo", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                key, _, rest = line.partition(":")
+                parts = rest.split()
+                if key in ("MemTotal", "MemAvailable") and parts and parts[0].isdigit():
+                    values[key] = int(parts[0]) * 1024
+    except OSError:
+        return None
+    if "MemTotal" not in values:
+        return None
+    return values["MemTotal"], values.get("MemAvailable", values["MemTotal"])
 
 
 def _mac_available() -> int:
@@ -119,12 +135,11 @@ def _mac_available() -> int:
     return total
 
 
-def _windows_available() -> int:
-    if sys.platform != "win32":
-        return 0
+def _windows_memory() -> tuple[int, int]:
+    """ullTotalPhys and ullAvailPhys from GlobalMemoryStatusEx."""
     import ctypes
 
-    class MemoryStatus(ctypes.Structure):
+    class MemoryStatusEx(ctypes.Structure):
         _fields_ = [
             ("dwLength", ctypes.c_ulong),
             ("dwMemoryLoad", ctypes.c_ulong),
@@ -137,8 +152,9 @@ def _windows_available() -> int:
             ("ullAvailExtendedVirtual", ctypes.c_ulonglong),
         ]
 
-    status = MemoryStatus()
-    status.dwLength = ctypes.sizeof(MemoryStatus)
-    if not ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status)):
-        return 0
-    return int(status.ullAvailPhys)
+    status = MemoryStatusEx()
+    status.dwLength = ctypes.sizeof(MemoryStatusEx)
+    windll = getattr(ctypes, "windll", None)
+    if windll is None or not windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status)):
+        return 0, 0
+    return int(status.ullTotalPhys), int(status.ullAvailPhys)
