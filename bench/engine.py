@@ -45,7 +45,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -55,6 +54,14 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+from bench.processes import (  # noqa: E402
+    child_env,
+    cli_loaded,
+    descendants,
+    loaded,
+    status_kib,
+)
 
 RUNS = 15
 QUICK_RUNS = 5
@@ -93,43 +100,13 @@ def model_file() -> Path:
 # ---- memory --------------------------------------------------------------------------------
 
 
-def _children(pid: int) -> list[int]:
-    """Every descendant of `pid` (Linux /proc)."""
-    found: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return found
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as f:
-                direct = [int(p) for p in f.read().split()]
-        except OSError:
-            continue
-        for child in direct:
-            found.append(child)
-            found.extend(_children(child))
-    return found
-
-
-def _rss(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return 0
-
-
 def tree_rss() -> tuple[int, int, int]:
     """(RSS of this process + all its descendants, how many descendants, this process's)."""
     gc.collect()
     me = os.getpid()
-    kids = _children(me)
-    own = _rss(me)
-    return own + sum(_rss(k) for k in kids), len(kids), own
+    kids = descendants(me)
+    own = status_kib(me)["VmRSS"] * 1024
+    return own + sum(status_kib(k)["VmRSS"] * 1024 for k in kids), len(kids), own
 
 
 # ---- the two sides -------------------------------------------------------------------------
@@ -409,23 +386,14 @@ async def idle_stopped() -> float:
     """Seconds until this process has no child left (the engine's idle stop)."""
     t0 = time.perf_counter()
     deadline = t0 + IDLE_S + 60
-    while _children(os.getpid()) and time.perf_counter() < deadline:
+    while descendants(os.getpid()) and time.perf_counter() < deadline:
         await asyncio.sleep(0.1)  # until the child has exited; bounded by the deadline
-    if _children(os.getpid()):
+    if descendants(os.getpid()):
         raise SystemExit(f"the engine did not stop the model within {IDLE_S + 60:.0f} s unused")
     return time.perf_counter() - t0
 
 
 # ---- start-up ------------------------------------------------------------------------------
-
-
-def child_env() -> dict[str, str]:
-    return dict(
-        os.environ,
-        PYTHONPATH=str(REPO),
-        PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring",
-        QT_QPA_PLATFORM=os.environ.get("QT_QPA_PLATFORM", "offscreen"),
-    )
 
 
 def engine_home(home: Path, model: Path) -> None:
@@ -446,43 +414,6 @@ def engine_home(home: Path, model: Path) -> None:
     SettingsStore(settings_path(home)).update(change)
 
 
-CLI_CHILD = textwrap.dedent(
-    """
-    import atexit, json, os, sys
-    WATCHED = %r
-
-    def loaded():
-        return sorted(m for m in sys.modules
-                      if any(m == w or m.startswith(w + ".") for w in WATCHED))
-
-    atexit.register(lambda: open(os.environ["BENCH_OUT"], "w").write(json.dumps(loaded())))
-    from app.cli import main
-    sys.argv = ["deskhand", *sys.argv[1:]]
-    raise SystemExit(main())
-    """
-)
-
-
-def cli_loaded(home: Path, command: Sequence[str]) -> list[str]:
-    out = home / "cli-modules.json"
-    out.unlink(missing_ok=True)
-    subprocess.run(
-        [sys.executable, "-c", CLI_CHILD % (WATCHED,), "--home", str(home), *command],
-        env=dict(child_env(), BENCH_OUT=str(out)),
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
-    if not out.exists():
-        return [f"(`deskhand {' '.join(command)}` did not run to its end)"]
-    found: list[str] = json.loads(out.read_text("utf-8"))
-    return found
-
-
-def loaded_watched() -> list[str]:
-    return sorted(m for m in sys.modules if any(m == w or m.startswith(w + ".") for w in WATCHED))
-
-
 def child_window(home: str) -> None:
     """Runs in a fresh process: the window on `home`, the watched modules at each stage."""
     from PySide6.QtCore import QTimer
@@ -494,13 +425,13 @@ def child_window(home: str) -> None:
     report: dict[str, list[str]] = {}
 
     def later() -> None:
-        report["2 s after whole"] = loaded_watched()
+        report["2 s after whole"] = loaded(WATCHED)
         print(json.dumps(report), flush=True)
         os._exit(0)
 
     def marked(name: str, _when: float) -> None:
         if name in ("ready", "attached"):
-            report["ready" if name == "ready" else "whole"] = loaded_watched()
+            report["ready" if name == "ready" else "whole"] = loaded(WATCHED)
         if name == "attached":
             QTimer.singleShot(2000, later)
 
@@ -528,7 +459,7 @@ def startup(work: Path, model: Path, window: bool) -> dict[str, list[str]]:
         for stage, names in json.loads(done.stdout.strip().splitlines()[-1]).items():
             found[f"the window, {stage}"] = names
     for command in (["--help"], ["ask", "--help"]):
-        found["deskhand " + " ".join(command)] = cli_loaded(home, command)
+        found["deskhand " + " ".join(command)] = cli_loaded(home, command, WATCHED)
     return found
 
 

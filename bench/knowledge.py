@@ -44,7 +44,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import threading
 import time
 import traceback
@@ -67,6 +66,13 @@ from bench.knowledge_corpus import (  # noqa: E402
     mixed_corpus,
     quality_corpus,
     write_quality_corpus,
+)
+from bench.processes import (  # noqa: E402
+    child_env,
+    cli_loaded,
+    descendants,
+    loaded,
+    status_kib,
 )
 from bench.pyc_cache import compile_project  # noqa: E402
 
@@ -123,15 +129,6 @@ def service_for(home: Path, roots: Sequence[Path]) -> Any:
     settings = Settings()
     settings.files.allowed_roots = [str(r) for r in roots]
     return KnowledgeService(home, settings=lambda: settings)
-
-
-def child_env() -> dict[str, str]:
-    return dict(
-        os.environ,
-        PYTHONPATH=str(REPO),
-        PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring",
-        QT_QPA_PLATFORM=os.environ.get("QT_QPA_PLATFORM", "offscreen"),
-    )
 
 
 def run_child(args: Sequence[str], timeout: float) -> dict[str, Any]:
@@ -253,7 +250,7 @@ def child_index(home: str, docs: str) -> None:
         probe.extra["anon_idle"] = statistics.median(m["anon"] for m in idle)
         probe.extra["total_idle"] = statistics.median(m["total"] for m in idle)
         probe.extra["total_pss_idle"] = statistics.median(m["total_pss"] for m in idle)
-        probe.extra["loaded_before"] = loaded()
+        probe.extra["loaded_before"] = loaded(WATCHED)
         probe.enter("indexing")
         began = time.perf_counter()
         folder_id = await add_folder(page, runtime, docs)
@@ -388,10 +385,10 @@ def memory() -> dict[str, float]:
     """This process's resident memory (MiB): all of it, anonymous (the heap: what the
     process made) and file-backed (mapped files, e.g. the index read through mmap, which
     the system can drop at any time); and its child processes' (the indexer) together."""
-    found = _status("self")
+    found = {k: v / 1024 for k, v in status_kib("self", ("VmRSS", "RssAnon", "RssFile")).items()}
     children = children_pss = 0.0
-    for pid in _children(os.getpid()):
-        children += _status(str(pid))["VmRSS"]
+    for pid in descendants(os.getpid()):
+        children += status_kib(pid)["VmRSS"] / 1024
         children_pss += _pss(str(pid))
     return {
         "rss": found["VmRSS"],
@@ -417,42 +414,6 @@ def _pss(pid: str) -> float:
     return 0.0
 
 
-def _status(pid: str) -> dict[str, float]:
-    found = {"VmRSS": 0.0, "RssAnon": 0.0, "RssFile": 0.0}
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as status:
-            for line in status:
-                name = line.split(":", 1)[0]
-                if name in found:
-                    found[name] = int(line.split()[1]) / 1024
-    except OSError:  # it ended meanwhile
-        pass
-    return found
-
-
-def _children(pid: int) -> list[int]:
-    """Every process under `pid`, however deep (/proc's children lists, thread by thread)."""
-    found: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return found
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as f:
-                direct = [int(p) for p in f.read().split()]
-        except OSError:
-            continue
-        for child in direct:
-            found.append(child)
-            found.extend(_children(child))
-    return found
-
-
-def loaded() -> list[str]:
-    return sorted(m for m in sys.modules if any(m == w or m.startswith(w + ".") for w in WATCHED))
-
-
 # ---- start-up ------------------------------------------------------------------------------
 
 
@@ -470,41 +431,10 @@ def startup(work: Path) -> dict[str, Any]:
         service.close()
     window = run_child(["--child", "startup", str(home)], timeout=120)
     cli = {
-        " ".join(command): cli_loaded(home, command)
+        " ".join(command): cli_loaded(home, command, WATCHED)
         for command in (["tools", "list"], ["knowledge", "--help"])
     }
     return {"window": window, "cli": cli}
-
-
-CLI_CHILD = textwrap.dedent(
-    """
-    import atexit, json, os, sys
-    WATCHED = %r
-
-    def loaded():
-        return sorted(m for m in sys.modules
-                      if any(m == w or m.startswith(w + ".") for w in WATCHED))
-
-    atexit.register(lambda: open(os.environ["BENCH_OUT"], "w").write(json.dumps(loaded())))
-    from app.cli import main
-    sys.argv = ["deskhand", *sys.argv[1:]]
-    raise SystemExit(main())
-    """
-)
-
-
-def cli_loaded(home: Path, command: Sequence[str]) -> list[str]:
-    out = home / "cli-modules.json"
-    env = dict(child_env(), BENCH_OUT=str(out))
-    subprocess.run(
-        [sys.executable, "-c", CLI_CHILD % (WATCHED,), "--home", str(home), *command],
-        env=env,
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
-    found: list[str] = json.loads(out.read_text("utf-8"))
-    return found
 
 
 def child_startup(home: str) -> None:
@@ -517,14 +447,14 @@ def child_startup(home: str) -> None:
     report: dict[str, list[str]] = {}
 
     def later() -> None:
-        report["2 s after whole"] = loaded()
+        report["2 s after whole"] = loaded(WATCHED)
         print(json.dumps(report))
         sys.stdout.flush()
         os._exit(0)
 
     def marked(name: str, _when: float) -> None:
         if name in ("ready", "attached"):
-            report["ready" if name == "ready" else "whole"] = loaded()
+            report["ready" if name == "ready" else "whole"] = loaded(WATCHED)
         if name == "attached":
             QTimer.singleShot(2000, later)
 
@@ -874,8 +804,7 @@ def print_report(results: dict[str, Any]) -> None:
                 f"floor: idle window {r['total_idle_mib']:.0f} MiB",
             ),
             (
-                "PSS while indexing, the window and its child together (shared pages counted "
-                "once)",
+                "PSS while indexing, the window and its child together (shared pages counted once)",
                 f"peak {r['total_pss_peak_mib']:.0f} MiB, "
                 f"+{r['total_pss_peak_mib'] - r['total_pss_idle_mib']:.0f} MiB",
                 f"floor: idle window {r['total_pss_idle_mib']:.0f} MiB",
