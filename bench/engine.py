@@ -59,8 +59,8 @@ from bench.processes import (  # noqa: E402
     child_env,
     cli_loaded,
     descendants,
-    loaded,
     status_kib,
+    window_loaded,
 )
 
 RUNS = 15
@@ -414,33 +414,6 @@ def engine_home(home: Path, model: Path) -> None:
     SettingsStore(settings_path(home)).update(change)
 
 
-def child_window(home: str) -> None:
-    """Runs in a fresh process: the window on `home`, the watched modules at each stage."""
-    from PySide6.QtCore import QTimer
-    from PySide6.QtWidgets import QApplication
-
-    from app.ui import startup_timeline
-
-    QApplication(sys.argv[:1])
-    report: dict[str, list[str]] = {}
-
-    def later() -> None:
-        report["2 s after whole"] = loaded(WATCHED)
-        print(json.dumps(report), flush=True)
-        os._exit(0)
-
-    def marked(name: str, _when: float) -> None:
-        if name in ("ready", "attached"):
-            report["ready" if name == "ready" else "whole"] = loaded(WATCHED)
-        if name == "attached":
-            QTimer.singleShot(2000, later)
-
-    startup_timeline.listeners.append(marked)
-    from app.ui.main import run_gui
-
-    run_gui(home)
-
-
 def startup(work: Path, model: Path, window: bool) -> dict[str, list[str]]:
     home = work / "home-startup"
     engine_home(home, model)
@@ -580,7 +553,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--child-window", metavar="HOME", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child_window:
-        child_window(args.child_window)
+        window_loaded(args.child_window, WATCHED)
         return 0
     runs = args.runs or (QUICK_RUNS if args.quick else RUNS)
     model = model_file()

@@ -73,6 +73,7 @@ from bench.processes import (  # noqa: E402
     descendants,
     loaded,
     status_kib,
+    window_loaded,
 )
 from bench.pyc_cache import compile_project  # noqa: E402
 
@@ -435,33 +436,6 @@ def startup(work: Path) -> dict[str, Any]:
         for command in (["tools", "list"], ["knowledge", "--help"])
     }
     return {"window": window, "cli": cli}
-
-
-def child_startup(home: str) -> None:
-    from PySide6.QtCore import QTimer
-    from PySide6.QtWidgets import QApplication
-
-    from app.ui import startup_timeline
-
-    QApplication(sys.argv[:1])
-    report: dict[str, list[str]] = {}
-
-    def later() -> None:
-        report["2 s after whole"] = loaded(WATCHED)
-        print(json.dumps(report))
-        sys.stdout.flush()
-        os._exit(0)
-
-    def marked(name: str, _when: float) -> None:
-        if name in ("ready", "attached"):
-            report["ready" if name == "ready" else "whole"] = loaded(WATCHED)
-        if name == "attached":
-            QTimer.singleShot(2000, later)
-
-    startup_timeline.listeners.append(marked)
-    from app.ui.main import run_gui
-
-    run_gui(home)
 
 
 # ---- (b) query latency ---------------------------------------------------------------------
@@ -956,7 +930,7 @@ def main() -> None:
         if kind == "index":
             child_index(*rest)
         else:
-            child_startup(*rest)
+            window_loaded(*rest, WATCHED)
         return
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     unknown = [p for p in parts if p not in PARTS]

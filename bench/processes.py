@@ -95,3 +95,31 @@ def cli_loaded(home: Path, command: Sequence[str], watched: Sequence[str]) -> li
         return [f"(`deskhand {' '.join(command)}` did not run to its end)"]
     found: list[str] = json.loads(out.read_text("utf-8"))
     return found
+
+
+def window_loaded(home: str, watched: Sequence[str]) -> None:
+    """Run in a fresh process: the window on `home`; prints, as one JSON line, the watched
+    modules loaded at "ready", once the window is whole, and 2 s later, then exits."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from app.ui import startup_timeline
+
+    QApplication(sys.argv[:1])
+    report: dict[str, list[str]] = {}
+
+    def later() -> None:
+        report["2 s after whole"] = loaded(watched)
+        print(json.dumps(report), flush=True)
+        os._exit(0)
+
+    def marked(name: str, _when: float) -> None:
+        if name in ("ready", "attached"):
+            report["ready" if name == "ready" else "whole"] = loaded(watched)
+        if name == "attached":
+            QTimer.singleShot(2000, later)
+
+    startup_timeline.listeners.append(marked)
+    from app.ui.main import run_gui
+
+    run_gui(home)
