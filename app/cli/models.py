@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.core.plain_units import duration_text, size_text
+
 if TYPE_CHECKING:  # imported where used: building the parser stays light (`deskhand ask`)
     from app.core.engine.download import DownloadProgress
     from app.core.engine.models import LocalModels, ModelState
@@ -123,7 +125,8 @@ def _available(args: argparse.Namespace, models: LocalModels) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return EXIT_OK
-    print(f"This computer: {_gb(machine.ram_total)} of memory, {_gb(machine.ram_available)} free")
+    memory, free = size_text(machine.ram_total), size_text(machine.ram_available)
+    print(f"This computer: {memory} of memory, {free} free")
     for row in rows:
         marks = [
             "recommended" if row["recommended"] else "",
@@ -133,8 +136,8 @@ def _available(args: argparse.Namespace, models: LocalModels) -> int:
         ]
         note = ", ".join(m for m in marks if m)
         print(
-            f"  {row['id']:<28} {row['name']} — {_gb(row['size'])} download, needs "
-            f"{_gb(row['ram'])} of memory; tool calls: {row['tools']}; {row['licence']}"
+            f"  {row['id']:<28} {row['name']} — {size_text(row['size'])} download, needs "
+            f"{size_text(row['ram'])} of memory; tool calls: {row['tools']}; {row['licence']}"
             + (f"  [{note}]" if note else "")
         )
     return EXIT_OK
@@ -164,7 +167,7 @@ def _pull(args: argparse.Namespace, runtime: Runtime, models: LocalModels) -> in
     if "error" in outcome:
         raise outcome["error"]
     model = outcome["model"]
-    print(f"Downloaded and checked {model.name} ({_gb(model.size)}) as {model.id}")
+    print(f"Downloaded and checked {model.name} ({size_text(model.size)}) as {model.id}")
     use = args.use or runtime.settings.active_provider_account() is None
     return _maybe_use(use, runtime, models, model.id)
 
@@ -223,9 +226,9 @@ def _state_row(state: ModelState) -> dict[str, Any]:
 
 def _state_line(state: ModelState) -> str:
     model = state.model
-    where = "loaded, " + _gb(state.rss_bytes) + " in use" if state.loaded else "not loaded"
+    where = "loaded, " + size_text(state.rss_bytes) + " in use" if state.loaded else "not loaded"
     died = f"; it stopped last time: {state.last_exit}" if state.last_exit else ""
-    return f"{model.id:<28} {model.name} — {_gb(model.size)}, {where}{died}"
+    return f"{model.id:<28} {model.name} — {size_text(model.size)}, {where}{died}"
 
 
 class _ProgressLine:
@@ -260,17 +263,5 @@ def describe(progress: DownloadProgress) -> str:
     if progress.bytes_per_s > 0:
         text += f", {progress.bytes_per_s / mb:,.1f} MB/s"
     if progress.eta_s is not None:
-        text += f", about {_duration(progress.eta_s)} left"
+        text += f", about {duration_text(progress.eta_s)} left"
     return text
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{max(1, round(seconds))} s"
-    if seconds < 3600:
-        return f"{round(seconds / 60)} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-def _gb(size: int) -> str:
-    return f"{size / 1e9:.1f} GB" if size >= 1e9 else f"{size / 1e6:.0f} MB"

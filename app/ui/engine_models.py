@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.core.plain_units import duration_text, size_text
 from app.core.visible import one_line
 from app.ui.off_gui import run_off_gui
 from app.ui.removal import confirm_removal
@@ -58,22 +59,9 @@ TOO_LITTLE_MEMORY = (
 # ---- words -------------------------------------------------------------------------------
 
 
-def size_text(size: int) -> str:
-    """ "491 MB", "1.1 GB": a model file's size."""
-    if size >= 1_000_000_000:
-        return f"{size / 1e9:,.1f} GB"
-    return f"{max(size, 0) / 1e6:,.0f} MB"
-
-
 def time_left_text(seconds: float | None) -> str:
     """ "about 39 s left", "about 3 min left"; "" while not known."""
-    if seconds is None:
-        return ""
-    if seconds < 60:
-        return f"about {max(1, round(seconds))} s left"
-    if seconds < 3600:
-        return f"about {round(seconds / 60)} min left"
-    return f"about {seconds / 3600:.1f} h left"
+    return "" if seconds is None else f"about {duration_text(seconds)} left"
 
 
 def progress_text(progress: DownloadProgress) -> str:
