@@ -432,10 +432,7 @@ def test_without_the_engine_installed_pull_and_ask_say_how_to_install_it(
     """A minimal install (no `deskhand[engine]`): a plain line naming the extra."""
     import sys
 
-    import app.core.engine.models as models
-
     model_id = pulled(place, capsys)
-    monkeypatch.setattr(models, "_installed", False)
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # as if it were not installed
     assert place.run("models", "pull", REF) == 2
     err = capsys.readouterr().err

@@ -34,20 +34,13 @@ class ModelError(ValueError):
 ENGINE_EXTRA = "pip install 'deskhand[engine]'"
 
 
-_installed = False
-
-
 def engine_missing() -> str | None:
     """Why the built-in engine cannot run or download here (its packages are not installed:
-    a minimal install), or None. Once found, not looked for again (every request asks)."""
-    global _installed
+    a minimal install), or None."""
     import importlib.util
 
-    if _installed:
-        return None
     absent = [n for n in ("llama_cpp", "huggingface_hub") if importlib.util.find_spec(n) is None]
     if not absent:
-        _installed = True
         return None
     return (
         f"the built-in engine is not installed ({' and '.join(absent)} missing): "
