@@ -17,6 +17,7 @@ import pytest
 
 from app.cli import main
 from app.core.engine.engine import engine
+from app.core.providers.base import ProviderConfig
 from app.core.settings import SettingsStore
 from tests.conftest import service_unavailable
 from tests.hf_endpoint import SMOLLM_FILE, SMOLLM_REPO, HFEndpoint
@@ -105,6 +106,20 @@ def test_ask_with_a_local_model_starts_the_engine_and_answers(
     assert "loaded" in capsys.readouterr().out
 
 
+def engine_config(place: Place, capsys: pytest.CaptureFixture[str]) -> tuple[str, ProviderConfig]:
+    """SmolLM2 pulled, and the provider config `ask --model` gets for it (400 tokens)."""
+    from app.core.runtime import Runtime
+
+    model_id = pulled(place, capsys)
+    runtime = Runtime(place.home)
+    try:
+        config = runtime.provider_config(model=model_id)
+    finally:
+        runtime.close()
+    config.max_tokens = 400
+    return model_id, config
+
+
 def test_a_model_file_of_the_users_own_is_kept_when_removed(
     place: Place, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -170,15 +185,8 @@ def test_an_engine_killed_mid_answer_is_reported_and_restarted_on_the_next_messa
 ) -> None:
     from app.core.providers import make_provider
     from app.core.providers.base import ChatMessage, ServerError, TextChunk
-    from app.core.runtime import Runtime
 
-    model_id = pulled(place, capsys)
-    runtime = Runtime(place.home)
-    try:
-        config = runtime.provider_config(model=model_id)
-        config.max_tokens = 400
-    finally:
-        runtime.close()
+    model_id, config = engine_config(place, capsys)
     assert config.kind == "engine"
     question = [ChatMessage(role="user", content="Count from one to one hundred in words.")]
 
@@ -372,15 +380,8 @@ def test_an_answer_longer_than_the_idle_time_is_not_cut_off(
 
     from app.core.providers import make_provider
     from app.core.providers.base import ChatMessage, TextChunk
-    from app.core.runtime import Runtime
 
-    model_id = pulled(place, capsys)
-    runtime = Runtime(place.home)
-    try:
-        config = runtime.provider_config(model=model_id)
-    finally:
-        runtime.close()
-    config.max_tokens = 400
+    model_id, config = engine_config(place, capsys)
     idle = 0.3
     chunks: list[str] = []
 

@@ -42,7 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from app.core.engine.gguf import GgufError, GgufInfo, read_gguf_info
 from app.core.engine.memory import MIN_CONTEXT, available_memory, fit_context, gigabytes
@@ -613,25 +613,20 @@ class Engine:
     def _popen(
         self, config: Path, log: IO[bytes], death: _DeathSignal | None
     ) -> subprocess.Popen[bytes]:
-        env = child_environment(config)
+        apart: dict[str, Any]  # the terminal's Ctrl-C is the app's, not the child's
         if sys.platform == "win32":
             flags = subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.CREATE_NO_WINDOW
-            return subprocess.Popen(
-                self._command(),
-                stdin=subprocess.PIPE,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                creationflags=flags,
-            )
+            apart = {"creationflags": flags}
+        else:
+            dies_with_us = death if death is not None and death.available else None
+            apart = {"start_new_session": True, "preexec_fn": dies_with_us}
         return subprocess.Popen(
             self._command(),
             stdin=subprocess.PIPE,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,  # the terminal's Ctrl-C is the app's, not the child's
-            preexec_fn=death if death is not None and death.available else None,
+            env=child_environment(config),
+            **apart,
         )
 
     def _wait_ready(self, child: _Child) -> None:
